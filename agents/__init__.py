@@ -1,0 +1,61 @@
+"""The work: the agent runtime (tool loop), tools, models, and the Ray actors around them."""
+
+import os
+
+# litellm fetches a price list from the internet at import unless told otherwise; every process
+# that imports agents (driver and Ray workers alike) gets the local copy.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from agents.errors import (  # noqa: E402
+    BatonError,
+    ConfigError,
+    ConfigIssue,
+    DelegationRefused,
+    ToolImportError,
+)
+from agents.messages import (  # noqa: E402
+    AgentResult,
+    Delegation,
+    Outcome,
+    Refusal,
+    RunContext,
+    Usage,
+)
+from agents.spec import (  # noqa: E402
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    DEFAULT_MAX_STEPS,
+    OFFLINE_MODEL,
+    AgentCard,
+    AgentSpec,
+    Limits,
+    ModelSpec,
+    RayOptions,
+    Timeouts,
+)
+
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_PARALLEL_TOOLS",
+    "DEFAULT_MAX_STEPS",
+    "OFFLINE_MODEL",
+    "AgentCard",
+    "AgentResult",
+    "AgentSpec",
+    "BatonError",
+    "ConfigError",
+    "ConfigIssue",
+    "Delegation",
+    "DelegationRefused",
+    "Limits",
+    "ModelSpec",
+    "Outcome",
+    "RayOptions",
+    "Refusal",
+    "RunContext",
+    "Timeouts",
+    "ToolImportError",
+    "Usage",
+]

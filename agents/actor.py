@@ -1,0 +1,155 @@
+"""Ray shells around the runtime: one async actor per agent replica, and the run ledger actor.
+
+Everything here is thin: the work happens in `agents.runtime`, which does not know about Ray.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnavailableError, RayActorError
+
+from agents.delegate import DelegateTool
+from agents.ledger import RunLedger
+from agents.messages import AgentResult, Delegation, Outcome
+from agents.model import LiteLLMClient, configure_litellm
+from agents.runtime import AgentRuntime
+from agents.spec import AgentCard, AgentSpec, ModelSpec
+from agents.tools import Tool, load_function_tool
+
+__all__ = ["AgentActor", "LedgerActor", "RayDispatcher", "RayLedger", "SystemRef"]
+
+
+@dataclass(frozen=True)
+class SystemRef:
+    """How to find the actors of one agent system on Ray."""
+
+    namespace: str
+    prefix: str
+    replicas: dict[str, int]
+
+    def actor_name(self, agent: str, replica: int) -> str:
+        return f"{self.prefix}.{agent}.{replica}"
+
+    @property
+    def ledger_name(self) -> str:
+        return f"{self.prefix}.ledger"
+
+
+@ray.remote(num_cpus=0)
+class LedgerActor:
+    """Hosts the `RunLedger` of one system: budgets and progress events of its runs."""
+
+    def __init__(self) -> None:
+        self._ledger = RunLedger()
+
+    def open(self, run_id: str, budget: int | None) -> None:
+        self._ledger.open(run_id, budget)
+
+    def close(self, run_id: str) -> dict[str, Any]:
+        return self._ledger.close(run_id)
+
+    def tokens_left(self, run_id: str) -> int | None:
+        return self._ledger.tokens_left(run_id)
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        self._ledger.charge(run_id, tokens)
+
+    def emit(self, run_id: str, event: dict[str, Any]) -> None:
+        self._ledger.emit(run_id, event)
+
+    def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+        return self._ledger.events(run_id, after)
+
+
+class RayLedger:
+    """The `Ledger` and `EventSink` protocols over a `LedgerActor` handle."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    async def tokens_left(self, run_id: str) -> int | None:
+        return await self._handle.tokens_left.remote(run_id)
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
+
+    def emit(self, run_id: str, event: dict[str, Any]) -> None:
+        self._handle.emit.remote(run_id, event)
+
+
+class RayDispatcher:
+    """Dispatches delegations to agent actors, spreading them round-robin over replicas."""
+
+    def __init__(self, system: SystemRef) -> None:
+        self._system = system
+        self._handles: dict[str, list[Any]] = {}
+        self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
+
+    def _handle(self, target: str) -> tuple[str, Any]:
+        replica = next(self._turns[target])
+        name = self._system.actor_name(target, replica)
+        handles = self._handles.setdefault(target, [None] * self._system.replicas[target])
+        if handles[replica] is None:
+            handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
+        return name, handles[replica]
+
+    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+        name = target
+        try:
+            name, handle = self._handle(target)
+            return await handle.invoke.remote(delegation)
+        except (RayActorError, ActorUnavailableError, ValueError) as exc:
+            # A dead or missing actor is the caller's tool error, never a hung run.
+            self._handles.pop(target, None)
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return AgentResult(agent=target, status=Outcome.FAILED, call_id=delegation.call_id,
+                               actor=name,
+                               error=f"agent actor {name} is unavailable "
+                                     f"({type(exc).__name__}: {detail[:300]})")
+
+
+def _build_tools(spec: AgentSpec, roster: list[AgentCard], delegates: list[str],
+                 dispatcher: RayDispatcher, ledger: RayLedger) -> tuple[list[Tool], dict[str, Tool]]:
+    offered: list[Tool] = [load_function_tool(path) for path in spec.tools]
+    hidden: dict[str, Tool] = {}
+    for card in roster:
+        if card.name == spec.name:
+            continue
+        tool = DelegateTool(caller=spec.name, target=card, allowed=card.name in delegates,
+                            dispatcher=dispatcher, ledger=ledger)
+        if tool.allowed:
+            offered.append(tool)
+        else:
+            hidden[tool.name] = tool
+    return offered, hidden
+
+
+@ray.remote
+class AgentActor:
+    """One replica of one agent: an async actor, so delegations (even re-entrant ones) overlap."""
+
+    def __init__(self, spec: AgentSpec, roster: list[AgentCard], delegates: list[str],
+                 system: SystemRef, replica: int) -> None:
+        self._name = system.actor_name(spec.name, replica)
+        dispatcher = RayDispatcher(system)
+        ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
+        tools, hidden = _build_tools(spec, roster, delegates, dispatcher, ledger)
+        self._runtime = AgentRuntime(spec=spec, model=LiteLLMClient(spec.model), tools=tools,
+                                     hidden_tools=hidden, ledger=ledger, events=ledger,
+                                     actor_id=self._name)
+
+    async def ready(self) -> dict[str, Any]:
+        """Warm litellm's lazy imports now rather than inside the first run."""
+        configure_litellm()
+        warm = LiteLLMClient(ModelSpec())
+        await warm.complete([{"role": "user", "content": "warm up"}], [])
+        context = ray.get_runtime_context()
+        return {"actor": self._name, "pid": os.getpid(), "node_id": context.get_node_id()}
+
+    async def invoke(self, delegation: Delegation) -> AgentResult:
+        return await self._runtime.invoke(delegation)

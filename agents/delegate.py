@@ -1,0 +1,92 @@
+"""Delegation as a tool: the calling model sees one tool per agent it may hand work to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agents.guard import check_delegation
+from agents.ledger import Ledger
+from agents.messages import AgentResult, Delegation, Outcome
+from agents.spec import AgentCard
+from agents.tools import ToolCallContext, ToolOutput
+from tracing import inject_context
+
+__all__ = ["DELEGATE_PREFIX", "DelegateTool", "Dispatcher", "delegate_tool_name"]
+
+DELEGATE_PREFIX = "delegate_to_"
+_MAX_RESULT_CHARS = 8_000
+
+
+def delegate_tool_name(agent: str) -> str:
+    return f"{DELEGATE_PREFIX}{agent}"
+
+
+class Dispatcher(Protocol):
+    """Hands a delegation to the target agent's worker (a Ray actor, or anything in tests)."""
+
+    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult: ...
+
+
+def _describe(card: AgentCard) -> str:
+    text = f"Delegate a task to the agent '{card.name}'"
+    if card.description:
+        text += f": {card.description.rstrip('.')}."
+    if card.capabilities:
+        text += f" Capabilities: {', '.join(card.capabilities)}."
+    return text + " Returns its answer."
+
+
+@dataclass
+class DelegateTool:
+    """The tool that hands a task to `target`, behind the guard."""
+
+    caller: str
+    target: AgentCard
+    allowed: bool
+    dispatcher: Dispatcher
+    ledger: Ledger | None = None
+
+    @property
+    def name(self) -> str:
+        return delegate_tool_name(self.target.name)
+
+    @property
+    def description(self) -> str:
+        return _describe(self.target)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"task": {"type": "string",
+                                    "description": "What the agent should do, self-contained."}},
+            "required": ["task"],
+            "additionalProperties": False,
+        }
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        task = arguments.get("task")
+        if not isinstance(task, str) or not task.strip():
+            return ToolOutput("invalid arguments: 'task' must be a non-empty string",
+                              is_error=True)
+        run = ctx.run
+        tokens_left = None
+        if run.limits.token_budget is not None and self.ledger is not None:
+            tokens_left = await self.ledger.tokens_left(run.run_id)
+        # Raises DelegationRefused; the runtime turns it into a structured tool error.
+        check_delegation(caller=self.caller, target=self.target.name, known=True,
+                         allowed=self.allowed, ctx=run, tokens_left=tokens_left)
+        delegation = Delegation(task=task, context=run.enter(self.target.name, inject_context()),
+                                caller=self.caller, call_id=ctx.call_id)
+        result = await self.dispatcher.dispatch(self.target.name, delegation)
+        return ToolOutput(_result_text(result), is_error=result.status != Outcome.SUCCEEDED,
+                          child=result)
+
+
+def _result_text(result: AgentResult) -> str:
+    if result.status == Outcome.SUCCEEDED:
+        text = result.output or ""
+    else:
+        text = f"error: {result.agent} ended {result.status.value}: {result.error or 'no detail'}"
+    return text if len(text) <= _MAX_RESULT_CHARS else text[:_MAX_RESULT_CHARS] + " [truncated]"

@@ -1,0 +1,74 @@
+"""Run-wide shared state: the token budget and progress events of each run.
+
+A run's delegation tree spans many actors (parallel branches included), so the budget lives in
+one place. `RunLedger` is plain Python; `agents.actor` hosts it in a Ray actor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["EventSink", "Ledger", "RunLedger"]
+
+MAX_EVENTS_PER_RUN = 10_000
+
+
+class Ledger(Protocol):
+    """The budget as seen by an agent: ask before spending, report after."""
+
+    async def tokens_left(self, run_id: str) -> int | None: ...
+
+    def charge(self, run_id: str, tokens: int) -> None: ...
+
+
+class EventSink(Protocol):
+    """Where progress events go (fire and forget; telemetry never breaks a run)."""
+
+    def emit(self, run_id: str, event: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class _RunBook:
+    budget: int | None
+    spent: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+
+class RunLedger:
+    """Budgets and event lists of the runs in flight, keyed by run id."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _RunBook] = {}
+
+    def open(self, run_id: str, budget: int | None) -> None:
+        self._runs[run_id] = _RunBook(budget=budget)
+
+    def close(self, run_id: str) -> dict[str, Any]:
+        book = self._runs.pop(run_id, None)
+        return {"spent": book.spent if book else 0, "dropped_events": book.dropped if book else 0}
+
+    def tokens_left(self, run_id: str) -> int | None:
+        book = self._runs.get(run_id)
+        if book is None or book.budget is None:
+            return None
+        return book.budget - book.spent
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        book = self._runs.get(run_id)
+        if book is not None:
+            book.spent += tokens
+
+    def emit(self, run_id: str, event: dict[str, Any]) -> None:
+        book = self._runs.get(run_id)
+        if book is None:
+            return
+        if len(book.events) >= MAX_EVENTS_PER_RUN:
+            book.dropped += 1  # bounded memory; the trace keeps the full record
+            return
+        book.events.append(event)
+
+    def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+        book = self._runs.get(run_id)
+        return book.events[after:] if book else []

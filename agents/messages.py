@@ -1,0 +1,122 @@
+"""Messages that travel between the orchestrator and agent actors."""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.errors import DelegationRefused, RefusalReason
+from agents.spec import Limits
+
+__all__ = ["AgentResult", "Delegation", "Outcome", "Refusal", "RunContext", "Usage"]
+
+
+class Outcome(StrEnum):
+    """How an agent invocation (and so a run) ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    BUDGET_EXCEEDED = "budget_exceeded"
+
+
+class Usage(BaseModel):
+    """Token counts of model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     model_calls=self.model_calls + other.model_calls)
+
+
+class RunContext(BaseModel):
+    """What every delegation carries: who called whom, and what is left to spend."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    chain: tuple[str, ...] = ()
+    deadline: float = Field(description="Wall-clock epoch seconds at which the run must stop.")
+    limits: Limits = Field(default_factory=Limits)
+    trace_context: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        return len(self.chain)
+
+    def time_left(self) -> float:
+        return self.deadline - time.time()
+
+    def enter(self, agent: str, trace_context: dict[str, str] | None = None) -> RunContext:
+        """The context as seen by `agent` once it is called from this one."""
+        return self.model_copy(update={
+            "chain": (*self.chain, agent),
+            "trace_context": trace_context if trace_context is not None else self.trace_context,
+        })
+
+
+class Delegation(BaseModel):
+    """A task handed to an agent."""
+
+    task: str = Field(min_length=1)
+    context: RunContext
+    caller: str | None = None
+    call_id: str | None = None
+
+
+class Refusal(BaseModel):
+    """A delegation the guard refused, as recorded in the caller's result."""
+
+    reason: RefusalReason
+    message: str
+    caller: str | None
+    target: str
+    chain: tuple[str, ...]
+    limit: float | None = None
+    call_id: str | None = None
+
+    @classmethod
+    def of(cls, error: DelegationRefused, call_id: str | None) -> Refusal:
+        return cls(reason=error.reason, message=error.message, caller=error.caller,
+                   target=error.target, chain=error.chain, limit=error.limit, call_id=call_id)
+
+
+class AgentResult(BaseModel):
+    """The outcome of one agent invocation, with the invocations it delegated to."""
+
+    agent: str
+    status: Outcome
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    steps: int = 0
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    call_id: str | None = None
+    actor: str | None = None
+    children: list[AgentResult] = Field(default_factory=list)
+    refusals: list[Refusal] = Field(default_factory=list)
+
+    def total_usage(self) -> Usage:
+        total = self.usage
+        for child in self.children:
+            total = total + child.total_usage()
+        return total
+
+    def walk(self) -> list[AgentResult]:
+        """This node and all its descendants, depth first."""
+        nodes = [self]
+        for child in self.children:
+            nodes.extend(child.walk())
+        return nodes

@@ -1,0 +1,87 @@
+"""The model client: one `litellm.acompletion` call, normalized to what the tool loop needs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+# litellm fetches a price list from the internet at import unless told otherwise.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
+
+from agents.spec import ModelSpec  # noqa: E402
+
+__all__ = ["LiteLLMClient", "ModelClient", "ModelReply", "ToolCall", "configure_litellm"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ModelReply:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelClient:
+    """Anything that answers a chat with text or tool calls."""
+
+    model: str
+
+    async def complete(self, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]]) -> ModelReply:
+        raise NotImplementedError
+
+
+_configured = False
+
+
+def configure_litellm() -> None:
+    """Register Baton's built-in models and trim litellm's per-call work (once per process)."""
+    global _configured
+    if _configured:
+        return
+    from agents.providers import register_builtin_models
+
+    register_builtin_models()
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    litellm.drop_params = False
+    _configured = True
+
+
+@dataclass
+class LiteLLMClient(ModelClient):
+    spec: ModelSpec
+
+    def __post_init__(self) -> None:
+        configure_litellm()
+        self.model = self.spec.name
+
+    async def complete(self, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]]) -> ModelReply:
+        kwargs: dict[str, Any] = dict(self.spec.params)
+        if tools:
+            kwargs["tools"] = tools
+        response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
+        message = response.choices[0].message  # type: ignore[union-attr]
+        calls = [
+            ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",
+                     arguments=c.function.arguments or "{}")
+            for i, c in enumerate(message.tool_calls or [])
+        ]
+        usage = getattr(response, "usage", None)
+        return ModelReply(
+            content=message.content,
+            tool_calls=calls,
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        )

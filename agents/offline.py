@@ -1,0 +1,106 @@
+"""The built-in offline model: a deterministic stand-in for a real model, for running without
+keys or network.
+
+It is not intelligent. On its first turn it calls every offered tool whose name, description or
+capabilities share a significant word with the task (several at once when several match), with
+arguments derived from the task and the tool's JSON schema; once tool results are in, it writes a
+final answer that lists them. With no matching tool it answers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from agents.text import terms
+
+__all__ = ["estimate_tokens", "offline_reply", "scripted_reply"]
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_ARITHMETIC = re.compile(r"[-(]*\s*\d[\d\s.+\-*/%()]*")
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token, as tokenizers average on English text."""
+    return max(1, len(text) // 4)
+
+
+def _task(messages: list[dict[str, Any]]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
+    return ""
+
+
+def _argument(name: str, schema: dict[str, Any], task: str) -> Any:
+    kind = schema.get("type")
+    numbers = [float(n) for n in _NUMBER.findall(task)]
+    if kind == "string":
+        if "expression" in name or "formula" in name:
+            candidates = [m.strip() for m in _ARITHMETIC.findall(task)
+                          if re.search(r"\d\s*[-+*/%]", m)]
+            return max(candidates, key=len) if candidates else task
+        return task
+    if kind in ("number", "integer"):
+        value = numbers[0] if numbers else 0
+        return int(value) if kind == "integer" else value
+    if kind == "array":
+        return numbers
+    if kind == "boolean":
+        return False
+    return task
+
+
+def _arguments(parameters: dict[str, Any], task: str) -> dict[str, Any]:
+    properties = parameters.get("properties", {})
+    required = set(parameters.get("required", []))
+    return {name: _argument(name, schema, task)
+            for name, schema in properties.items() if name in required}
+
+
+def _final_answer(task: str, messages: list[dict[str, Any]]) -> str:
+    names = {call["id"]: call["function"]["name"]
+             for m in messages if m.get("role") == "assistant"
+             for call in m.get("tool_calls") or []}
+    results = [(names.get(m.get("tool_call_id", ""), "tool"), str(m.get("content", "")))
+               for m in messages if m.get("role") == "tool"]
+    lines = [f"Answer to: {task[:200]}"]
+    lines += [f"- {name.removeprefix('delegate_to_')}: {text[:600]}" for name, text in results]
+    return "\n".join(lines)
+
+
+def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The offline model's next message: `{"content": ...}` or `{"tool_calls": [...]}`."""
+    task = _task(messages)
+    if any(m.get("role") == "assistant" and m.get("tool_calls") for m in messages):
+        return {"content": _final_answer(task, messages)}
+    wanted = terms(task)
+    calls = []
+    for tool in tools:
+        fn = tool.get("function", {})
+        if wanted & terms(f"{fn.get('name', '')} {fn.get('description', '')}"):
+            calls.append({"name": fn["name"],
+                          "arguments": _arguments(fn.get("parameters", {}), task)})
+    if calls:
+        return {"tool_calls": calls}
+    return {"content": f"No tool matched, so this is a direct reply to: {task[:500]}"}
+
+
+def scripted_reply(messages: list[dict[str, Any]], replies: list[dict[str, Any]],
+                   repeat_last: bool) -> dict[str, Any]:
+    """The reply at position (number of assistant turns so far) in a scripted list."""
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    if turn >= len(replies):
+        if not repeat_last or not replies:
+            return {"content": f"scripted model has no reply number {turn + 1}"}
+        turn = len(replies) - 1
+    reply = dict(replies[turn])
+    if "tool_calls" in reply:
+        reply["tool_calls"] = [
+            {"name": c["name"],
+             "arguments": json.loads(c["arguments"]) if isinstance(c.get("arguments"), str)
+             else c.get("arguments", {})}
+            for c in reply["tool_calls"]
+        ]
+    return reply

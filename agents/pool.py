@@ -1,0 +1,73 @@
+"""Starting an agent system's actors on Ray: one named async actor per replica, plus the ledger.
+
+Actors are named (`{system}.{agent}.{replica}`) in a namespace and created with
+`get_if_exists`, so a second driver on the same cluster finds them instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from agents.actor import AgentActor, LedgerActor, RayDispatcher, RayLedger, SystemRef
+from agents.spec import AgentSpec
+
+__all__ = ["AgentPool", "start_pool"]
+
+READY_TIMEOUT_S = 120.0
+
+
+@dataclass
+class AgentPool:
+    system: SystemRef
+    ledger_handle: Any
+    actors: dict[str, list[Any]]
+    placement: list[dict[str, Any]]
+
+    @property
+    def ledger(self) -> RayLedger:
+        return RayLedger(self.ledger_handle)
+
+    def dispatcher(self) -> RayDispatcher:
+        return RayDispatcher(self.system)
+
+
+def _actor_options(spec: AgentSpec, name: str, namespace: str,
+                   env: Mapping[str, str]) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "name": name, "namespace": namespace, "get_if_exists": True,
+        "num_cpus": spec.ray.num_cpus, "max_concurrency": spec.ray.max_concurrency,
+        "max_restarts": spec.ray.max_restarts,
+    }
+    if spec.ray.num_gpus:
+        options["num_gpus"] = spec.ray.num_gpus
+    if spec.ray.resources:
+        options["resources"] = dict(spec.ray.resources)
+    if env:
+        options["runtime_env"] = {"env_vars": dict(env)}
+    return options
+
+
+def start_pool(agents: list[AgentSpec], delegates: Mapping[str, list[str]], *, namespace: str,
+               prefix: str, env: Mapping[str, str] | None = None) -> AgentPool:
+    """Create (or find) every actor of the system and wait until each one is warm."""
+    system = SystemRef(namespace=namespace, prefix=prefix,
+                       replicas={a.name: a.ray.replicas for a in agents})
+    ledger = LedgerActor.options(name=system.ledger_name, namespace=namespace,
+                                 get_if_exists=True).remote()  # type: ignore[attr-defined]
+    ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
+    roster = [a.card() for a in agents]
+    actors: dict[str, list[Any]] = {}
+    for spec in agents:
+        actors[spec.name] = [
+            AgentActor.options(  # type: ignore[attr-defined]
+                **_actor_options(spec, system.actor_name(spec.name, i), namespace, env or {})
+            ).remote(spec, roster, list(delegates[spec.name]), system, i)
+            for i in range(spec.ray.replicas)
+        ]
+    placement = ray.get([h.ready.remote() for hs in actors.values() for h in hs],
+                        timeout=READY_TIMEOUT_S)
+    return AgentPool(system=system, ledger_handle=ledger, actors=actors, placement=placement)

@@ -1,0 +1,104 @@
+"""Baton's built-in models, served through litellm's `CustomLLM` so that every code path
+(retries, usage, tool-call parsing) is litellm's own, exactly as with a real provider.
+
+- `baton/offline`: the deterministic offline model (see `agents.offline`).
+- `baton/scripted`: replies from a list in the model params (`replies`, `repeat_last`); a test
+  double that works in any process because its script travels with the config.
+
+Both accept `latency_ms` to simulate a slow model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.llms.custom_llm import CustomLLMError
+from litellm.types.utils import (
+    ChatCompletionMessageToolCall,
+    Choices,
+    Function,
+    Message,
+    ModelResponse,
+    Usage,
+)
+
+from agents.offline import estimate_tokens, offline_reply, scripted_reply
+
+__all__ = ["PROVIDER", "register_builtin_models"]
+
+PROVIDER = "baton"
+_call_ids = itertools.count(1)
+
+
+def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+    tools = params.get("tools") or []
+    if model == "offline":
+        return offline_reply(messages, tools)
+    if model == "scripted":
+        return scripted_reply(messages, params.get("replies") or [],
+                              bool(params.get("repeat_last", False)))
+    raise CustomLLMError(status_code=404, message=f"unknown built-in model {PROVIDER}/{model}")
+
+
+def _response(model: str, reply: dict[str, Any], messages: list[dict[str, Any]],
+              response: ModelResponse) -> ModelResponse:
+    calls = [
+        ChatCompletionMessageToolCall(
+            id=f"call_{next(_call_ids)}", type="function",
+            function=Function(name=c["name"], arguments=json.dumps(c["arguments"])))
+        for c in reply.get("tool_calls") or []
+    ]
+    content = reply.get("content")
+    message = Message(role="assistant", content=content, tool_calls=calls or None)
+    response.choices = [Choices(index=0, message=message,
+                                finish_reason="tool_calls" if calls else "stop")]
+    prompt = estimate_tokens(json.dumps(messages, default=str))
+    completion = estimate_tokens(content or json.dumps(reply.get("tool_calls")))
+    response.usage = Usage(prompt_tokens=prompt, completion_tokens=completion,  # type: ignore[attr-defined]
+                           total_tokens=prompt + completion)
+    response.model = f"{PROVIDER}/{model}"
+    response.created = int(time.time())
+    return response
+
+
+class BuiltinModels(CustomLLM):
+    """litellm handler for the `baton/...` models."""
+
+    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,  # type: ignore[override]
+                   model_response: ModelResponse, print_verbose: Any, encoding: Any,
+                   api_key: Any, logging_obj: Any, optional_params: dict,
+                   *args: Any, **kwargs: Any) -> ModelResponse:
+        latency = float(optional_params.get("latency_ms", 0)) / 1000
+        if latency:
+            time.sleep(latency)
+        return _response(model, _reply(model, messages, optional_params), messages,
+                         model_response)
+
+    async def acompletion(self, model: str, messages: list, api_base: str,  # type: ignore[override]
+                          custom_prompt_dict: dict, model_response: ModelResponse,
+                          print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
+                          optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
+        latency = float(optional_params.get("latency_ms", 0)) / 1000
+        if latency:
+            await asyncio.sleep(latency)
+        return _response(model, _reply(model, messages, optional_params), messages,
+                         model_response)
+
+
+def register_builtin_models() -> None:
+    """Make `baton/offline` and `baton/scripted` resolvable by litellm in this process."""
+    if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
+        litellm.custom_provider_map = [
+            *litellm.custom_provider_map,
+            {"provider": PROVIDER, "custom_handler": BuiltinModels()},
+        ]
+        # litellm builds its provider list from the map on first use; refresh it explicitly.
+        from litellm.utils import custom_llm_setup
+
+        custom_llm_setup()

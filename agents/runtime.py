@@ -1,0 +1,248 @@
+"""The tool loop: model call -> tool calls (concurrent, bounded) -> model call ... until a final
+answer or a limit. Plain async code: it knows nothing of Ray, so it runs in tests as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from agents.delegate import DelegateTool
+from agents.errors import DelegationRefused
+from agents.ledger import EventSink, Ledger
+from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
+from agents.model import ModelClient, ModelReply, ToolCall
+from agents.spec import AgentSpec
+from agents.tools import Tool, ToolCallContext, ToolOutput
+from tracing import agent_span, chat_span, extract_context, tool_span
+from tracing import attributes as attr
+
+__all__ = ["AgentRuntime"]
+
+# A child gets this long past the run deadline to report its own limit before its caller stops
+# waiting for it.
+_DELEGATION_GRACE_S = 2.0
+
+
+@dataclass
+class _Invocation:
+    delegation: Delegation
+    max_steps: int
+    started_at: float = field(default_factory=time.time)
+    clock: float = field(default_factory=time.perf_counter)
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    children: list[AgentResult] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    @property
+    def ctx(self) -> RunContext:
+        return self.delegation.context
+
+
+@dataclass
+class AgentRuntime:
+    """Runs one agent's invocations.
+
+    Args:
+        spec: the agent.
+        model: the model client.
+        tools: the tools offered to the model.
+        hidden_tools: tools callable by name but not offered (delegations the topology forbids,
+            kept so that a model naming one gets a clear refusal instead of "unknown tool").
+        ledger: the run-wide token budget; None when no run has a budget.
+        events: where progress events go.
+        actor_id: which worker this is, for results and spans.
+    """
+
+    spec: AgentSpec
+    model: ModelClient
+    tools: Sequence[Tool] = ()
+    hidden_tools: Mapping[str, Tool] = field(default_factory=dict)
+    ledger: Ledger | None = None
+    events: EventSink | None = None
+    actor_id: str = "local"
+
+    def __post_init__(self) -> None:
+        self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
+        self._schemas = [
+            {"type": "function",
+             "function": {"name": t.name, "description": t.description,
+                          "parameters": t.parameters}}
+            for t in self.tools
+        ]
+
+    def _emit(self, ctx: RunContext, kind: str, **data: Any) -> None:
+        if self.events is not None:
+            self.events.emit(ctx.run_id, {"type": kind, "ts": time.time(),
+                                          "agent": self.spec.name, "chain": list(ctx.chain),
+                                          **data})
+
+    async def invoke(self, delegation: Delegation) -> AgentResult:
+        """Run the tool loop for one delegation and report how it ended."""
+        ctx = delegation.context
+        inv = _Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
+        self._emit(ctx, "agent_started", call_id=delegation.call_id, caller=delegation.caller)
+        with agent_span(self.spec.name, self.actor_id, ctx.run_id, ctx.chain,
+                        extract_context(ctx.trace_context)) as span:
+            try:
+                result = await self._loop(inv)
+            except Exception as exc:  # a bug or an unexpected library error: report, not hang
+                result = self._end(inv, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
+            total = result.usage
+            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
+            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
+            if result.status != Outcome.SUCCEEDED:
+                span.set_attribute(attr.ERROR_TYPE, result.status.value)
+                span.set_status(Status(StatusCode.ERROR, result.error))
+        self._emit(ctx, "agent_finished", call_id=delegation.call_id, status=result.status.value,
+                   duration_s=result.duration_s, steps=result.steps, error=result.error)
+        return result
+
+    def _end(self, inv: _Invocation, status: Outcome, *, output: str | None = None,
+             error: str | None = None) -> AgentResult:
+        return AgentResult(
+            agent=self.spec.name, status=status, output=output, error=error, usage=inv.usage,
+            steps=inv.steps, started_at=inv.started_at,
+            duration_s=time.perf_counter() - inv.clock, call_id=inv.delegation.call_id,
+            actor=self.actor_id, children=inv.children, refusals=inv.refusals,
+        )
+
+    async def _loop(self, inv: _Invocation) -> AgentResult:
+        ctx = inv.ctx
+        messages: list[dict[str, Any]] = []
+        if self.spec.instructions:
+            messages.append({"role": "system", "content": self.spec.instructions})
+        messages.append({"role": "user", "content": inv.delegation.task})
+        while inv.steps < inv.max_steps:
+            stop = await self._check_limits(inv)
+            if stop is not None:
+                return stop
+            inv.steps += 1
+            reply_or_stop = await self._call_model(inv, messages)
+            if isinstance(reply_or_stop, AgentResult):
+                return reply_or_stop
+            reply = reply_or_stop
+            if not reply.tool_calls:
+                return self._end(inv, Outcome.SUCCEEDED, output=reply.content or "")
+            messages.append({
+                "role": "assistant", "content": reply.content,
+                "tool_calls": [{"id": c.id, "type": "function",
+                                "function": {"name": c.name, "arguments": c.arguments}}
+                               for c in reply.tool_calls],
+            })
+            outputs = await self._run_tools(inv, reply.tool_calls)
+            for call, out in zip(reply.tool_calls, outputs, strict=True):
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
+                if out.child is not None:
+                    inv.children.append(out.child)
+        return self._end(inv, Outcome.LIMIT_EXCEEDED,
+                         error=f"max_steps {inv.max_steps} reached without a final answer")
+
+    async def _check_limits(self, inv: _Invocation) -> AgentResult | None:
+        ctx = inv.ctx
+        if ctx.time_left() <= 0:
+            return self._end(inv, Outcome.LIMIT_EXCEEDED,
+                             error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
+                                   f"after {inv.steps} steps")
+        if ctx.limits.token_budget is not None and self.ledger is not None:
+            left = await self.ledger.tokens_left(ctx.run_id)
+            if left is not None and left <= 0:
+                return self._end(inv, Outcome.BUDGET_EXCEEDED,
+                                 error=f"token budget {ctx.limits.token_budget} spent "
+                                       f"after {inv.steps} steps")
+        return None
+
+    async def _call_model(self, inv: _Invocation,
+                          messages: list[dict[str, Any]]) -> ModelReply | AgentResult:
+        ctx = inv.ctx
+        timeout = min(self.spec.timeouts.model, ctx.time_left())
+        with chat_span(self.model.model) as span:
+            try:
+                reply = await asyncio.wait_for(self.model.complete(messages, self._schemas),
+                                               timeout)
+            except TimeoutError:
+                span.set_status(Status(StatusCode.ERROR, "timeout"))
+                if ctx.time_left() <= 0:
+                    return self._end(inv, Outcome.LIMIT_EXCEEDED,
+                                     error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
+                                           "during a model call")
+                return self._end(inv, Outcome.FAILED,
+                                 error=f"model call timed out after {timeout:.1f}s")
+            except Exception as exc:
+                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
+                return self._end(inv, Outcome.FAILED,
+                                 error=f"model call failed: {type(exc).__name__}: {exc}")
+            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
+            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+        inv.usage = inv.usage + Usage(input_tokens=reply.input_tokens,
+                                      output_tokens=reply.output_tokens, model_calls=1)
+        if ctx.limits.token_budget is not None and self.ledger is not None:
+            self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
+        self._emit(ctx, "model_finished", model=self.model.model, step=inv.steps,
+                   tool_calls=len(reply.tool_calls),
+                   tokens=reply.input_tokens + reply.output_tokens)
+        return reply
+
+    async def _run_tools(self, inv: _Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
+        gate = asyncio.Semaphore(inv.ctx.limits.max_parallel_tools)
+
+        async def bounded(call: ToolCall) -> ToolOutput:
+            async with gate:
+                return await self._run_tool(inv, call)
+
+        if len(calls) == 1:
+            return [await self._run_tool(inv, calls[0])]
+        return list(await asyncio.gather(*(bounded(c) for c in calls)))
+
+    async def _run_tool(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
+        ctx = inv.ctx
+        self._emit(ctx, "tool_started", tool=call.name, call_id=call.id)
+        with tool_span(call.name, call.id) as span:
+            out = await self._execute(inv, call)
+            if out.is_error:
+                span.set_status(Status(StatusCode.ERROR, out.content[:200]))
+                span.set_attribute(attr.ERROR_TYPE, "tool_error")
+        self._emit(ctx, "tool_finished", tool=call.name, call_id=call.id, error=out.is_error)
+        return out
+
+    async def _execute(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
+        ctx = inv.ctx
+        tool = self._by_name.get(call.name)
+        if tool is None:
+            return ToolOutput(f"error: unknown tool {call.name!r}", is_error=True)
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
+        if not isinstance(arguments, dict):
+            return ToolOutput("error: arguments must be a JSON object", is_error=True)
+        is_delegation = isinstance(tool, DelegateTool)
+        timeout = ctx.time_left() + _DELEGATION_GRACE_S if is_delegation else min(
+            self.spec.timeouts.tool, ctx.time_left())
+        try:
+            return await asyncio.wait_for(
+                tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
+                max(timeout, 0.001))
+        except DelegationRefused as refused:
+            inv.refusals.append(Refusal.of(refused, call.id))
+            self._emit(ctx, "delegation_refused", target=refused.target, reason=refused.reason,
+                       message=refused.message, call_id=call.id)
+            trace.get_current_span().add_event("delegation_refused", {
+                attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message})
+            return ToolOutput(json.dumps({"error": "delegation_refused",
+                                          "reason": refused.reason,
+                                          "message": refused.message}), is_error=True)
+        except TimeoutError:
+            return ToolOutput(f"error: tool {call.name} timed out after {timeout:.1f}s",
+                              is_error=True)
+        except Exception as exc:
+            return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)

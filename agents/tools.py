@@ -1,0 +1,136 @@
+"""Tools an agent can call: the protocol, and Python functions as tools.
+
+A function tool's JSON schema comes from its type hints (through pydantic), its description
+from its docstring; arguments from the model are validated against the same schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from agents.errors import ToolImportError
+
+if TYPE_CHECKING:
+    from agents.messages import AgentResult, RunContext
+
+__all__ = ["FunctionTool", "Tool", "ToolCallContext", "ToolOutput", "load_function_tool"]
+
+
+@dataclass(frozen=True)
+class ToolCallContext:
+    """Who is calling a tool, within which run."""
+
+    run: RunContext
+    caller: str
+    call_id: str
+
+
+@dataclass
+class ToolOutput:
+    """A tool's result as the model will read it, plus the sub-run for delegations."""
+
+    content: str
+    is_error: bool = False
+    child: AgentResult | None = None
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput: ...
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@dataclass
+class FunctionTool:
+    """A Python callable (sync or async) exposed to models as a tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    _args_model: type[BaseModel] = field(repr=False, default=BaseModel)
+
+    @classmethod
+    def from_callable(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
+        signature = inspect.signature(fn)
+        fields: dict[str, Any] = {}
+        for param in signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (annotation, default)
+        # Resolve string annotations (`from __future__ import annotations`) in fn's module.
+        hints = inspect.get_annotations(fn, eval_str=True)
+        for pname, (_, default) in list(fields.items()):
+            if pname in hints:
+                fields[pname] = (hints[pname], default)
+        args_model = create_model(
+            f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = args_model.model_json_schema()
+        schema.pop("title", None)
+        doc = inspect.getdoc(fn) or ""
+        description = doc.split("\n\n")[0].replace("\n", " ").strip() or fn.__name__
+        return cls(name=name or fn.__name__, description=description, parameters=schema,
+                   fn=fn, _args_model=args_model)
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        try:
+            parsed = self._args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return ToolOutput(f"invalid arguments for {self.name}: {problems}", is_error=True)
+        kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(**kwargs)
+        else:
+            # Sync tools may block (CPU or I/O); keep the actor's event loop free.
+            result = await asyncio.to_thread(self.fn, **kwargs)
+        return ToolOutput(_to_text(result))
+
+
+def load_function_tool(path: str) -> FunctionTool:
+    """Import `package.module:function` (or `package.module.function`) as a tool."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise ToolImportError(path, "expected 'package.module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ToolImportError(path, f"module {module_name!r} not importable ({exc})") from exc
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise ToolImportError(path, f"module {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise ToolImportError(path, f"{attr!r} is not callable")
+    try:
+        return FunctionTool.from_callable(fn)
+    except Exception as exc:  # a hint pydantic cannot turn into a schema
+        raise ToolImportError(path, f"cannot derive a JSON schema: {exc}") from exc

@@ -1,0 +1,177 @@
+"""Agent systems from YAML: parse, validate with pydantic, check the whole system with networkx,
+and report every problem with its file, line and field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.errors import ConfigError, ConfigIssue, ToolImportError
+from agents.spec import AgentSpec, Limits
+from agents.tools import load_function_tool
+from orchestrator.topology import Topology, build_topology
+from orchestrator.yaml_source import Located, parse_yaml
+
+__all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]
+
+
+class SystemConfig(BaseModel):
+    """The top level of an agent-system YAML file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    name: str = Field(default="baton", pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,47}$")
+    entry: str | None = Field(default=None, description="Default entry agent; the first if unset.")
+    allow_cycles: bool = False
+    limits: Limits = Field(default_factory=Limits)
+    env: tuple[str, ...] = Field(
+        default=(), description="Environment variables forwarded to agent actors (provider keys).")
+    agents: tuple[AgentSpec, ...] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class AgentSystem:
+    """A validated config with its topology, ready to run."""
+
+    config: SystemConfig
+    topology: Topology
+    source: str
+    warnings: list[ConfigIssue] = field(default_factory=list)
+
+    @property
+    def entry(self) -> str:
+        return self.topology.entry
+
+    def agent(self, name: str) -> AgentSpec:
+        for spec in self.config.agents:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    @property
+    def fingerprint(self) -> str:
+        """Short hash of the config: actors of different configs never share names."""
+        return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]
+
+
+def default_config_path() -> Path:
+    """`configs/default.yaml` in the working directory if present, else the packaged copy."""
+    local = Path("configs/default.yaml")
+    if local.is_file():
+        return local
+    return Path(str(resources.files("configs") / "default.yaml"))
+
+
+def _pydantic_issues(src: Located, exc: ValidationError) -> list[ConfigIssue]:
+    issues = []
+    for error in exc.errors():
+        path = tuple(error["loc"])
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field {path[-1]!r}"
+        elif error["type"] == "missing":
+            message = f"required field {path[-1]!r} is missing"
+        issues.append(src.issue(path, message))
+    return issues
+
+
+def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
+    issues = []
+    seen: dict[str, int] = {}
+    for i, agent in enumerate(config.agents):
+        if agent.name in seen:
+            issues.append(src.issue(("agents", i, "name"),
+                                    f"duplicate agent {agent.name!r} (first at "
+                                    f"agents[{seen[agent.name]}])"))
+        seen.setdefault(agent.name, i)
+        if agent.delegates != "*":
+            for j, target in enumerate(agent.delegates):
+                if target not in seen and target not in {a.name for a in config.agents}:
+                    issues.append(src.issue(("agents", i, "delegates", j),
+                                            f"unknown agent {target!r}"))
+                elif target == agent.name:
+                    issues.append(src.issue(("agents", i, "delegates", j),
+                                            f"{agent.name} delegates to itself"))
+    if config.entry is not None and config.entry not in seen:
+        issues.append(src.issue(("entry",), f"unknown agent {config.entry!r}"))
+    return issues
+
+
+def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
+    issues = []
+    for i, agent in enumerate(config.agents):
+        names: dict[str, str] = {}
+        for j, path in enumerate(agent.tools):
+            try:
+                tool = load_function_tool(path)
+            except ToolImportError as exc:
+                issues.append(src.issue(("agents", i, "tools", j), f"unknown tool: {exc.reason}"))
+                continue
+            if tool.name in names:
+                issues.append(src.issue(("agents", i, "tools", j),
+                                        f"tool name {tool.name!r} from {path} collides with "
+                                        f"{names[tool.name]}"))
+            names[tool.name] = path
+    return issues
+
+
+def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list[ConfigIssue]:
+    issues = []
+    index = {a.name: i for i, a in enumerate(config.agents)}
+    if not config.allow_cycles:
+        for cycle in topology.cycles():
+            text = " -> ".join([*cycle, cycle[0]])
+            issues.append(src.issue(("agents", index[cycle[0]], "delegates"),
+                                    f"delegation cycle {text} (set allow_cycles: true for "
+                                    "peer hand-off topologies; the runtime guard then stops loops)"))
+    for name in topology.unreachable():
+        issues.append(src.issue(("agents", index[name], "name"),
+                                f"agent {name!r} is unreachable from the entry agent "
+                                f"{topology.entry!r}", "warning"))
+    depth = topology.max_static_depth()
+    if depth is not None and depth > config.limits.max_depth:
+        issues.append(src.issue(("limits", "max_depth"),
+                                f"the longest delegation chain has {depth} agents but max_depth "
+                                f"is {config.limits.max_depth}; deeper delegations are refused",
+                                "warning"))
+    return issues
+
+
+def parse_config(text: str, file: str = "<string>") -> AgentSystem:
+    """Validate config text; raise `ConfigError` listing every error found."""
+    src = parse_yaml(text, file)
+    if src.issues and src.data is None:
+        raise ConfigError(src.issues)
+    data: Any = src.data
+    if not isinstance(data, dict):
+        raise ConfigError([src.issue((), "the file must be a mapping with an 'agents' list")])
+    try:
+        config = SystemConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(src.issues + _pydantic_issues(src, exc)) from None
+    issues = src.issues + _check_names(src, config) + _check_tools(src, config)
+    entry = config.entry or config.agents[0].name
+    topology = build_topology(list(config.agents), entry)
+    issues += _check_graph(src, config, topology)
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        raise ConfigError(issues)
+    return AgentSystem(config=config, topology=topology, source=file, warnings=issues)
+
+
+def load_config(path: str | Path) -> AgentSystem:
+    """Read and validate an agent-system YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([ConfigIssue(str(path), None, None, "",
+                                       f"cannot read file: {exc.strerror}")]) from None
+    return parse_config(text, str(path))

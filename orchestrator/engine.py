@@ -1,0 +1,125 @@
+"""The run lifecycle: pick the entry agent, open the run's budget and root span, hand the task
+to the entry agent's actor, and collect the result tree.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from pydantic import BaseModel, Field
+
+from agents.errors import DelegationRefused
+from agents.guard import check_delegation
+from agents.messages import AgentResult, Delegation, Outcome, RunContext, Usage
+from agents.pool import AgentPool, start_pool
+from orchestrator.config import AgentSystem
+from orchestrator.routing import RoutingDecision, route
+from tracing import inject_context, workflow_span
+
+__all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
+
+AUTO = "auto"
+
+
+class RunResult(BaseModel):
+    """How a run ended, with the whole delegation tree."""
+
+    run_id: str
+    task: str
+    entry_agent: str
+    routing: RoutingDecision | None = None
+    status: Outcome
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    started_at: float
+    duration_s: float
+    tree: AgentResult | None = None
+
+
+def connect_ray(address: str | None, namespace: str) -> None:
+    """Join the cluster at `address`, or start a local Ray instance when it is None."""
+    if ray.is_initialized():
+        return
+    ray.init(address=address, namespace=namespace, include_dashboard=False,
+             log_to_driver=False, logging_level="ERROR", configure_logging=True)
+
+
+class Engine:
+    """Runs tasks through one agent system on Ray."""
+
+    def __init__(self, system: AgentSystem, *, namespace: str = "baton",
+                 env: Mapping[str, str] | None = None) -> None:
+        self.system = system
+        self.namespace = namespace
+        self._env = dict(env or {})
+        self._pool: AgentPool | None = None
+
+    @property
+    def pool(self) -> AgentPool:
+        if self._pool is None:
+            raise RuntimeError("Engine.start() has not been called")
+        return self._pool
+
+    def start(self) -> AgentPool:
+        """Start (or find) the system's actors on the connected Ray cluster."""
+        if self._pool is None:
+            config = self.system.config
+            self._pool = start_pool(
+                list(config.agents),
+                {a.name: self.system.topology.delegates(a.name) for a in config.agents},
+                namespace=self.namespace, prefix=f"{config.name}-{self.system.fingerprint}",
+                env=self._env)
+            self._dispatcher = self._pool.dispatcher()
+        return self._pool
+
+    def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
+        if agent == AUTO:
+            decision = route(task, [a.card() for a in self.system.config.agents],
+                             self.system.entry)
+            return decision.agent, decision
+        return agent or self.system.entry, None
+
+    async def run(self, task: str, *, agent: str | None = None, run_id: str | None = None,
+                  token_budget: int | None = None, deadline_s: float | None = None) -> RunResult:
+        """Run `task` to its end; refusals and failures are results, not exceptions."""
+        pool = self.start()
+        run_id = run_id or uuid.uuid4().hex
+        limits = self.system.config.limits
+        overrides: dict[str, Any] = {}
+        if token_budget is not None:
+            overrides["token_budget"] = token_budget
+        if deadline_s is not None:
+            overrides["deadline_s"] = deadline_s
+        limits = limits.model_copy(update=overrides)
+        entry, decision = self.choose_entry(task, agent)
+        started, clock = time.time(), time.perf_counter()
+        ctx = RunContext(run_id=run_id, deadline=started + limits.deadline_s, limits=limits)
+        await pool.ledger_handle.open.remote(run_id, limits.token_budget)
+        try:
+            with workflow_span(run_id, entry):
+                tree = await self._dispatch_entry(task, entry, ctx)
+        finally:
+            await pool.ledger_handle.close.remote(run_id)
+        return RunResult(run_id=run_id, task=task, entry_agent=entry, routing=decision,
+                         status=tree.status, output=tree.output, error=tree.error,
+                         usage=tree.total_usage(), started_at=started,
+                         duration_s=time.perf_counter() - clock, tree=tree)
+
+    async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
+        known = entry in self.system.topology.graph
+        try:
+            check_delegation(caller=None, target=entry, known=known, allowed=True, ctx=ctx,
+                             tokens_left=ctx.limits.token_budget)
+        except DelegationRefused as refused:
+            return AgentResult(agent=entry, status=Outcome.FAILED, error=refused.message)
+        delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
+        return await self._dispatcher.dispatch(entry, delegation)
+
+    async def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """Progress events of a run in flight, from index `after` on."""
+        return await self.pool.ledger_handle.events.remote(run_id, after)
