@@ -6,12 +6,15 @@ one place. `RunLedger` is plain Python; `agents.actor` hosts it in a Ray actor.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = ["EventSink", "Ledger", "RunLedger"]
 
 MAX_EVENTS_PER_RUN = 10_000
+# Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
+MAX_CLOSED_RUNS = 256
 
 
 class Ledger(Protocol):
@@ -41,12 +44,17 @@ class RunLedger:
 
     def __init__(self) -> None:
         self._runs: dict[str, _RunBook] = {}
+        self._closed: OrderedDict[str, _RunBook] = OrderedDict()
 
     def open(self, run_id: str, budget: int | None) -> None:
         self._runs[run_id] = _RunBook(budget=budget)
 
     def close(self, run_id: str) -> dict[str, Any]:
         book = self._runs.pop(run_id, None)
+        if book is not None:
+            self._closed[run_id] = book
+            while len(self._closed) > MAX_CLOSED_RUNS:
+                self._closed.popitem(last=False)
         return {"spent": book.spent if book else 0, "dropped_events": book.dropped if book else 0}
 
     def tokens_left(self, run_id: str) -> int | None:
@@ -70,5 +78,5 @@ class RunLedger:
         book.events.append(event)
 
     def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
-        book = self._runs.get(run_id)
+        book = self._runs.get(run_id) or self._closed.get(run_id)
         return book.events[after:] if book else []

@@ -1,0 +1,170 @@
+"""The tool loop on its own: no Ray, real litellm with the built-in scripted and offline models."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from agents.delegate import DelegateTool
+from agents.messages import AgentResult, Delegation, Outcome, RunContext
+from agents.model import LiteLLMClient, ModelReply
+from agents.runtime import AgentRuntime
+from agents.spec import AgentSpec, Limits, ModelSpec, Timeouts
+from agents.tools import FunctionTool, load_function_tool
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class RecordingClient(LiteLLMClient):
+    """The real litellm client, keeping every message list it was asked to complete."""
+
+    seen: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    async def complete(self, messages: list[dict[str, Any]],
+                       tools: list[dict[str, Any]]) -> ModelReply:
+        self.seen.append([dict(m) for m in messages])
+        return await super().complete(messages, tools)
+
+
+def scripted(*replies: dict[str, Any], repeat_last: bool = False, **params: Any) -> RecordingClient:
+    return RecordingClient(ModelSpec(name="baton/scripted", params={
+        "replies": list(replies), "repeat_last": repeat_last, **params}))
+
+
+def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": n, "arguments": a} for n, a in pairs]}
+
+
+def delegation(task: str = "do it", chain: tuple[str, ...] = ("a",), **limits: Any) -> Delegation:
+    lim = Limits(**limits)
+    return Delegation(task=task, context=RunContext(run_id="run-1", chain=chain,
+                                                    deadline=time.time() + lim.deadline_s,
+                                                    limits=lim))
+
+
+def tool_messages(client: RecordingClient) -> list[str]:
+    return [m["content"] for m in client.seen[-1] if m["role"] == "tool"]
+
+
+def spec(name: str = "a", **kwargs: Any) -> AgentSpec:
+    return AgentSpec(name=name, **kwargs)
+
+
+async def test_several_tool_calls_in_one_step_run_concurrently() -> None:
+    slow = load_function_tool("tests.testkit:slow_step")
+    client = scripted(calls(("slow_step", {"seconds": 0.3}), ("slow_step", {"seconds": 0.3}),
+                            ("slow_step", {"seconds": 0.3})), {"content": "done"})
+    result = await AgentRuntime(spec(), client, [slow]).invoke(delegation())
+    assert result.status == Outcome.SUCCEEDED and result.output == "done", result.error
+    spans = [tuple(map(float, t.split("-"))) for t in tool_messages(client)]
+    assert len(spans) == 3
+    assert max(s for s, _ in spans) < min(e for _, e in spans)  # all three overlapped
+    wall = max(e for _, e in spans) - min(s for s, _ in spans)
+    assert wall < 0.6, f"three 0.3 s tools took {wall:.2f}s: not concurrent"
+
+
+async def test_parallel_tool_calls_are_bounded_by_max_parallel_tools() -> None:
+    slow = load_function_tool("tests.testkit:slow_step")
+    client = scripted(calls(("slow_step", {"seconds": 0.2}), ("slow_step", {"seconds": 0.2})),
+                      {"content": "done"})
+    await AgentRuntime(spec(), client, [slow]).invoke(delegation(max_parallel_tools=1))
+    first, second = (tuple(map(float, t.split("-"))) for t in tool_messages(client))
+    assert second[0] >= first[1] or first[0] >= second[1]  # one after the other
+
+
+async def test_tool_errors_and_timeouts_go_back_to_the_model_as_tool_results() -> None:
+    slow = load_function_tool("tests.testkit:slow_step")
+    calc = load_function_tool("agents.toolkit:calculate")
+    client = scripted(
+        calls(("slow_step", {"seconds": 5}), ("calculate", {"expression": "1/0"}),
+              ("nonexistent", {}), ("calculate", {"expr": "1"})),
+        {"content": "recovered"})
+    agent = spec(timeouts=Timeouts(tool=0.2))
+    result = await AgentRuntime(agent, client, [slow, calc]).invoke(delegation())
+    assert result.status == Outcome.SUCCEEDED and result.output == "recovered"
+    seen = tool_messages(client)
+    assert seen[0] == "error: tool slow_step timed out after 0.2s"
+    assert seen[1] == "error: ZeroDivisionError: division by zero"
+    assert seen[2] == "error: unknown tool 'nonexistent'"
+    assert "invalid arguments for calculate" in seen[3]
+
+
+async def test_a_model_that_never_stops_calling_tools_ends_at_max_steps() -> None:
+    stamp = load_function_tool("tests.testkit:stamp")
+    client = scripted(calls(("stamp", {"text": "again"})), repeat_last=True)
+    result = await AgentRuntime(spec(max_steps=4), client, [stamp]).invoke(delegation())
+    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.steps == 4
+    assert result.error == "max_steps 4 reached without a final answer"
+    assert result.usage.model_calls == 4
+
+
+async def test_the_run_deadline_stops_a_slow_model() -> None:
+    stamp = load_function_tool("tests.testkit:stamp")
+    client = scripted(calls(("stamp", {"text": "x"})), repeat_last=True, latency_ms=100)
+    started = time.perf_counter()
+    result = await AgentRuntime(spec(max_steps=1000), client, [stamp]).invoke(
+        delegation(deadline_s=0.5))
+    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert "deadline" in (result.error or "")
+    assert time.perf_counter() - started < 1.0
+
+
+@dataclass
+class InProcessDispatcher:
+    """Runs delegations on in-process runtimes: the runtime's contract without Ray."""
+
+    runtimes: dict[str, AgentRuntime] = field(default_factory=dict)
+
+    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+        return await self.runtimes[target].invoke(delegation)
+
+
+def offline_team(dispatcher: InProcessDispatcher, edges: dict[str, list[str]],
+                 descriptions: dict[str, str]) -> None:
+    specs = {n: AgentSpec(name=n, description=d) for n, d in descriptions.items()}
+    for name, agent in specs.items():
+        tools = [DelegateTool(name, specs[t].card(), allowed=True, dispatcher=dispatcher)
+                 for t in edges.get(name, [])]
+        dispatcher.runtimes[name] = AgentRuntime(agent, RecordingClient(ModelSpec()), tools)
+
+
+async def test_the_offline_model_delegates_to_matching_agents_and_reports_refusals() -> None:
+    dispatcher = InProcessDispatcher()
+    # a -> b -> a is a cycle at run time (config allow_cycles); the guard refuses it.
+    offline_team(dispatcher, {"a": ["b"], "b": ["a"]},
+                 {"a": "handles billing questions", "b": "handles billing refunds"})
+    result = await dispatcher.runtimes["a"].invoke(delegation("refund this billing charge"))
+    assert result.status == Outcome.SUCCEEDED
+    assert [c.agent for c in result.children] == ["b"]
+    child = result.children[0]
+    assert [(r.reason, r.message) for r in child.refusals] == [
+        ("cycle", "cycle refused: a -> b -> a")]
+    # The calling model saw the refusal as a structured tool error.
+    client = dispatcher.runtimes["b"].model
+    assert isinstance(client, RecordingClient)
+    refusal = json.loads(tool_messages(client)[0])
+    assert refusal == {"error": "delegation_refused", "reason": "cycle",
+                       "message": "cycle refused: a -> b -> a"}
+
+
+async def test_a_delegation_the_topology_forbids_is_refused_not_dispatched() -> None:
+    dispatcher = InProcessDispatcher()
+    offline_team(dispatcher, {}, {"b": "anything"})
+    forbidden = DelegateTool("a", AgentSpec(name="b").card(), allowed=False,
+                             dispatcher=dispatcher)
+    client = scripted(calls((forbidden.name, {"task": "x"})), {"content": "ok"})
+    result = await AgentRuntime(spec(), client, [],
+                                hidden_tools={forbidden.name: forbidden}).invoke(delegation())
+    assert [r.reason for r in result.refusals] == ["not_allowed"]
+    assert result.children == []
+
+
+def test_function_tools_expose_only_required_arguments_to_the_offline_model() -> None:
+    tool = FunctionTool.from_callable(lambda text, n=1: text)
+    assert tool.parameters["required"] == ["text"]

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agents.errors import ConfigError
+from orchestrator.config import load_config, parse_config
+
+
+def _errors(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(textwrap.dedent(text), "team.yaml")
+    return [str(i) for i in info.value.issues if i.severity == "error"]
+
+
+def test_the_shipped_default_config_is_valid_with_three_levels_of_delegation() -> None:
+    system = load_config(Path("configs/default.yaml"))
+    assert system.entry == "coordinator"
+    assert len(system.topology.delegates("coordinator")) >= 3
+    assert system.topology.max_static_depth() == 3
+    assert any(agent.tools for agent in system.config.agents)
+    assert system.warnings == []
+
+
+def test_a_delegation_cycle_is_an_error_that_prints_the_cycle() -> None:
+    errors = _errors("""
+        agents:
+          - name: a
+            delegates: [b]
+          - name: b
+            delegates: [c]
+          - name: c
+            delegates: [a]
+    """)
+    assert len(errors) == 1
+    assert "delegation cycle a -> b -> c -> a" in errors[0]
+    assert errors[0].startswith("team.yaml:4:")  # the `delegates` key of agent a
+
+
+def test_cycles_are_accepted_when_the_config_opts_in() -> None:
+    system = parse_config(textwrap.dedent("""
+        allow_cycles: true
+        agents:
+          - {name: a, delegates: [b]}
+          - {name: b, delegates: [a]}
+    """))
+    assert system.topology.cycles() == [["a", "b"]]
+    assert system.topology.max_static_depth() is None
+
+
+def test_unknown_delegate_is_reported_with_file_line_and_field() -> None:
+    errors = _errors("""
+        agents:
+          - name: a
+            delegates:
+              - b
+              - ghost
+          - name: b
+    """)
+    assert errors == ["team.yaml:6:9: error: agents[0].delegates[1]: unknown agent 'ghost'"]
+
+
+def test_every_error_is_reported_not_just_the_first() -> None:
+    errors = _errors("""
+        agents:
+          - name: a
+            delegates: [nobody]
+            tools: [agents.toolkit:no_such_tool]
+          - name: a
+    """)
+    assert any("unknown agent 'nobody'" in e for e in errors)
+    assert any("unknown tool" in e and "no_such_tool" in e for e in errors)
+    assert any("duplicate agent 'a'" in e and e.startswith("team.yaml:6:") for e in errors)
+
+
+def test_schema_errors_name_the_field_and_line() -> None:
+    errors = _errors("""
+        limits:
+          max_depth: zero
+        agents:
+          - name: a
+            max_step: 3
+    """)
+    assert "team.yaml:3:3: error: limits.max_depth: Input should be a valid integer" in errors[0]
+    assert "team.yaml:6:5: error: agents[0].max_step: unknown field 'max_step'" in errors[1]
+
+
+def test_bad_yaml_reports_line_and_column() -> None:
+    errors = _errors("agents:\n  - name: a\n    delegates: [b\n  - name: b\n")
+    assert len(errors) == 1
+    assert errors[0].startswith("team.yaml:4:")
+    assert "YAML syntax" in errors[0]
+
+
+def test_duplicate_yaml_keys_are_errors() -> None:
+    errors = _errors("agents:\n  - name: a\n    name: b\n")
+    assert errors == ["team.yaml:3:5: error: agents[0].name: duplicate key 'name'"]
+
+
+def test_unreachable_agents_are_warnings_not_errors() -> None:
+    system = parse_config("agents:\n  - name: a\n  - name: lonely\n", "team.yaml")
+    assert [str(w) for w in system.warnings] == [
+        "team.yaml:3:5: warning: agents[1].name: agent 'lonely' is unreachable from the "
+        "entry agent 'a'"
+    ]
+
+
+def test_star_delegates_to_every_other_agent() -> None:
+    system = parse_config(textwrap.dedent("""
+        agents:
+          - {name: hub, delegates: "*"}
+          - {name: x}
+          - {name: y}
+    """))
+    assert system.topology.delegates("hub") == ["x", "y"]
+
+
+def test_an_unreadable_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="missing.yaml: error: cannot read file"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_model_accepts_a_plain_litellm_string() -> None:
+    system = parse_config("agents:\n  - name: a\n    model: openai/gpt-4o-mini\n")
+    assert system.agent("a").model.name == "openai/gpt-4o-mini"
