@@ -77,6 +77,16 @@ class Engine:
             self._dispatcher = self._pool.dispatcher()
         return self._pool
 
+    def stop(self) -> None:
+        """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
+        if self._pool is None:
+            return
+        for handles in self._pool.actors.values():
+            for handle in handles:
+                ray.kill(handle)
+        ray.kill(self._pool.ledger_handle)
+        self._pool = None
+
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         if agent == AUTO:
             decision = route(task, [a.card() for a in self.system.config.agents],

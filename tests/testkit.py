@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 import time
 
 from orchestrator.config import AgentSystem, parse_config
 
-__all__ = ["config", "slow_step", "stamp"]
+__all__ = ["FakeOpenAI", "config", "slow_step", "stamp"]
 
 
 async def slow_step(seconds: float) -> str:
@@ -25,3 +26,61 @@ def stamp(text: str) -> str:
 
 def config(yaml_text: str) -> AgentSystem:
     return parse_config(textwrap.dedent(yaml_text), "test.yaml")
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible chat server on 127.0.0.1, so litellm is exercised over real HTTP.
+
+    It asks for `tool` with `arguments` first; once a tool result is in the conversation it
+    answers with text that quotes the result.
+    """
+
+    def __init__(self, tool: str, arguments: dict[str, object]) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[dict[str, object]] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                      "body": body})
+                reply = json.dumps(fake.reply(body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.tool, self.arguments = tool, arguments
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def reply(self, body: dict) -> dict:
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if results:
+            message = {"role": "assistant", "content": f"The tool said {results[-1]}"}
+            finish = "stop"
+        else:
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "call_fake_1", "type": "function",
+                "function": {"name": self.tool, "arguments": json.dumps(self.arguments)}}]}
+            finish = "tool_calls"
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,217 @@
+"""Runs on the session's real local Ray instance, agents as real actors."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from agents.messages import AgentResult, Outcome
+from orchestrator.config import AgentSystem, load_config
+from orchestrator.engine import Engine
+from tests.testkit import FakeOpenAI, config
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+StartEngine = Callable[[AgentSystem], Engine]
+
+
+@pytest.fixture
+def start_engine(ray_address: str) -> Iterator[StartEngine]:
+    engines: list[Engine] = []
+
+    def start(system: AgentSystem) -> Engine:
+        engine = Engine(system, namespace="baton-tests")
+        engine.start()
+        engines.append(engine)
+        return engine
+
+    yield start
+    for engine in engines:
+        engine.stop()
+
+
+def node(tree: AgentResult, *path: str) -> AgentResult:
+    for name in path:
+        tree = next(c for c in tree.children if c.agent == name)
+    return tree
+
+
+async def test_a_task_flows_through_three_levels_of_delegation(start_engine: StartEngine) -> None:
+    engine = start_engine(load_config(Path("configs/default.yaml")))
+    result = await engine.run("Research the history of Ray, check the facts, and calculate "
+                              "17 * 23 + 4")
+    assert result.status == Outcome.SUCCEEDED
+    assert result.tree is not None
+    assert {c.agent for c in result.tree.children} == {"researcher", "analyst"}
+    fact_checker = node(result.tree, "researcher", "fact_checker")
+    assert fact_checker.status == Outcome.SUCCEEDED
+    assert "calculate: 395" in (result.output or "")
+    assert "RISELab" in (result.output or "")  # the researcher's function tool ran
+    assert result.usage.model_calls == sum(n.usage.model_calls for n in result.tree.walk()) == 7
+    assert all(n.actor and n.actor.endswith(f"{n.agent}.0") or n.agent == "analyst"
+               for n in result.tree.walk())
+
+
+async def test_auto_routing_sends_the_task_to_the_matching_specialist(
+        start_engine: StartEngine) -> None:
+    engine = start_engine(load_config(Path("configs/default.yaml")))
+    result = await engine.run("calculate 6 * 7", agent="auto")
+    assert result.entry_agent == "analyst"
+    assert result.routing is not None and result.routing.scores["analyst"] > 0
+    assert "calculate: 42" in (result.output or "")
+
+
+async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEngine) -> None:
+    engine = start_engine(config("""
+        agents:
+          - {name: hub, delegates: [w1, w2, w3, w4]}
+          - &worker {name: w1, description: survey worker,
+                     model: {name: baton/offline, params: {latency_ms: 400}}}
+          - {<<: *worker, name: w2}
+          - {<<: *worker, name: w3}
+          - {<<: *worker, name: w4}
+    """))
+    result = await engine.run("run the survey")
+    assert result.status == Outcome.SUCCEEDED and result.tree is not None
+    workers = result.tree.children
+    assert sorted(w.agent for w in workers) == ["w1", "w2", "w3", "w4"]
+    latest_start = max(w.started_at for w in workers)
+    earliest_end = min(w.started_at + w.duration_s for w in workers)
+    assert latest_start < earliest_end, "the four delegations did not overlap"
+    assert result.duration_s < 4 * 0.4
+
+
+async def test_depth_limit_refusal_is_seen_by_the_calling_model(
+        start_engine: StartEngine) -> None:
+    engine = start_engine(config("""
+        limits: {max_depth: 2}
+        agents:
+          - {name: a, delegates: [b], description: relay}
+          - {name: b, delegates: [c], description: relay}
+          - {name: c, description: relay}
+    """))
+    result = await engine.run("relay this message")
+    assert result.tree is not None
+    b = node(result.tree, "b")
+    assert [(r.reason, r.message) for r in b.refusals] == [
+        ("depth", "depth limit 2 reached: a -> b")]
+    assert '"reason": "depth"' in (b.output or "")  # the model read the structured error
+    assert result.status == Outcome.SUCCEEDED
+
+
+async def test_a_runtime_cycle_is_refused_with_the_chain(start_engine: StartEngine) -> None:
+    engine = start_engine(config("""
+        allow_cycles: true
+        agents:
+          - {name: sales, delegates: [support], description: handles customer questions}
+          - {name: support, delegates: [sales], description: handles customer problems}
+    """))
+    result = await engine.run("a customer has questions")
+    assert result.tree is not None
+    support = node(result.tree, "support")
+    assert [r.message for r in support.refusals] == ["cycle refused: sales -> support -> sales"]
+
+
+ALWAYS_DELEGATES = """
+    limits: {token_budget: 600, max_steps: 1000}
+    agents:
+      - name: boss
+        delegates: [helper]
+        model:
+          name: baton/scripted
+          params:
+            repeat_last: true
+            replies: [{tool_calls: [{name: delegate_to_helper, arguments: {task: more}}]}]
+      - {name: helper, model: {name: baton/scripted, params: {replies: [{content: done}]}}}
+"""
+
+
+async def test_the_token_budget_stops_a_model_that_always_delegates(
+        start_engine: StartEngine) -> None:
+    engine = start_engine(config(ALWAYS_DELEGATES))
+    result = await engine.run("go")
+    assert result.status == Outcome.BUDGET_EXCEEDED
+    assert "token budget 600 spent" in (result.error or "")
+    assert result.tree is not None and len(result.tree.children) >= 2
+    # Checked before each model call: the overshoot is at most one call per branch.
+    assert result.usage.total_tokens < 600 + 400
+
+
+async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
+        start_engine: StartEngine) -> None:
+    engine = start_engine(config("""
+        limits: {max_steps: 1000}
+        agents:
+          - name: looper
+            tools: [tests.testkit:stamp]
+            model:
+              name: baton/scripted
+              params:
+                latency_ms: 50
+                repeat_last: true
+                replies: [{tool_calls: [{name: stamp, arguments: {text: tick}}]}]
+    """))
+    result = await engine.run("loop", deadline_s=1.0)
+    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert "deadline" in (result.error or "")
+    assert result.duration_s < 3.0
+    assert result.tree is not None and result.tree.steps > 3
+
+
+async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
+        start_engine: StartEngine) -> None:
+    engine = start_engine(config("""
+        agents:
+          - {name: boss, delegates: [slowpoke], description: boss}
+          - name: slowpoke
+            description: slow archive search
+            tools: [tests.testkit:slow_step]
+            model:
+              name: baton/scripted
+              params:
+                replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]
+    """))
+    job = asyncio.ensure_future(engine.run("search the archive", run_id="kill-me"))
+    deadline = time.monotonic() + 30
+    while not any(e["type"] == "tool_started" and e["agent"] == "slowpoke"
+                  for e in await engine.events("kill-me")):
+        assert time.monotonic() < deadline, "slowpoke never started its tool"
+        await asyncio.sleep(0.05)
+    ray.kill(engine.pool.actors["slowpoke"][0], no_restart=True)
+    result = await asyncio.wait_for(job, timeout=30)
+    assert result.tree is not None
+    slowpoke = node(result.tree, "slowpoke")
+    assert slowpoke.status == Outcome.FAILED
+    assert "is unavailable" in (slowpoke.error or "")
+    assert result.status == Outcome.SUCCEEDED  # boss recovered with the tool error in hand
+    assert "ended failed" in (result.output or "")
+
+
+async def test_litellm_talks_to_an_openai_compatible_server_over_http(
+        start_engine: StartEngine) -> None:
+    fake = FakeOpenAI("calculate", {"expression": "2 ** 10"})
+    try:
+        engine = start_engine(config(f"""
+            agents:
+              - name: remote
+                tools: [agents.toolkit:calculate]
+                model:
+                  name: openai/fake-model
+                  params: {{api_base: "{fake.base_url}", api_key: sk-test}}
+        """))
+        result = await engine.run("what is two to the tenth?")
+    finally:
+        fake.close()
+    assert result.status == Outcome.SUCCEEDED, result.error
+    assert result.output == "The tool said 1024"
+    assert len(fake.requests) == 2
+    first = fake.requests[0]
+    assert first["path"] == "/v1/chat/completions" and first["auth"] == "Bearer sk-test"
+    tools = first["body"]["tools"]  # type: ignore[index]
+    assert tools[0]["function"]["name"] == "calculate"
+    assert result.usage.input_tokens == 22 and result.usage.output_tokens == 14
