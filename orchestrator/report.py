@@ -24,7 +24,7 @@ _MARK = {Outcome.SUCCEEDED: "✓", Outcome.FAILED: "✗", Outcome.CANCELLED: "�
 def print_issues(console: Console, issues: list[ConfigIssue]) -> None:
     for issue in issues:
         style = "red" if issue.severity == "error" else "yellow"
-        console.print(Text(str(issue), style=style))
+        console.print(Text(str(issue), style=style), soft_wrap=True)
 
 
 def print_topology(console: Console, system: AgentSystem) -> None:

@@ -35,15 +35,22 @@ def start_engine(ray_address: str) -> Iterator[StartEngine]:
         engine.stop()
 
 
+@pytest.fixture(scope="module")
+def default_engine(ray_address: str) -> Iterator[Engine]:
+    engine = Engine(load_config(Path("configs/default.yaml")), namespace="baton-tests")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
 def node(tree: AgentResult, *path: str) -> AgentResult:
     for name in path:
         tree = next(c for c in tree.children if c.agent == name)
     return tree
 
 
-async def test_a_task_flows_through_three_levels_of_delegation(start_engine: StartEngine) -> None:
-    engine = start_engine(load_config(Path("configs/default.yaml")))
-    result = await engine.run("Research the history of Ray, check the facts, and calculate "
+async def test_a_task_flows_through_three_levels_of_delegation(default_engine: Engine) -> None:
+    result = await default_engine.run("Research the history of Ray, check the facts, and calculate "
                               "17 * 23 + 4")
     assert result.status == Outcome.SUCCEEDED
     assert result.tree is not None
@@ -58,9 +65,8 @@ async def test_a_task_flows_through_three_levels_of_delegation(start_engine: Sta
 
 
 async def test_auto_routing_sends_the_task_to_the_matching_specialist(
-        start_engine: StartEngine) -> None:
-    engine = start_engine(load_config(Path("configs/default.yaml")))
-    result = await engine.run("calculate 6 * 7", agent="auto")
+        default_engine: Engine) -> None:
+    result = await default_engine.run("calculate 6 * 7", agent="auto")
     assert result.entry_agent == "analyst"
     assert result.routing is not None and result.routing.scores["analyst"] > 0
     assert "calculate: 42" in (result.output or "")
