@@ -5,6 +5,7 @@ Everything here is thin: the work happens in `agents.runtime`, which does not kn
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from agents.spec import AgentCard, AgentSpec, ModelSpec
 from agents.tools import Tool, load_function_tool
 
 __all__ = ["AgentActor", "LedgerActor", "RayDispatcher", "RayLedger", "SystemRef"]
+
+
+# Longest time an event waits in an actor before it is sent to the ledger.
+EVENT_FLUSH_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,25 @@ class LedgerActor:
     def charge(self, run_id: str, tokens: int) -> None:
         self._ledger.charge(run_id, tokens)
 
-    def emit(self, run_id: str, event: dict[str, Any]) -> None:
-        self._ledger.emit(run_id, event)
+    def emit_many(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+        for run_id, event in batch:
+            self._ledger.emit(run_id, event)
 
     def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
         return self._ledger.events(run_id, after)
 
 
 class RayLedger:
-    """The `Ledger` and `EventSink` protocols over a `LedgerActor` handle."""
+    """The `Ledger` and `EventSink` protocols over a `LedgerActor` handle.
+
+    Events are batched: one actor call per flush instead of one per event, flushed when an
+    invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
+    """
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
+        self._batch: list[tuple[str, dict[str, Any]]] = []
+        self._timer: asyncio.TimerHandle | None = None
 
     async def tokens_left(self, run_id: str) -> int | None:
         return await self._handle.tokens_left.remote(run_id)
@@ -79,7 +91,22 @@ class RayLedger:
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
-        self._handle.emit.remote(run_id, event)
+        self._batch.append((run_id, event))
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            self._timer = loop.call_later(EVENT_FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._handle.emit_many.remote(batch)
 
 
 class RayDispatcher:

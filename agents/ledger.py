@@ -30,6 +30,9 @@ class EventSink(Protocol):
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None: ...
 
+    def flush(self) -> None:
+        """Send what is buffered now (called when an invocation ends)."""
+
 
 @dataclass
 class _RunBook:
@@ -47,7 +50,9 @@ class RunLedger:
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
 
     def open(self, run_id: str, budget: int | None) -> None:
-        self._runs[run_id] = _RunBook(budget=budget)
+        # An agent's first event may arrive before `open` (different callers): keep it.
+        book = self._runs.setdefault(run_id, _RunBook(budget=budget))
+        book.budget = budget
 
     def close(self, run_id: str) -> dict[str, Any]:
         book = self._runs.pop(run_id, None)
@@ -71,7 +76,9 @@ class RunLedger:
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
         book = self._runs.get(run_id)
         if book is None:
-            return
+            if run_id in self._closed:
+                return
+            book = self._runs[run_id] = _RunBook(budget=None)
         if len(book.events) >= MAX_EVENTS_PER_RUN:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return

@@ -88,6 +88,7 @@ def configure_litellm() -> None:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     litellm.drop_params = False
+    litellm.turn_off_message_logging = True  # contents are recorded only where Baton opts in
     _configured = True
 
 

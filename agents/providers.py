@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import time
 from typing import Any
 
@@ -102,3 +103,16 @@ def register_builtin_models() -> None:
         from litellm.utils import custom_llm_setup
 
         custom_llm_setup()
+        # Free and known: otherwise litellm searches its price list for an unknown model on
+        # every call, which costs more than the call itself.
+        quiet = logging.getLogger("LiteLLM")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)  # it warns that these names are not in its price list
+        litellm.register_model({
+            f"{PROVIDER}/{name}": {"litellm_provider": PROVIDER, "mode": "chat",
+                                   "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                                   "max_tokens": 1_000_000, "max_input_tokens": 1_000_000,
+                                   "max_output_tokens": 1_000_000}
+            for name in ("offline", "scripted")
+        })
+        quiet.setLevel(level)

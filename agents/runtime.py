@@ -104,6 +104,8 @@ class AgentRuntime:
                 span.set_status(Status(StatusCode.ERROR, result.error))
         self._emit(ctx, "agent_finished", call_id=delegation.call_id, status=result.status.value,
                    duration_s=result.duration_s, steps=result.steps, error=result.error)
+        if self.events is not None:
+            self.events.flush()
         return result
 
     def _end(self, inv: _Invocation, status: Outcome, *, output: str | None = None,

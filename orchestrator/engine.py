@@ -109,12 +109,15 @@ class Engine:
         entry, decision = self.choose_entry(task, agent)
         started, clock = time.time(), time.perf_counter()
         ctx = RunContext(run_id=run_id, deadline=started + limits.deadline_s, limits=limits)
-        await pool.ledger_handle.open.remote(run_id, limits.token_budget)
+        opened = pool.ledger_handle.open.remote(run_id, limits.token_budget)
+        if limits.token_budget is not None:
+            # Agents on other processes ask the ledger; it must know the budget first.
+            await opened
         try:
             with workflow_span(run_id, entry):
                 tree = await self._dispatch_entry(task, entry, ctx)
         finally:
-            await pool.ledger_handle.close.remote(run_id)
+            pool.ledger_handle.close.remote(run_id)  # ordered after open: same caller
         return RunResult(run_id=run_id, task=task, entry_agent=entry, routing=decision,
                          status=tree.status, output=tree.output, error=tree.error,
                          usage=tree.total_usage(), started_at=started,

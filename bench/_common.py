@@ -1,0 +1,44 @@
+"""Shared set-up for the benchmarks: Ray once, systems built from YAML text, timing helpers."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import ray  # noqa: E402
+
+from orchestrator.config import AgentSystem, parse_config  # noqa: E402
+from orchestrator.engine import Engine  # noqa: E402
+
+__all__ = ["median_seconds", "start", "system"]
+
+
+def start() -> None:
+    ray.init(namespace="baton-bench", include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False)
+
+
+def system(yaml_text: str) -> AgentSystem:
+    return parse_config(yaml_text, "bench.yaml")
+
+
+def engine(yaml_text: str) -> Engine:
+    built = Engine(system(yaml_text), namespace="baton-bench")
+    built.start()
+    return built
+
+
+async def median_seconds(fn: Callable[[], Awaitable[object]], *, warmup: int,
+                         repeats: int) -> float:
+    for _ in range(warmup):
+        await fn()
+    samples = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        await fn()
+        samples.append(time.perf_counter() - began)
+    return statistics.median(samples)
