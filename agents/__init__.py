@@ -6,14 +6,14 @@ import os
 # that imports agents (driver and Ray workers alike) gets the local copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agents.errors import (  # noqa: E402
+from agents.errors import (
     BatonError,
     ConfigError,
     ConfigIssue,
     DelegationRefused,
     ToolImportError,
 )
-from agents.messages import (  # noqa: E402
+from agents.messages import (
     AgentResult,
     Delegation,
     Outcome,
@@ -21,7 +21,7 @@ from agents.messages import (  # noqa: E402
     RunContext,
     Usage,
 )
-from agents.spec import (  # noqa: E402
+from agents.spec import (
     DEFAULT_DEADLINE_S,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_PARALLEL_TOOLS,

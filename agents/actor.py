@@ -134,21 +134,34 @@ class RayDispatcher:
             # A dead or missing actor is the caller's tool error, never a hung run.
             self._handles.pop(target, None)
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return AgentResult(agent=target, status=Outcome.FAILED, call_id=delegation.call_id,
-                               actor=name,
-                               error=f"agent actor {name} is unavailable "
-                                     f"({type(exc).__name__}: {detail[:300]})")
+            return AgentResult(
+                agent=target,
+                status=Outcome.FAILED,
+                call_id=delegation.call_id,
+                actor=name,
+                error=f"agent actor {name} is unavailable ({type(exc).__name__}: {detail[:300]})",
+            )
 
 
-def _build_tools(spec: AgentSpec, roster: list[AgentCard], delegates: list[str],
-                 dispatcher: RayDispatcher, ledger: RayLedger) -> tuple[list[Tool], dict[str, Tool]]:
+def _build_tools(
+    spec: AgentSpec,
+    roster: list[AgentCard],
+    delegates: list[str],
+    dispatcher: RayDispatcher,
+    ledger: RayLedger,
+) -> tuple[list[Tool], dict[str, Tool]]:
     offered: list[Tool] = [load_function_tool(path) for path in spec.tools]
     hidden: dict[str, Tool] = {}
     for card in roster:
         if card.name == spec.name:
             continue
-        tool = DelegateTool(caller=spec.name, target=card, allowed=card.name in delegates,
-                            dispatcher=dispatcher, ledger=ledger)
+        tool = DelegateTool(
+            caller=spec.name,
+            target=card,
+            allowed=card.name in delegates,
+            dispatcher=dispatcher,
+            ledger=ledger,
+        )
         if tool.allowed:
             offered.append(tool)
         else:
@@ -160,15 +173,27 @@ def _build_tools(spec: AgentSpec, roster: list[AgentCard], delegates: list[str],
 class AgentActor:
     """One replica of one agent: an async actor, so delegations (even re-entrant ones) overlap."""
 
-    def __init__(self, spec: AgentSpec, roster: list[AgentCard], delegates: list[str],
-                 system: SystemRef, replica: int) -> None:
+    def __init__(
+        self,
+        spec: AgentSpec,
+        roster: list[AgentCard],
+        delegates: list[str],
+        system: SystemRef,
+        replica: int,
+    ) -> None:
         self._name = system.actor_name(spec.name, replica)
         dispatcher = RayDispatcher(system)
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
         tools, hidden = _build_tools(spec, roster, delegates, dispatcher, ledger)
-        self._runtime = AgentRuntime(spec=spec, model=LiteLLMClient(spec.model), tools=tools,
-                                     hidden_tools=hidden, ledger=ledger, events=ledger,
-                                     actor_id=self._name)
+        self._runtime = AgentRuntime(
+            spec=spec,
+            model=LiteLLMClient(spec.model),
+            tools=tools,
+            hidden_tools=hidden,
+            ledger=ledger,
+            events=ledger,
+            actor_id=self._name,
+        )
 
     async def ready(self) -> dict[str, Any]:
         """Warm litellm's lazy imports now rather than inside the first run."""

@@ -59,8 +59,12 @@ class DelegateTool:
     def parameters(self) -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {"task": {"type": "string",
-                                    "description": "What the agent should do, self-contained."}},
+            "properties": {
+                "task": {
+                    "type": "string",
+                    "description": "What the agent should do, self-contained.",
+                }
+            },
             "required": ["task"],
             "additionalProperties": False,
         }
@@ -68,20 +72,30 @@ class DelegateTool:
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
-            return ToolOutput("invalid arguments: 'task' must be a non-empty string",
-                              is_error=True)
+            return ToolOutput("invalid arguments: 'task' must be a non-empty string", is_error=True)
         run = ctx.run
         tokens_left = None
         if run.limits.token_budget is not None and self.ledger is not None:
             tokens_left = await self.ledger.tokens_left(run.run_id)
         # Raises DelegationRefused; the runtime turns it into a structured tool error.
-        check_delegation(caller=self.caller, target=self.target.name, known=True,
-                         allowed=self.allowed, ctx=run, tokens_left=tokens_left)
-        delegation = Delegation(task=task, context=run.enter(self.target.name, inject_context()),
-                                caller=self.caller, call_id=ctx.call_id)
+        check_delegation(
+            caller=self.caller,
+            target=self.target.name,
+            known=True,
+            allowed=self.allowed,
+            ctx=run,
+            tokens_left=tokens_left,
+        )
+        delegation = Delegation(
+            task=task,
+            context=run.enter(self.target.name, inject_context()),
+            caller=self.caller,
+            call_id=ctx.call_id,
+        )
         result = await self.dispatcher.dispatch(self.target.name, delegation)
-        return ToolOutput(_result_text(result), is_error=result.status != Outcome.SUCCEEDED,
-                          child=result)
+        return ToolOutput(
+            _result_text(result), is_error=result.status != Outcome.SUCCEEDED, child=result
+        )
 
 
 def _result_text(result: AgentResult) -> str:

@@ -92,8 +92,10 @@ class DelegationRefused(BatonError):
         super().__init__(message)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_refusal, (self.reason, self.message, self.caller, self.target,
-                                   self.chain, self.limit))
+        return (
+            _rebuild_refusal,
+            (self.reason, self.message, self.caller, self.target, self.chain, self.limit),
+        )
 
 
 def _rebuild_refusal(
@@ -104,5 +106,6 @@ def _rebuild_refusal(
     chain: tuple[str, ...],
     limit: float | None,
 ) -> DelegationRefused:
-    return DelegationRefused(reason, message, caller=caller, target=target, chain=chain,
-                             limit=limit)
+    return DelegationRefused(
+        reason, message, caller=caller, target=target, chain=chain, limit=limit
+    )

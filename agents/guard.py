@@ -37,8 +37,9 @@ def check_delegation(
     chain = ctx.chain
 
     def refuse(reason, message: str, limit: float | None = None) -> None:  # type: ignore[no-untyped-def]
-        raise DelegationRefused(reason, message, caller=caller, target=target, chain=chain,
-                                limit=limit)
+        raise DelegationRefused(
+            reason, message, caller=caller, target=target, chain=chain, limit=limit
+        )
 
     if not known:
         refuse("unknown_agent", f"no agent named {target!r}")
@@ -47,11 +48,16 @@ def check_delegation(
     if target in chain:
         refuse("cycle", f"cycle refused: {_path(chain, target)}")
     if len(chain) >= ctx.limits.max_depth:
-        refuse("depth", f"depth limit {ctx.limits.max_depth} reached: {_path(chain)}",
-               ctx.limits.max_depth)
+        refuse(
+            "depth",
+            f"depth limit {ctx.limits.max_depth} reached: {_path(chain)}",
+            ctx.limits.max_depth,
+        )
     if ctx.time_left() <= 0:
-        refuse("deadline", f"run deadline passed; {target} was not called",
-               ctx.limits.deadline_s)
+        refuse("deadline", f"run deadline passed; {target} was not called", ctx.limits.deadline_s)
     if tokens_left is not None and tokens_left <= 0:
-        refuse("budget", f"token budget {ctx.limits.token_budget} spent; {target} was not called",
-               ctx.limits.token_budget)
+        refuse(
+            "budget",
+            f"token budget {ctx.limits.token_budget} spent; {target} was not called",
+            ctx.limits.token_budget,
+        )

@@ -35,9 +35,11 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(input_tokens=self.input_tokens + other.input_tokens,
-                     output_tokens=self.output_tokens + other.output_tokens,
-                     model_calls=self.model_calls + other.model_calls)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            model_calls=self.model_calls + other.model_calls,
+        )
 
 
 class RunContext(BaseModel):
@@ -60,10 +62,12 @@ class RunContext(BaseModel):
 
     def enter(self, agent: str, trace_context: dict[str, str] | None = None) -> RunContext:
         """The context as seen by `agent` once it is called from this one."""
-        return self.model_copy(update={
-            "chain": (*self.chain, agent),
-            "trace_context": trace_context if trace_context is not None else self.trace_context,
-        })
+        return self.model_copy(
+            update={
+                "chain": (*self.chain, agent),
+                "trace_context": trace_context if trace_context is not None else self.trace_context,
+            }
+        )
 
 
 class Delegation(BaseModel):
@@ -88,8 +92,15 @@ class Refusal(BaseModel):
 
     @classmethod
     def of(cls, error: DelegationRefused, call_id: str | None) -> Refusal:
-        return cls(reason=error.reason, message=error.message, caller=error.caller,
-                   target=error.target, chain=error.chain, limit=error.limit, call_id=call_id)
+        return cls(
+            reason=error.reason,
+            message=error.message,
+            caller=error.caller,
+            target=error.target,
+            chain=error.chain,
+            limit=error.limit,
+            call_id=call_id,
+        )
 
 
 class AgentResult(BaseModel):

@@ -9,9 +9,9 @@ from typing import Any
 # litellm fetches a price list from the internet at import unless told otherwise.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402
+import litellm
 
-from agents.spec import ModelSpec  # noqa: E402
+from agents.spec import ModelSpec
 
 __all__ = [
     "LiteLLMClient",
@@ -69,8 +69,9 @@ class ModelClient:
 
     model: str
 
-    async def complete(self, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]]) -> ModelReply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
         raise NotImplementedError
 
 
@@ -100,8 +101,9 @@ class LiteLLMClient(ModelClient):
         configure_litellm()
         self.model = self.spec.name
 
-    async def complete(self, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]]) -> ModelReply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
         if not _remote_models_allowed and not _is_local(self.spec):
             raise RemoteModelsForbidden(f"model {self.spec.name!r} would call a remote provider")
         kwargs: dict[str, Any] = dict(self.spec.params)
@@ -110,8 +112,11 @@ class LiteLLMClient(ModelClient):
         response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
         message = response.choices[0].message  # type: ignore[union-attr]
         calls = [
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",
-                     arguments=c.function.arguments or "{}")
+            ToolCall(
+                id=c.id or f"call_{i}",
+                name=c.function.name or "",
+                arguments=c.function.arguments or "{}",
+            )
             for i, c in enumerate(message.tool_calls or [])
         ]
         usage = getattr(response, "usage", None)

@@ -38,8 +38,9 @@ def _argument(name: str, schema: dict[str, Any], task: str) -> Any:
     numbers = [float(n) for n in _NUMBER.findall(task)]
     if kind == "string":
         if "expression" in name or "formula" in name:
-            candidates = [m.strip() for m in _ARITHMETIC.findall(task)
-                          if re.search(r"\d\s*[-+*/%]", m)]
+            candidates = [
+                m.strip() for m in _ARITHMETIC.findall(task) if re.search(r"\d\s*[-+*/%]", m)
+            ]
             return max(candidates, key=len) if candidates else task
         return task
     if kind in ("number", "integer"):
@@ -55,16 +56,25 @@ def _argument(name: str, schema: dict[str, Any], task: str) -> Any:
 def _arguments(parameters: dict[str, Any], task: str) -> dict[str, Any]:
     properties = parameters.get("properties", {})
     required = set(parameters.get("required", []))
-    return {name: _argument(name, schema, task)
-            for name, schema in properties.items() if name in required}
+    return {
+        name: _argument(name, schema, task)
+        for name, schema in properties.items()
+        if name in required
+    }
 
 
 def _final_answer(task: str, messages: list[dict[str, Any]]) -> str:
-    names = {call["id"]: call["function"]["name"]
-             for m in messages if m.get("role") == "assistant"
-             for call in m.get("tool_calls") or []}
-    results = [(names.get(m.get("tool_call_id", ""), "tool"), str(m.get("content", "")))
-               for m in messages if m.get("role") == "tool"]
+    names = {
+        call["id"]: call["function"]["name"]
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    }
+    results = [
+        (names.get(m.get("tool_call_id", ""), "tool"), str(m.get("content", "")))
+        for m in messages
+        if m.get("role") == "tool"
+    ]
     lines = [f"Answer to: {task[:200]}"]
     lines += [f"- {name.removeprefix('delegate_to_')}: {text[:600]}" for name, text in results]
     return "\n".join(lines)
@@ -80,15 +90,17 @@ def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     for tool in tools:
         fn = tool.get("function", {})
         if wanted & terms(f"{fn.get('name', '')} {fn.get('description', '')}"):
-            calls.append({"name": fn["name"],
-                          "arguments": _arguments(fn.get("parameters", {}), task)})
+            calls.append(
+                {"name": fn["name"], "arguments": _arguments(fn.get("parameters", {}), task)}
+            )
     if calls:
         return {"tool_calls": calls}
     return {"content": f"No tool matched, so this is a direct reply to: {task[:500]}"}
 
 
-def scripted_reply(messages: list[dict[str, Any]], replies: list[dict[str, Any]],
-                   repeat_last: bool) -> dict[str, Any]:
+def scripted_reply(
+    messages: list[dict[str, Any]], replies: list[dict[str, Any]], repeat_last: bool
+) -> dict[str, Any]:
     """The reply at position (number of assistant turns so far) in a scripted list."""
     turn = sum(1 for m in messages if m.get("role") == "assistant")
     if turn >= len(replies):
@@ -98,9 +110,12 @@ def scripted_reply(messages: list[dict[str, Any]], replies: list[dict[str, Any]]
     reply = dict(replies[turn])
     if "tool_calls" in reply:
         reply["tool_calls"] = [
-            {"name": c["name"],
-             "arguments": json.loads(c["arguments"]) if isinstance(c.get("arguments"), str)
-             else c.get("arguments", {})}
+            {
+                "name": c["name"],
+                "arguments": json.loads(c["arguments"])
+                if isinstance(c.get("arguments"), str)
+                else c.get("arguments", {}),
+            }
             for c in reply["tool_calls"]
         ]
     return reply

@@ -35,11 +35,15 @@ class AgentPool:
         return RayDispatcher(self.system)
 
 
-def _actor_options(spec: AgentSpec, name: str, namespace: str,
-                   env: Mapping[str, str]) -> dict[str, Any]:
+def _actor_options(
+    spec: AgentSpec, name: str, namespace: str, env: Mapping[str, str]
+) -> dict[str, Any]:
     options: dict[str, Any] = {
-        "name": name, "namespace": namespace, "get_if_exists": True,
-        "num_cpus": spec.ray.num_cpus, "max_concurrency": spec.ray.max_concurrency,
+        "name": name,
+        "namespace": namespace,
+        "get_if_exists": True,
+        "num_cpus": spec.ray.num_cpus,
+        "max_concurrency": spec.ray.max_concurrency,
         "max_restarts": spec.ray.max_restarts,
     }
     if spec.ray.num_gpus:
@@ -51,13 +55,21 @@ def _actor_options(spec: AgentSpec, name: str, namespace: str,
     return options
 
 
-def start_pool(agents: list[AgentSpec], delegates: Mapping[str, list[str]], *, namespace: str,
-               prefix: str, env: Mapping[str, str] | None = None) -> AgentPool:
+def start_pool(
+    agents: list[AgentSpec],
+    delegates: Mapping[str, list[str]],
+    *,
+    namespace: str,
+    prefix: str,
+    env: Mapping[str, str] | None = None,
+) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm."""
-    system = SystemRef(namespace=namespace, prefix=prefix,
-                       replicas={a.name: a.ray.replicas for a in agents})
-    ledger = LedgerActor.options(name=system.ledger_name, namespace=namespace,
-                                 get_if_exists=True).remote()  # type: ignore[attr-defined]
+    system = SystemRef(
+        namespace=namespace, prefix=prefix, replicas={a.name: a.ray.replicas for a in agents}
+    )
+    ledger = LedgerActor.options(
+        name=system.ledger_name, namespace=namespace, get_if_exists=True
+    ).remote()  # type: ignore[attr-defined]
     ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]
     actors: dict[str, list[Any]] = {}
@@ -68,6 +80,7 @@ def start_pool(agents: list[AgentSpec], delegates: Mapping[str, list[str]], *, n
             ).remote(spec, roster, list(delegates[spec.name]), system, i)
             for i in range(spec.ray.replicas)
         ]
-    placement = ray.get([h.ready.remote() for hs in actors.values() for h in hs],
-                        timeout=READY_TIMEOUT_S)
+    placement = ray.get(
+        [h.ready.remote() for hs in actors.values() for h in hs], timeout=READY_TIMEOUT_S
+    )
     return AgentPool(system=system, ledger_handle=ledger, actors=actors, placement=placement)

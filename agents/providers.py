@@ -42,27 +42,35 @@ def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -
     if model == "offline":
         return offline_reply(messages, tools)
     if model == "scripted":
-        return scripted_reply(messages, params.get("replies") or [],
-                              bool(params.get("repeat_last", False)))
+        return scripted_reply(
+            messages, params.get("replies") or [], bool(params.get("repeat_last", False))
+        )
     raise CustomLLMError(status_code=404, message=f"unknown built-in model {PROVIDER}/{model}")
 
 
-def _response(model: str, reply: dict[str, Any], messages: list[dict[str, Any]],
-              response: ModelResponse) -> ModelResponse:
+def _response(
+    model: str, reply: dict[str, Any], messages: list[dict[str, Any]], response: ModelResponse
+) -> ModelResponse:
     calls = [
         ChatCompletionMessageToolCall(
-            id=f"call_{next(_call_ids)}", type="function",
-            function=Function(name=c["name"], arguments=json.dumps(c["arguments"])))
+            id=f"call_{next(_call_ids)}",
+            type="function",
+            function=Function(name=c["name"], arguments=json.dumps(c["arguments"])),
+        )
         for c in reply.get("tool_calls") or []
     ]
     content = reply.get("content")
     message = Message(role="assistant", content=content, tool_calls=calls or None)
-    response.choices = [Choices(index=0, message=message,
-                                finish_reason="tool_calls" if calls else "stop")]
+    response.choices = [
+        Choices(index=0, message=message, finish_reason="tool_calls" if calls else "stop")
+    ]
     prompt = estimate_tokens(json.dumps(messages, default=str))
     completion = estimate_tokens(content or json.dumps(reply.get("tool_calls")))
-    response.usage = Usage(prompt_tokens=prompt, completion_tokens=completion,  # type: ignore[attr-defined]
-                           total_tokens=prompt + completion)
+    response.usage = Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,  # type: ignore[attr-defined]
+        total_tokens=prompt + completion,
+    )
     response.model = f"{PROVIDER}/{model}"
     response.created = int(time.time())
     return response
@@ -71,25 +79,45 @@ def _response(model: str, reply: dict[str, Any], messages: list[dict[str, Any]],
 class BuiltinModels(CustomLLM):
     """litellm handler for the `baton/...` models."""
 
-    def completion(self, model: str, messages: list, api_base: str, custom_prompt_dict: dict,  # type: ignore[override]
-                   model_response: ModelResponse, print_verbose: Any, encoding: Any,
-                   api_key: Any, logging_obj: Any, optional_params: dict,
-                   *args: Any, **kwargs: Any) -> ModelResponse:
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,
+        custom_prompt_dict: dict,  # type: ignore[override]
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
         latency = float(optional_params.get("latency_ms", 0)) / 1000
         if latency:
             time.sleep(latency)
-        return _response(model, _reply(model, messages, optional_params), messages,
-                         model_response)
+        return _response(model, _reply(model, messages, optional_params), messages, model_response)
 
-    async def acompletion(self, model: str, messages: list, api_base: str,  # type: ignore[override]
-                          custom_prompt_dict: dict, model_response: ModelResponse,
-                          print_verbose: Any, encoding: Any, api_key: Any, logging_obj: Any,
-                          optional_params: dict, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def acompletion(
+        self,
+        model: str,
+        messages: list,
+        api_base: str,  # type: ignore[override]
+        custom_prompt_dict: dict,
+        model_response: ModelResponse,
+        print_verbose: Any,
+        encoding: Any,
+        api_key: Any,
+        logging_obj: Any,
+        optional_params: dict,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
         latency = float(optional_params.get("latency_ms", 0)) / 1000
         if latency:
             await asyncio.sleep(latency)
-        return _response(model, _reply(model, messages, optional_params), messages,
-                         model_response)
+        return _response(model, _reply(model, messages, optional_params), messages, model_response)
 
 
 def register_builtin_models() -> None:
@@ -108,11 +136,18 @@ def register_builtin_models() -> None:
         quiet = logging.getLogger("LiteLLM")
         level = quiet.level
         quiet.setLevel(logging.ERROR)  # it warns that these names are not in its price list
-        litellm.register_model({
-            f"{PROVIDER}/{name}": {"litellm_provider": PROVIDER, "mode": "chat",
-                                   "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-                                   "max_tokens": 1_000_000, "max_input_tokens": 1_000_000,
-                                   "max_output_tokens": 1_000_000}
-            for name in ("offline", "scripted")
-        })
+        litellm.register_model(
+            {
+                f"{PROVIDER}/{name}": {
+                    "litellm_provider": PROVIDER,
+                    "mode": "chat",
+                    "input_cost_per_token": 0.0,
+                    "output_cost_per_token": 0.0,
+                    "max_tokens": 1_000_000,
+                    "max_input_tokens": 1_000_000,
+                    "max_output_tokens": 1_000_000,
+                }
+                for name in ("offline", "scripted")
+            }
+        )
         quiet.setLevel(level)

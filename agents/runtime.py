@@ -73,25 +73,38 @@ class AgentRuntime:
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
         self._schemas = [
-            {"type": "function",
-             "function": {"name": t.name, "description": t.description,
-                          "parameters": t.parameters}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
             for t in self.tools
         ]
 
     def _emit(self, ctx: RunContext, kind: str, **data: Any) -> None:
         if self.events is not None:
-            self.events.emit(ctx.run_id, {"type": kind, "ts": time.time(),
-                                          "agent": self.spec.name, "chain": list(ctx.chain),
-                                          **data})
+            self.events.emit(
+                ctx.run_id,
+                {
+                    "type": kind,
+                    "ts": time.time(),
+                    "agent": self.spec.name,
+                    "chain": list(ctx.chain),
+                    **data,
+                },
+            )
 
     async def invoke(self, delegation: Delegation) -> AgentResult:
         """Run the tool loop for one delegation and report how it ended."""
         ctx = delegation.context
         inv = _Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         self._emit(ctx, "agent_started", call_id=delegation.call_id, caller=delegation.caller)
-        with agent_span(self.spec.name, self.actor_id, ctx.run_id, ctx.chain,
-                        extract_context(ctx.trace_context)) as span:
+        with agent_span(
+            self.spec.name, self.actor_id, ctx.run_id, ctx.chain, extract_context(ctx.trace_context)
+        ) as span:
             try:
                 result = await self._loop(inv)
             except Exception as exc:  # a bug or an unexpected library error: report, not hang
@@ -102,23 +115,43 @@ class AgentRuntime:
             if result.status != Outcome.SUCCEEDED:
                 span.set_attribute(attr.ERROR_TYPE, result.status.value)
                 span.set_status(Status(StatusCode.ERROR, result.error))
-        self._emit(ctx, "agent_finished", call_id=delegation.call_id, status=result.status.value,
-                   duration_s=result.duration_s, steps=result.steps, error=result.error)
+        self._emit(
+            ctx,
+            "agent_finished",
+            call_id=delegation.call_id,
+            status=result.status.value,
+            duration_s=result.duration_s,
+            steps=result.steps,
+            error=result.error,
+        )
         if self.events is not None:
             self.events.flush()
         return result
 
-    def _end(self, inv: _Invocation, status: Outcome, *, output: str | None = None,
-             error: str | None = None) -> AgentResult:
+    def _end(
+        self,
+        inv: _Invocation,
+        status: Outcome,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> AgentResult:
         return AgentResult(
-            agent=self.spec.name, status=status, output=output, error=error, usage=inv.usage,
-            steps=inv.steps, started_at=inv.started_at,
-            duration_s=time.perf_counter() - inv.clock, call_id=inv.delegation.call_id,
-            actor=self.actor_id, children=inv.children, refusals=inv.refusals,
+            agent=self.spec.name,
+            status=status,
+            output=output,
+            error=error,
+            usage=inv.usage,
+            steps=inv.steps,
+            started_at=inv.started_at,
+            duration_s=time.perf_counter() - inv.clock,
+            call_id=inv.delegation.call_id,
+            actor=self.actor_id,
+            children=inv.children,
+            refusals=inv.refusals,
         )
 
     async def _loop(self, inv: _Invocation) -> AgentResult:
-        ctx = inv.ctx
         messages: list[dict[str, Any]] = []
         if self.spec.instructions:
             messages.append({"role": "system", "content": self.spec.instructions})
@@ -134,64 +167,92 @@ class AgentRuntime:
             reply = reply_or_stop
             if not reply.tool_calls:
                 return self._end(inv, Outcome.SUCCEEDED, output=reply.content or "")
-            messages.append({
-                "role": "assistant", "content": reply.content,
-                "tool_calls": [{"id": c.id, "type": "function",
-                                "function": {"name": c.name, "arguments": c.arguments}}
-                               for c in reply.tool_calls],
-            })
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.content,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in reply.tool_calls
+                    ],
+                }
+            )
             outputs = await self._run_tools(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
                 if out.child is not None:
                     inv.children.append(out.child)
-        return self._end(inv, Outcome.LIMIT_EXCEEDED,
-                         error=f"max_steps {inv.max_steps} reached without a final answer")
+        return self._end(
+            inv,
+            Outcome.LIMIT_EXCEEDED,
+            error=f"max_steps {inv.max_steps} reached without a final answer",
+        )
 
     async def _check_limits(self, inv: _Invocation) -> AgentResult | None:
         ctx = inv.ctx
         if ctx.time_left() <= 0:
-            return self._end(inv, Outcome.LIMIT_EXCEEDED,
-                             error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
-                                   f"after {inv.steps} steps")
+            return self._end(
+                inv,
+                Outcome.LIMIT_EXCEEDED,
+                error=f"run deadline ({ctx.limits.deadline_s:g}s) passed after {inv.steps} steps",
+            )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             left = await self.ledger.tokens_left(ctx.run_id)
             if left is not None and left <= 0:
-                return self._end(inv, Outcome.BUDGET_EXCEEDED,
-                                 error=f"token budget {ctx.limits.token_budget} spent "
-                                       f"after {inv.steps} steps")
+                return self._end(
+                    inv,
+                    Outcome.BUDGET_EXCEEDED,
+                    error=f"token budget {ctx.limits.token_budget} spent after {inv.steps} steps",
+                )
         return None
 
-    async def _call_model(self, inv: _Invocation,
-                          messages: list[dict[str, Any]]) -> ModelReply | AgentResult:
+    async def _call_model(
+        self, inv: _Invocation, messages: list[dict[str, Any]]
+    ) -> ModelReply | AgentResult:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
         with chat_span(self.model.model) as span:
             try:
-                reply = await asyncio.wait_for(self.model.complete(messages, self._schemas),
-                                               timeout)
+                reply = await asyncio.wait_for(
+                    self.model.complete(messages, self._schemas), timeout
+                )
             except TimeoutError:
                 span.set_status(Status(StatusCode.ERROR, "timeout"))
                 if ctx.time_left() <= 0:
-                    return self._end(inv, Outcome.LIMIT_EXCEEDED,
-                                     error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
-                                           "during a model call")
-                return self._end(inv, Outcome.FAILED,
-                                 error=f"model call timed out after {timeout:.1f}s")
+                    return self._end(
+                        inv,
+                        Outcome.LIMIT_EXCEEDED,
+                        error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
+                        "during a model call",
+                    )
+                return self._end(
+                    inv, Outcome.FAILED, error=f"model call timed out after {timeout:.1f}s"
+                )
             except Exception as exc:
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                 span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
-                return self._end(inv, Outcome.FAILED,
-                                 error=f"model call failed: {type(exc).__name__}: {exc}")
+                return self._end(
+                    inv, Outcome.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
+                )
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
-        inv.usage = inv.usage + Usage(input_tokens=reply.input_tokens,
-                                      output_tokens=reply.output_tokens, model_calls=1)
+        inv.usage = inv.usage + Usage(
+            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_calls=1
+        )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
-        self._emit(ctx, "model_finished", model=self.model.model, step=inv.steps,
-                   tool_calls=len(reply.tool_calls),
-                   tokens=reply.input_tokens + reply.output_tokens)
+        self._emit(
+            ctx,
+            "model_finished",
+            model=self.model.model,
+            step=inv.steps,
+            tool_calls=len(reply.tool_calls),
+            tokens=reply.input_tokens + reply.output_tokens,
+        )
         return reply
 
     async def _run_tools(self, inv: _Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
@@ -228,23 +289,43 @@ class AgentRuntime:
         if not isinstance(arguments, dict):
             return ToolOutput("error: arguments must be a JSON object", is_error=True)
         is_delegation = isinstance(tool, DelegateTool)
-        timeout = ctx.time_left() + _DELEGATION_GRACE_S if is_delegation else min(
-            self.spec.timeouts.tool, ctx.time_left())
+        timeout = (
+            ctx.time_left() + _DELEGATION_GRACE_S
+            if is_delegation
+            else min(self.spec.timeouts.tool, ctx.time_left())
+        )
         try:
             return await asyncio.wait_for(
                 tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
-                max(timeout, 0.001))
+                max(timeout, 0.001),
+            )
         except DelegationRefused as refused:
             inv.refusals.append(Refusal.of(refused, call.id))
-            self._emit(ctx, "delegation_refused", target=refused.target, reason=refused.reason,
-                       message=refused.message, call_id=call.id)
-            trace.get_current_span().add_event("delegation_refused", {
-                attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message})
-            return ToolOutput(json.dumps({"error": "delegation_refused",
-                                          "reason": refused.reason,
-                                          "message": refused.message}), is_error=True)
+            self._emit(
+                ctx,
+                "delegation_refused",
+                target=refused.target,
+                reason=refused.reason,
+                message=refused.message,
+                call_id=call.id,
+            )
+            trace.get_current_span().add_event(
+                "delegation_refused",
+                {attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message},
+            )
+            return ToolOutput(
+                json.dumps(
+                    {
+                        "error": "delegation_refused",
+                        "reason": refused.reason,
+                        "message": refused.message,
+                    }
+                ),
+                is_error=True,
+            )
         except TimeoutError:
-            return ToolOutput(f"error: tool {call.name} timed out after {timeout:.1f}s",
-                              is_error=True)
+            return ToolOutput(
+                f"error: tool {call.name} timed out after {timeout:.1f}s", is_error=True
+            )
         except Exception as exc:
             return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)

@@ -88,8 +88,9 @@ class AgentSpec(AgentCard):
         return {"name": value} if isinstance(value, str) else value
 
     def card(self) -> AgentCard:
-        return AgentCard(name=self.name, description=self.description,
-                         capabilities=self.capabilities)
+        return AgentCard(
+            name=self.name, description=self.description, capabilities=self.capabilities
+        )
 
 
 class Limits(_Strict):

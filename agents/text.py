@@ -25,5 +25,8 @@ def _stem(word: str) -> str:
 
 def terms(text: str) -> set[str]:
     """The significant, crudely stemmed words of a text ("checking facts" -> {"check", "fact"})."""
-    return {_stem(w) for w in _WORD.findall(text.lower().replace("_", " "))
-            if len(w) > 2 and w not in _STOPWORDS}
+    return {
+        _stem(w)
+        for w in _WORD.findall(text.lower().replace("_", " "))
+        if len(w) > 2 and w not in _STOPWORDS
+    }

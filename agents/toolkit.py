@@ -13,9 +13,15 @@ from datetime import UTC, datetime
 
 __all__ = ["calculate", "describe_numbers", "lookup_note", "utc_now", "word_count"]
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _MAX_EXPONENT = 64
 
@@ -48,8 +54,13 @@ def describe_numbers(numbers: list[float]) -> dict[str, float]:
     """Summary statistics of a list of numbers: count, mean, median, min, max."""
     if not numbers:
         raise ValueError("numbers is empty")
-    return {"count": len(numbers), "mean": statistics.fmean(numbers),
-            "median": statistics.median(numbers), "min": min(numbers), "max": max(numbers)}
+    return {
+        "count": len(numbers),
+        "mean": statistics.fmean(numbers),
+        "median": statistics.median(numbers),
+        "min": min(numbers),
+        "max": max(numbers),
+    }
 
 
 def word_count(text: str) -> int:
@@ -64,7 +75,7 @@ def utc_now() -> str:
 
 _NOTES = {
     "ray": "Ray is an open-source framework for distributed Python, started at UC Berkeley's "
-           "RISELab in 2017; it schedules tasks and stateful actors across a cluster.",
+    "RISELab in 2017; it schedules tasks and stateful actors across a cluster.",
     "litellm": "LiteLLM gives one OpenAI-style interface to more than a hundred model providers.",
     "opentelemetry": "OpenTelemetry is the CNCF standard for traces, metrics and logs.",
     "mermaid": "Mermaid turns text definitions into diagrams such as sequence diagrams.",

@@ -93,8 +93,13 @@ class FunctionTool:
         schema.pop("title", None)
         doc = inspect.getdoc(fn) or ""
         description = doc.split("\n\n")[0].replace("\n", " ").strip() or fn.__name__
-        return cls(name=name or fn.__name__, description=description, parameters=schema,
-                   fn=fn, _args_model=args_model)
+        return cls(
+            name=name or fn.__name__,
+            description=description,
+            parameters=schema,
+            fn=fn,
+            _args_model=args_model,
+        )
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         try:

@@ -9,17 +9,18 @@ from collections.abc import Awaitable, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import ray  # noqa: E402
+import ray
 
-from orchestrator.config import AgentSystem, parse_config  # noqa: E402
-from orchestrator.engine import Engine  # noqa: E402
+from orchestrator.config import AgentSystem, parse_config
+from orchestrator.engine import Engine
 
 __all__ = ["median_seconds", "start", "system"]
 
 
 def start() -> None:
-    ray.init(namespace="baton-bench", include_dashboard=False, logging_level="ERROR",
-             log_to_driver=False)
+    ray.init(
+        namespace="baton-bench", include_dashboard=False, logging_level="ERROR", log_to_driver=False
+    )
 
 
 def system(yaml_text: str) -> AgentSystem:
@@ -32,8 +33,9 @@ def engine(yaml_text: str) -> Engine:
     return built
 
 
-async def median_seconds(fn: Callable[[], Awaitable[object]], *, warmup: int,
-                         repeats: int) -> float:
+async def median_seconds(
+    fn: Callable[[], Awaitable[object]], *, warmup: int, repeats: int
+) -> float:
     for _ in range(warmup):
         await fn()
     samples = []

@@ -14,12 +14,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ray  # noqa: E402
+import ray
 
-from agents.messages import Outcome  # noqa: E402
-from agents.model import LiteLLMClient  # noqa: E402
-from agents.spec import ModelSpec  # noqa: E402
-from bench._common import engine, median_seconds, start  # noqa: E402
+from agents.messages import Outcome
+from agents.model import LiteLLMClient
+from agents.spec import ModelSpec
+from bench._common import engine, median_seconds, start
 
 DEPTHS = tuple(int(d) for d in sys.argv[1:]) or (1, 4, 16)
 REPEATS = 30
@@ -33,8 +33,7 @@ class BareAgent:
 
     def __init__(self, next_actor: object | None) -> None:
         self._next = next_actor
-        self._model = LiteLLMClient(ModelSpec(name="baton/scripted",
-                                              params={"replies": _REPLY}))
+        self._model = LiteLLMClient(ModelSpec(name="baton/scripted", params={"replies": _REPLY}))
 
     async def call(self, task: str) -> str:
         messages = [{"role": "user", "content": task}]
@@ -50,13 +49,19 @@ def chain_yaml(depth: int) -> str:
     lines = [f"name: chain{depth}", f"limits: {{max_depth: {depth}, max_steps: 4}}", "agents:"]
     for i in range(1, depth + 1):
         if i < depth:
-            replies = (f"[{{tool_calls: [{{name: delegate_to_a{i + 1}, arguments: {{task: go}}}}]}}, "
-                       "{content: done}]")
-            lines.append(f"  - {{name: a{i}, delegates: [a{i + 1}], model: {{name: baton/scripted, "
-                         f"params: {{replies: {replies}}}}}}}")
+            replies = (
+                f"[{{tool_calls: [{{name: delegate_to_a{i + 1}, arguments: {{task: go}}}}]}}, "
+                "{content: done}]"
+            )
+            lines.append(
+                f"  - {{name: a{i}, delegates: [a{i + 1}], model: {{name: baton/scripted, "
+                f"params: {{replies: {replies}}}}}}}"
+            )
         else:
-            lines.append(f"  - {{name: a{i}, model: {{name: baton/scripted, "
-                         "params: {replies: [{content: done}]}}}")
+            lines.append(
+                f"  - {{name: a{i}, model: {{name: baton/scripted, "
+                "params: {replies: [{content: done}]}}}"
+            )
     return "\n".join(lines)
 
 
@@ -87,8 +92,11 @@ async def main() -> None:
     print(f"{'depth':>5} {'floor ms/deleg':>15} {'baton ms/deleg':>15} {'ratio':>6}")
     for depth in DEPTHS:
         floor, measured = await bench_depth(depth)
-        print(f"{depth:>5} {floor * 1000 / depth:>15.2f} {measured * 1000 / depth:>15.2f} "
-              f"{measured / floor:>6.2f}", flush=True)
+        print(
+            f"{depth:>5} {floor * 1000 / depth:>15.2f} {measured * 1000 / depth:>15.2f} "
+            f"{measured / floor:>6.2f}",
+            flush=True,
+        )
     print("target: ratio <= 1.5")
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ray  # noqa: E402
+import ray
 
-from agents.messages import Outcome  # noqa: E402
-from agents.model import LiteLLMClient  # noqa: E402
-from agents.spec import ModelSpec  # noqa: E402
-from bench._common import engine, median_seconds, start  # noqa: E402
+from agents.messages import Outcome
+from agents.model import LiteLLMClient
+from agents.spec import ModelSpec
+from bench._common import engine, median_seconds, start
 
 WIDTHS = tuple(int(n) for n in sys.argv[1:]) or (8, 32)
 LATENCY_MS = 100
@@ -26,8 +26,12 @@ IDEAL_S = 3 * LATENCY_MS / 1000
 
 
 def _model() -> LiteLLMClient:
-    return LiteLLMClient(ModelSpec(name="baton/scripted", params={
-        "latency_ms": LATENCY_MS, "replies": [{"content": "done"}]}))
+    return LiteLLMClient(
+        ModelSpec(
+            name="baton/scripted",
+            params={"latency_ms": LATENCY_MS, "replies": [{"content": "done"}]},
+        )
+    )
 
 
 @ray.remote
@@ -66,8 +70,9 @@ async def floor_seconds(width: int) -> float:
 
 
 def fanout_yaml(width: int) -> str:
-    calls = ", ".join(f"{{name: delegate_to_w{i}, arguments: {{task: part {i}}}}}"
-                      for i in range(width))
+    calls = ", ".join(
+        f"{{name: delegate_to_w{i}, arguments: {{task: part {i}}}}}" for i in range(width)
+    )
     lines = [
         f"name: fanout{width}",
         f"limits: {{max_parallel_tools: {width}}}",
@@ -76,15 +81,20 @@ def fanout_yaml(width: int) -> str:
         f"    model: {{name: baton/scripted, params: {{latency_ms: {LATENCY_MS}, "
         f"replies: [{{tool_calls: [{calls}]}}, {{content: combined}}]}}}}",
     ]
-    lines += [f"  - {{name: w{i}, model: {{name: baton/scripted, params: {{latency_ms: "
-              f"{LATENCY_MS}, replies: [{{content: part done}}]}}}}}}" for i in range(width)]
+    lines += [
+        f"  - {{name: w{i}, model: {{name: baton/scripted, params: {{latency_ms: "
+        f"{LATENCY_MS}, replies: [{{content: part done}}]}}}}}}"
+        for i in range(width)
+    ]
     return "\n".join(lines)
 
 
 async def main() -> None:
     start()
-    print(f"{'sub-agents':>10} {'wall ms':>8} {'ideal ms':>9} {'wall/ideal':>10} "
-          f"{'floor ms':>9} {'wall/floor':>10}")
+    print(
+        f"{'sub-agents':>10} {'wall ms':>8} {'ideal ms':>9} {'wall/ideal':>10} "
+        f"{'floor ms':>9} {'wall/floor':>10}"
+    )
     for width in WIDTHS:
         floor = await floor_seconds(width)
         baton = engine(fanout_yaml(width))
@@ -96,8 +106,11 @@ async def main() -> None:
 
         wall = await median_seconds(run, warmup=2, repeats=7)
         baton.stop()
-        print(f"{width:>10} {wall * 1000:>8.1f} {IDEAL_S * 1000:>9.0f} {wall / IDEAL_S:>10.3f} "
-              f"{floor * 1000:>9.1f} {wall / floor:>10.3f}", flush=True)
+        print(
+            f"{width:>10} {wall * 1000:>8.1f} {IDEAL_S * 1000:>9.0f} {wall / IDEAL_S:>10.3f} "
+            f"{floor * 1000:>9.1f} {wall / floor:>10.3f}",
+            flush=True,
+        )
     print("target: wall/ideal <= 1.10 at 32 (floor: bare actors making the same litellm calls)")
 
 

@@ -20,13 +20,18 @@ from orchestrator.settings import Settings
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(help="Baton: multi-agent orchestration on Ray.", no_args_is_help=True,
-                  add_completion=False)
+app = typer.Typer(
+    help="Baton: multi-agent orchestration on Ray.", no_args_is_help=True, add_completion=False
+)
 console = Console()
 err = Console(stderr=True)
 
-ConfigOption = Annotated[Path | None, typer.Option(
-    "--config", "-c", help="Agent-system YAML (default: $BATON_CONFIG or configs/default.yaml).")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="Agent-system YAML (default: $BATON_CONFIG or configs/default.yaml)."
+    ),
+]
 
 
 def _load(path: Path | None, settings: Settings) -> AgentSystem:
@@ -35,8 +40,9 @@ def _load(path: Path | None, settings: Settings) -> AgentSystem:
         system = load_config(path)
     except ConfigError as exc:
         print_issues(err, exc.issues)
-        err.print(f"{path}: {sum(i.severity == 'error' for i in exc.issues)} error(s)",
-                  style="bold red")
+        err.print(
+            f"{path}: {sum(i.severity == 'error' for i in exc.issues)} error(s)", style="bold red"
+        )
         raise typer.Exit(2) from None
     print_issues(err, system.warnings)
     return system
@@ -50,13 +56,15 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
     console.print(f"{system.source}: ok", style="bold green")
 
 
-async def _run_with_progress(engine: Engine, task: str, agent: str | None,
-                             budget: int | None, deadline: float | None) -> RunResult:
+async def _run_with_progress(
+    engine: Engine, task: str, agent: str | None, budget: int | None, deadline: float | None
+) -> RunResult:
     import uuid
 
     run_id = uuid.uuid4().hex
-    job = asyncio.ensure_future(engine.run(task, agent=agent, run_id=run_id,
-                                           token_budget=budget, deadline_s=deadline))
+    job = asyncio.ensure_future(
+        engine.run(task, agent=agent, run_id=run_id, token_budget=budget, deadline_s=deadline)
+    )
     seen = 0
     with console.status("running…") as status:
         while True:
@@ -74,11 +82,13 @@ async def _run_with_progress(engine: Engine, task: str, agent: str | None,
 def _show_event(event: dict) -> None:
     kind, agent = event["type"], event["agent"]
     if kind == "agent_started":
-        console.print(f"[cyan]→[/] {agent}" + (f" (from {event['caller']})"
-                                                 if event.get("caller") else ""))
+        console.print(
+            f"[cyan]→[/] {agent}" + (f" (from {event['caller']})" if event.get("caller") else "")
+        )
     elif kind == "agent_finished":
-        console.print(f"[cyan]←[/] {agent} {event['status']} in "
-                      f"{event['duration_s'] * 1000:.0f} ms")
+        console.print(
+            f"[cyan]←[/] {agent} {event['status']} in {event['duration_s'] * 1000:.0f} ms"
+        )
     elif kind == "delegation_refused":
         console.print(f"[yellow]⊘[/] {agent} -> {event['target']}: {event['message']}")
 
@@ -86,8 +96,10 @@ def _show_event(event: dict) -> None:
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the team should do.")],
-    agent: Annotated[str | None, typer.Option(
-        "--agent", "-a", help="Entry agent, or 'auto' to route by capabilities.")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
+    ] = None,
     config: ConfigOption = None,
     budget: Annotated[int | None, typer.Option(help="Run-wide token budget.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Run deadline in seconds.")] = None,
@@ -97,8 +109,9 @@ def run(
     settings = Settings()
     system = _load(config, settings)
     if agent and agent != "auto" and agent not in system.topology.graph:
-        err.print(f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}",
-                  style="red")
+        err.print(
+            f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
+        )
         raise typer.Exit(2)
     env = {name: os.environ[name] for name in system.config.env if name in os.environ}
     with console.status("starting Ray and the agents…"):
@@ -106,8 +119,9 @@ def run(
         engine = Engine(system, namespace=settings.namespace, env=env)
         engine.start()
     if as_json:
-        result = asyncio.run(engine.run(task, agent=agent, token_budget=budget,
-                                        deadline_s=deadline))
+        result = asyncio.run(
+            engine.run(task, agent=agent, token_budget=budget, deadline_s=deadline)
+        )
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         result = asyncio.run(_run_with_progress(engine, task, agent, budget, deadline))

@@ -32,7 +32,8 @@ class SystemConfig(BaseModel):
     allow_cycles: bool = False
     limits: Limits = Field(default_factory=Limits)
     env: tuple[str, ...] = Field(
-        default=(), description="Environment variables forwarded to agent actors (provider keys).")
+        default=(), description="Environment variables forwarded to agent actors (provider keys)."
+    )
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
 
 
@@ -87,18 +88,25 @@ def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
     seen: dict[str, int] = {}
     for i, agent in enumerate(config.agents):
         if agent.name in seen:
-            issues.append(src.issue(("agents", i, "name"),
-                                    f"duplicate agent {agent.name!r} (first at "
-                                    f"agents[{seen[agent.name]}])"))
+            issues.append(
+                src.issue(
+                    ("agents", i, "name"),
+                    f"duplicate agent {agent.name!r} (first at agents[{seen[agent.name]}])",
+                )
+            )
         seen.setdefault(agent.name, i)
         if agent.delegates != "*":
             for j, target in enumerate(agent.delegates):
                 if target not in seen and target not in {a.name for a in config.agents}:
-                    issues.append(src.issue(("agents", i, "delegates", j),
-                                            f"unknown agent {target!r}"))
+                    issues.append(
+                        src.issue(("agents", i, "delegates", j), f"unknown agent {target!r}")
+                    )
                 elif target == agent.name:
-                    issues.append(src.issue(("agents", i, "delegates", j),
-                                            f"{agent.name} delegates to itself"))
+                    issues.append(
+                        src.issue(
+                            ("agents", i, "delegates", j), f"{agent.name} delegates to itself"
+                        )
+                    )
     if config.entry is not None and config.entry not in seen:
         issues.append(src.issue(("entry",), f"unknown agent {config.entry!r}"))
     return issues
@@ -115,9 +123,12 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 issues.append(src.issue(("agents", i, "tools", j), f"unknown tool: {exc.reason}"))
                 continue
             if tool.name in names:
-                issues.append(src.issue(("agents", i, "tools", j),
-                                        f"tool name {tool.name!r} from {path} collides with "
-                                        f"{names[tool.name]}"))
+                issues.append(
+                    src.issue(
+                        ("agents", i, "tools", j),
+                        f"tool name {tool.name!r} from {path} collides with {names[tool.name]}",
+                    )
+                )
             names[tool.name] = path
     return issues
 
@@ -128,19 +139,31 @@ def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list
     if not config.allow_cycles:
         for cycle in topology.cycles():
             text = " -> ".join([*cycle, cycle[0]])
-            issues.append(src.issue(("agents", index[cycle[0]], "delegates"),
-                                    f"delegation cycle {text} (set allow_cycles: true for "
-                                    "peer hand-off topologies; the runtime guard then stops loops)"))
+            issues.append(
+                src.issue(
+                    ("agents", index[cycle[0]], "delegates"),
+                    f"delegation cycle {text} (set allow_cycles: true for "
+                    "peer hand-off topologies; the runtime guard then stops loops)",
+                )
+            )
     for name in topology.unreachable():
-        issues.append(src.issue(("agents", index[name], "name"),
-                                f"agent {name!r} is unreachable from the entry agent "
-                                f"{topology.entry!r}", "warning"))
+        issues.append(
+            src.issue(
+                ("agents", index[name], "name"),
+                f"agent {name!r} is unreachable from the entry agent {topology.entry!r}",
+                "warning",
+            )
+        )
     depth = topology.max_static_depth()
     if depth is not None and depth > config.limits.max_depth:
-        issues.append(src.issue(("limits", "max_depth"),
-                                f"the longest delegation chain has {depth} agents but max_depth "
-                                f"is {config.limits.max_depth}; deeper delegations are refused",
-                                "warning"))
+        issues.append(
+            src.issue(
+                ("limits", "max_depth"),
+                f"the longest delegation chain has {depth} agents but max_depth "
+                f"is {config.limits.max_depth}; deeper delegations are refused",
+                "warning",
+            )
+        )
     return issues
 
 
@@ -172,6 +195,7 @@ def load_config(path: str | Path) -> AgentSystem:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError([ConfigIssue(str(path), None, None, "",
-                                       f"cannot read file: {exc.strerror}")]) from None
+        raise ConfigError(
+            [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
+        ) from None
     return parse_config(text, str(path))

@@ -45,15 +45,22 @@ def connect_ray(address: str | None, namespace: str) -> None:
     """Join the cluster at `address`, or start a local Ray instance when it is None."""
     if ray.is_initialized():
         return
-    ray.init(address=address, namespace=namespace, include_dashboard=False,
-             log_to_driver=False, logging_level="ERROR", configure_logging=True)
+    ray.init(
+        address=address,
+        namespace=namespace,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="ERROR",
+        configure_logging=True,
+    )
 
 
 class Engine:
     """Runs tasks through one agent system on Ray."""
 
-    def __init__(self, system: AgentSystem, *, namespace: str = "baton",
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, system: AgentSystem, *, namespace: str = "baton", env: Mapping[str, str] | None = None
+    ) -> None:
         self.system = system
         self.namespace = namespace
         self._env = dict(env or {})
@@ -72,8 +79,10 @@ class Engine:
             self._pool = start_pool(
                 list(config.agents),
                 {a.name: self.system.topology.delegates(a.name) for a in config.agents},
-                namespace=self.namespace, prefix=f"{config.name}-{self.system.fingerprint}",
-                env=self._env)
+                namespace=self.namespace,
+                prefix=f"{config.name}-{self.system.fingerprint}",
+                env=self._env,
+            )
             self._dispatcher = self._pool.dispatcher()
         return self._pool
 
@@ -89,13 +98,19 @@ class Engine:
 
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         if agent == AUTO:
-            decision = route(task, [a.card() for a in self.system.config.agents],
-                             self.system.entry)
+            decision = route(task, [a.card() for a in self.system.config.agents], self.system.entry)
             return decision.agent, decision
         return agent or self.system.entry, None
 
-    async def run(self, task: str, *, agent: str | None = None, run_id: str | None = None,
-                  token_budget: int | None = None, deadline_s: float | None = None) -> RunResult:
+    async def run(
+        self,
+        task: str,
+        *,
+        agent: str | None = None,
+        run_id: str | None = None,
+        token_budget: int | None = None,
+        deadline_s: float | None = None,
+    ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions."""
         pool = self.start()
         run_id = run_id or uuid.uuid4().hex
@@ -118,16 +133,31 @@ class Engine:
                 tree = await self._dispatch_entry(task, entry, ctx)
         finally:
             pool.ledger_handle.close.remote(run_id)  # ordered after open: same caller
-        return RunResult(run_id=run_id, task=task, entry_agent=entry, routing=decision,
-                         status=tree.status, output=tree.output, error=tree.error,
-                         usage=tree.total_usage(), started_at=started,
-                         duration_s=time.perf_counter() - clock, tree=tree)
+        return RunResult(
+            run_id=run_id,
+            task=task,
+            entry_agent=entry,
+            routing=decision,
+            status=tree.status,
+            output=tree.output,
+            error=tree.error,
+            usage=tree.total_usage(),
+            started_at=started,
+            duration_s=time.perf_counter() - clock,
+            tree=tree,
+        )
 
     async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
         known = entry in self.system.topology.graph
         try:
-            check_delegation(caller=None, target=entry, known=known, allowed=True, ctx=ctx,
-                             tokens_left=ctx.limits.token_budget)
+            check_delegation(
+                caller=None,
+                target=entry,
+                known=known,
+                allowed=True,
+                ctx=ctx,
+                tokens_left=ctx.limits.token_budget,
+            )
         except DelegationRefused as refused:
             return AgentResult(agent=entry, status=Outcome.FAILED, error=refused.message)
         delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))

@@ -28,9 +28,11 @@ class RoutingDecision(BaseModel):
 
 def _score(task_terms: set[str], card: AgentCard) -> int:
     capability_terms = terms(" ".join(card.capabilities))
-    return (CAPABILITY_WEIGHT * len(task_terms & capability_terms)
-            + NAME_WEIGHT * len(task_terms & terms(card.name))
-            + DESCRIPTION_WEIGHT * len(task_terms & terms(card.description)))
+    return (
+        CAPABILITY_WEIGHT * len(task_terms & capability_terms)
+        + NAME_WEIGHT * len(task_terms & terms(card.name))
+        + DESCRIPTION_WEIGHT * len(task_terms & terms(card.description))
+    )
 
 
 def route(task: str, cards: list[AgentCard], fallback: str) -> RoutingDecision:
@@ -39,7 +41,9 @@ def route(task: str, cards: list[AgentCard], fallback: str) -> RoutingDecision:
     scores = {card.name: _score(task_terms, card) for card in cards}
     best = max(cards, key=lambda c: scores[c.name])  # max keeps the first of equals
     if scores[best.name] <= 0:
-        return RoutingDecision(agent=fallback, scores=scores,
-                               reason=f"no capability matched; entry agent {fallback}")
-    return RoutingDecision(agent=best.name, scores=scores,
-                           reason=f"best capability match ({scores[best.name]})")
+        return RoutingDecision(
+            agent=fallback, scores=scores, reason=f"no capability matched; entry agent {fallback}"
+        )
+    return RoutingDecision(
+        agent=best.name, scores=scores, reason=f"best capability match ({scores[best.name]})"
+    )

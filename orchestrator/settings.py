@@ -18,4 +18,5 @@ class Settings(BaseSettings):
     config: Path | None = None
     namespace: str = "baton"
     ray_address: str | None = Field(
-        default=None, validation_alias=AliasChoices("RAY_ADDRESS", "BATON_RAY_ADDRESS"))
+        default=None, validation_alias=AliasChoices("RAY_ADDRESS", "BATON_RAY_ADDRESS")
+    )

@@ -52,13 +52,16 @@ class Topology:
 
 
 def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
-    """The graph of the declared delegations; unknown targets are left out (the checks name them)."""
+    """The graph of the declared delegations; unknown targets are left out (checks name them)."""
     graph = nx.DiGraph()
     names = [a.name for a in agents]
     graph.add_nodes_from(names)
     known = set(names)
     for agent in agents:
-        targets = ([n for n in names if n != agent.name] if agent.delegates == "*"
-                   else [t for t in agent.delegates if t in known])
+        targets = (
+            [n for n in names if n != agent.name]
+            if agent.delegates == "*"
+            else [t for t in agent.delegates if t in known]
+        )
         graph.add_edges_from((agent.name, t) for t in targets)
     return Topology(graph=graph, entry=entry)

@@ -33,8 +33,7 @@ class Located:
 
     def issue(self, path: Path, message: str, severity: str = "error") -> ConfigIssue:
         line, column = self.where(path)
-        return ConfigIssue(self.file, line, column, format_path(path), message,
-                           severity)  # type: ignore[arg-type]
+        return ConfigIssue(self.file, line, column, format_path(path), message, severity)  # type: ignore[arg-type]
 
 
 def format_path(path: Path) -> str:
@@ -51,14 +50,15 @@ def _walk(node: yaml.Node, path: Path, out: Located) -> None:
         for key_node, value_node in node.value:
             key = str(key_node.value)
             if key in seen:
-                out.marks[(*path, key)] = (key_node.start_mark.line + 1,
-                                           key_node.start_mark.column + 1)
+                out.marks[(*path, key)] = (
+                    key_node.start_mark.line + 1,
+                    key_node.start_mark.column + 1,
+                )
                 out.issues.append(out.issue((*path, key), f"duplicate key {key!r}"))
             seen.add(key)
             _walk(value_node, (*path, key), out)
             # Point at the key, which is where a reader looks for a field.
-            out.marks[(*path, key)] = (key_node.start_mark.line + 1,
-                                       key_node.start_mark.column + 1)
+            out.marks[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _walk(item, (*path, index), out)

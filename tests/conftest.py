@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest  # noqa: E402
+import pytest
 
-from agents.model import forbid_remote_models  # noqa: E402
+from agents.model import forbid_remote_models
 
 forbid_remote_models()
 

@@ -43,10 +43,11 @@ class FakeOpenAI:
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                      "body": body})
+                fake.requests.append(
+                    {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                )
                 reply = json.dumps(fake.reply(body)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -72,14 +73,26 @@ class FakeOpenAI:
             message = {"role": "assistant", "content": f"The tool said {results[-1]}"}
             finish = "stop"
         else:
-            message = {"role": "assistant", "content": None, "tool_calls": [{
-                "id": "call_fake_1", "type": "function",
-                "function": {"name": self.tool, "arguments": json.dumps(self.arguments)}}]}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_fake_1",
+                        "type": "function",
+                        "function": {"name": self.tool, "arguments": json.dumps(self.arguments)},
+                    }
+                ],
+            }
             finish = "tool_calls"
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
 
     def close(self) -> None:
         self._server.shutdown()

@@ -20,24 +20,36 @@ _tracer = trace.get_tracer("baton")
 
 @contextmanager
 def workflow_span(run_id: str, entry_agent: str) -> Iterator[Span]:
-    with _tracer.start_as_current_span("invoke_workflow baton", kind=SpanKind.INTERNAL,
-                                       attributes={attr.GEN_AI_OPERATION_NAME: "invoke_workflow",
-                                                   attr.BATON_RUN_ID: run_id,
-                                                   attr.GEN_AI_CONVERSATION_ID: run_id,
-                                                   attr.GEN_AI_AGENT_NAME: entry_agent}) as span:
+    with _tracer.start_as_current_span(
+        "invoke_workflow baton",
+        kind=SpanKind.INTERNAL,
+        attributes={
+            attr.GEN_AI_OPERATION_NAME: "invoke_workflow",
+            attr.BATON_RUN_ID: run_id,
+            attr.GEN_AI_CONVERSATION_ID: run_id,
+            attr.GEN_AI_AGENT_NAME: entry_agent,
+        },
+    ) as span:
         yield span
 
 
 @contextmanager
-def agent_span(agent: str, actor_id: str, run_id: str, chain: tuple[str, ...],
-               parent: Context | None) -> Iterator[Span]:
+def agent_span(
+    agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], parent: Context | None
+) -> Iterator[Span]:
     with _tracer.start_as_current_span(
-        f"invoke_agent {agent}", context=parent, kind=SpanKind.INTERNAL,
-        attributes={attr.GEN_AI_OPERATION_NAME: "invoke_agent", attr.GEN_AI_AGENT_NAME: agent,
-                    attr.GEN_AI_AGENT_ID: actor_id, attr.BATON_RUN_ID: run_id,
-                    attr.GEN_AI_CONVERSATION_ID: run_id,
-                    attr.BATON_DELEGATION_DEPTH: len(chain),
-                    attr.BATON_DELEGATION_CHAIN: list(chain)},
+        f"invoke_agent {agent}",
+        context=parent,
+        kind=SpanKind.INTERNAL,
+        attributes={
+            attr.GEN_AI_OPERATION_NAME: "invoke_agent",
+            attr.GEN_AI_AGENT_NAME: agent,
+            attr.GEN_AI_AGENT_ID: actor_id,
+            attr.BATON_RUN_ID: run_id,
+            attr.GEN_AI_CONVERSATION_ID: run_id,
+            attr.BATON_DELEGATION_DEPTH: len(chain),
+            attr.BATON_DELEGATION_CHAIN: list(chain),
+        },
     ) as span:
         yield span
 
@@ -46,8 +58,11 @@ def agent_span(agent: str, actor_id: str, run_id: str, chain: tuple[str, ...],
 def tool_span(tool: str, call_id: str) -> Iterator[Span]:
     with _tracer.start_as_current_span(
         f"execute_tool {tool}",
-        attributes={attr.GEN_AI_OPERATION_NAME: "execute_tool", attr.GEN_AI_TOOL_NAME: tool,
-                    attr.GEN_AI_TOOL_CALL_ID: call_id},
+        attributes={
+            attr.GEN_AI_OPERATION_NAME: "execute_tool",
+            attr.GEN_AI_TOOL_NAME: tool,
+            attr.GEN_AI_TOOL_CALL_ID: call_id,
+        },
     ) as span:
         yield span
 
@@ -55,7 +70,8 @@ def tool_span(tool: str, call_id: str) -> Iterator[Span]:
 @contextmanager
 def chat_span(model: str) -> Iterator[Span]:
     with _tracer.start_as_current_span(
-        f"chat {model}", kind=SpanKind.CLIENT,
+        f"chat {model}",
+        kind=SpanKind.CLIENT,
         attributes={attr.GEN_AI_OPERATION_NAME: "chat", attr.GEN_AI_REQUEST_MODEL: model},
     ) as span:
         yield span

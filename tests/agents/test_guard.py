@@ -11,10 +11,15 @@ from agents.messages import RunContext
 from agents.spec import Limits
 
 
-def _ctx(*chain: str, max_depth: int = 5, deadline_in: float = 60.0,
-         budget: int | None = None) -> RunContext:
-    return RunContext(run_id="r1", chain=chain, deadline=time.time() + deadline_in,
-                      limits=Limits(max_depth=max_depth, token_budget=budget))
+def _ctx(
+    *chain: str, max_depth: int = 5, deadline_in: float = 60.0, budget: int | None = None
+) -> RunContext:
+    return RunContext(
+        run_id="r1",
+        chain=chain,
+        deadline=time.time() + deadline_in,
+        limits=Limits(max_depth=max_depth, token_budget=budget),
+    )
 
 
 def _refusal(**kwargs) -> DelegationRefused:  # type: ignore[no-untyped-def]
@@ -42,14 +47,17 @@ def test_delegation_outside_the_topology_is_refused() -> None:
 
 
 def test_spent_budget_and_passed_deadline_refuse_before_dispatch() -> None:
-    assert _refusal(caller="a", target="b", ctx=_ctx("a", budget=100),
-                    tokens_left=0).reason == "budget"
+    assert (
+        _refusal(caller="a", target="b", ctx=_ctx("a", budget=100), tokens_left=0).reason
+        == "budget"
+    )
     assert _refusal(caller="a", target="b", ctx=_ctx("a", deadline_in=-1)).reason == "deadline"
 
 
 def test_an_allowed_delegation_within_limits_passes() -> None:
-    check_delegation(caller="a", target="b", known=True, allowed=True, ctx=_ctx("a"),
-                     tokens_left=10)
+    check_delegation(
+        caller="a", target="b", known=True, allowed=True, ctx=_ctx("a"), tokens_left=10
+    )
 
 
 def test_refusals_survive_pickling_across_processes() -> None:

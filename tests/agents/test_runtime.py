@@ -25,15 +25,20 @@ class RecordingClient(LiteLLMClient):
 
     seen: list[list[dict[str, Any]]] = field(default_factory=list)
 
-    async def complete(self, messages: list[dict[str, Any]],
-                       tools: list[dict[str, Any]]) -> ModelReply:
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
         self.seen.append([dict(m) for m in messages])
         return await super().complete(messages, tools)
 
 
 def scripted(*replies: dict[str, Any], repeat_last: bool = False, **params: Any) -> RecordingClient:
-    return RecordingClient(ModelSpec(name="baton/scripted", params={
-        "replies": list(replies), "repeat_last": repeat_last, **params}))
+    return RecordingClient(
+        ModelSpec(
+            name="baton/scripted",
+            params={"replies": list(replies), "repeat_last": repeat_last, **params},
+        )
+    )
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -42,9 +47,12 @@ def calls(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
 
 def delegation(task: str = "do it", chain: tuple[str, ...] = ("a",), **limits: Any) -> Delegation:
     lim = Limits(**limits)
-    return Delegation(task=task, context=RunContext(run_id="run-1", chain=chain,
-                                                    deadline=time.time() + lim.deadline_s,
-                                                    limits=lim))
+    return Delegation(
+        task=task,
+        context=RunContext(
+            run_id="run-1", chain=chain, deadline=time.time() + lim.deadline_s, limits=lim
+        ),
+    )
 
 
 def tool_messages(client: RecordingClient) -> list[str]:
@@ -57,8 +65,14 @@ def spec(name: str = "a", **kwargs: Any) -> AgentSpec:
 
 async def test_several_tool_calls_in_one_step_run_concurrently() -> None:
     slow = load_function_tool("tests.testkit:slow_step")
-    client = scripted(calls(("slow_step", {"seconds": 0.3}), ("slow_step", {"seconds": 0.3}),
-                            ("slow_step", {"seconds": 0.3})), {"content": "done"})
+    client = scripted(
+        calls(
+            ("slow_step", {"seconds": 0.3}),
+            ("slow_step", {"seconds": 0.3}),
+            ("slow_step", {"seconds": 0.3}),
+        ),
+        {"content": "done"},
+    )
     result = await AgentRuntime(spec(), client, [slow]).invoke(delegation())
     assert result.status == Outcome.SUCCEEDED and result.output == "done", result.error
     spans = [tuple(map(float, t.split("-"))) for t in tool_messages(client)]
@@ -70,8 +84,9 @@ async def test_several_tool_calls_in_one_step_run_concurrently() -> None:
 
 async def test_parallel_tool_calls_are_bounded_by_max_parallel_tools() -> None:
     slow = load_function_tool("tests.testkit:slow_step")
-    client = scripted(calls(("slow_step", {"seconds": 0.2}), ("slow_step", {"seconds": 0.2})),
-                      {"content": "done"})
+    client = scripted(
+        calls(("slow_step", {"seconds": 0.2}), ("slow_step", {"seconds": 0.2})), {"content": "done"}
+    )
     await AgentRuntime(spec(), client, [slow]).invoke(delegation(max_parallel_tools=1))
     first, second = (tuple(map(float, t.split("-"))) for t in tool_messages(client))
     assert second[0] >= first[1] or first[0] >= second[1]  # one after the other
@@ -81,9 +96,14 @@ async def test_tool_errors_and_timeouts_go_back_to_the_model_as_tool_results() -
     slow = load_function_tool("tests.testkit:slow_step")
     calc = load_function_tool("agents.toolkit:calculate")
     client = scripted(
-        calls(("slow_step", {"seconds": 5}), ("calculate", {"expression": "1/0"}),
-              ("nonexistent", {}), ("calculate", {"expr": "1"})),
-        {"content": "recovered"})
+        calls(
+            ("slow_step", {"seconds": 5}),
+            ("calculate", {"expression": "1/0"}),
+            ("nonexistent", {}),
+            ("calculate", {"expr": "1"}),
+        ),
+        {"content": "recovered"},
+    )
     agent = spec(timeouts=Timeouts(tool=0.2))
     result = await AgentRuntime(agent, client, [slow, calc]).invoke(delegation())
     assert result.status == Outcome.SUCCEEDED and result.output == "recovered"
@@ -109,7 +129,8 @@ async def test_the_run_deadline_stops_a_slow_model() -> None:
     client = scripted(calls(("stamp", {"text": "x"})), repeat_last=True, latency_ms=100)
     started = time.perf_counter()
     result = await AgentRuntime(spec(max_steps=1000), client, [stamp]).invoke(
-        delegation(deadline_s=0.5))
+        delegation(deadline_s=0.5)
+    )
     assert result.status == Outcome.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert time.perf_counter() - started < 1.0
@@ -125,42 +146,52 @@ class InProcessDispatcher:
         return await self.runtimes[target].invoke(delegation)
 
 
-def offline_team(dispatcher: InProcessDispatcher, edges: dict[str, list[str]],
-                 descriptions: dict[str, str]) -> None:
+def offline_team(
+    dispatcher: InProcessDispatcher, edges: dict[str, list[str]], descriptions: dict[str, str]
+) -> None:
     specs = {n: AgentSpec(name=n, description=d) for n, d in descriptions.items()}
     for name, agent in specs.items():
-        tools = [DelegateTool(name, specs[t].card(), allowed=True, dispatcher=dispatcher)
-                 for t in edges.get(name, [])]
+        tools = [
+            DelegateTool(name, specs[t].card(), allowed=True, dispatcher=dispatcher)
+            for t in edges.get(name, [])
+        ]
         dispatcher.runtimes[name] = AgentRuntime(agent, RecordingClient(ModelSpec()), tools)
 
 
 async def test_the_offline_model_delegates_to_matching_agents_and_reports_refusals() -> None:
     dispatcher = InProcessDispatcher()
     # a -> b -> a is a cycle at run time (config allow_cycles); the guard refuses it.
-    offline_team(dispatcher, {"a": ["b"], "b": ["a"]},
-                 {"a": "handles billing questions", "b": "handles billing refunds"})
+    offline_team(
+        dispatcher,
+        {"a": ["b"], "b": ["a"]},
+        {"a": "handles billing questions", "b": "handles billing refunds"},
+    )
     result = await dispatcher.runtimes["a"].invoke(delegation("refund this billing charge"))
     assert result.status == Outcome.SUCCEEDED
     assert [c.agent for c in result.children] == ["b"]
     child = result.children[0]
     assert [(r.reason, r.message) for r in child.refusals] == [
-        ("cycle", "cycle refused: a -> b -> a")]
+        ("cycle", "cycle refused: a -> b -> a")
+    ]
     # The calling model saw the refusal as a structured tool error.
     client = dispatcher.runtimes["b"].model
     assert isinstance(client, RecordingClient)
     refusal = json.loads(tool_messages(client)[0])
-    assert refusal == {"error": "delegation_refused", "reason": "cycle",
-                       "message": "cycle refused: a -> b -> a"}
+    assert refusal == {
+        "error": "delegation_refused",
+        "reason": "cycle",
+        "message": "cycle refused: a -> b -> a",
+    }
 
 
 async def test_a_delegation_the_topology_forbids_is_refused_not_dispatched() -> None:
     dispatcher = InProcessDispatcher()
     offline_team(dispatcher, {}, {"b": "anything"})
-    forbidden = DelegateTool("a", AgentSpec(name="b").card(), allowed=False,
-                             dispatcher=dispatcher)
+    forbidden = DelegateTool("a", AgentSpec(name="b").card(), allowed=False, dispatcher=dispatcher)
     client = scripted(calls((forbidden.name, {"task": "x"})), {"content": "ok"})
-    result = await AgentRuntime(spec(), client, [],
-                                hidden_tools={forbidden.name: forbidden}).invoke(delegation())
+    result = await AgentRuntime(
+        spec(), client, [], hidden_tools={forbidden.name: forbidden}
+    ).invoke(delegation())
     assert [r.reason for r in result.refusals] == ["not_allowed"]
     assert result.children == []
 

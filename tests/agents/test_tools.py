@@ -27,7 +27,10 @@ def test_function_tool_schema_comes_from_type_hints_and_docstring() -> None:
     assert tool.description == "Multiply every value by a factor."
     assert tool.parameters["required"] == ["values"]
     assert tool.parameters["properties"]["values"] == {
-        "items": {"type": "number"}, "title": "Values", "type": "array"}
+        "items": {"type": "number"},
+        "title": "Values",
+        "type": "array",
+    }
     assert tool.parameters["properties"]["factor"]["default"] == 2.0
 
 
@@ -45,11 +48,14 @@ def test_tools_load_by_import_path_in_either_form() -> None:
     assert load_function_tool("agents.toolkit.calculate").fn is calculate
 
 
-@pytest.mark.parametrize(("path", "reason"), [
-    ("agents.toolkit:nope", "has no attribute 'nope'"),
-    ("no_such_module:fn", "not importable"),
-    ("agents.toolkit:_MAX_EXPONENT", "is not callable"),
-])
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("agents.toolkit:nope", "has no attribute 'nope'"),
+        ("no_such_module:fn", "not importable"),
+        ("agents.toolkit:_MAX_EXPONENT", "is not callable"),
+    ],
+)
 def test_bad_tool_paths_say_what_is_wrong(path: str, reason: str) -> None:
     with pytest.raises(ToolImportError, match=reason):
         load_function_tool(path)

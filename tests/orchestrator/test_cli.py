@@ -23,8 +23,9 @@ def test_check_prints_the_topology_of_a_valid_system() -> None:
 
 def test_check_lists_every_error_with_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("agents:\n  - name: a\n    delegates: [b, ghost]\n"
-                   "  - name: b\n    delegates: [a]\n")
+    bad.write_text(
+        "agents:\n  - name: a\n    delegates: [b, ghost]\n  - name: b\n    delegates: [a]\n"
+    )
     result = runner.invoke(app, ["check", str(bad)])
     assert result.exit_code == 2
     assert f"{bad}:3:20: error: agents[0].delegates[1]: unknown agent 'ghost'" in result.output
@@ -36,9 +37,19 @@ def test_check_lists_every_error_with_file_and_line(tmp_path: Path) -> None:
 def test_run_prints_the_answer_and_the_delegation_tree(ray_address: str) -> None:
     env = {**os.environ, "RAY_ADDRESS": ray_address, "COLUMNS": "160"}
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "run",
-         "Research the history of Ray, check the facts, and calculate 2 + 2"],
-        capture_output=True, text=True, env=env, timeout=180, check=False)
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "run",
+            "Research the history of Ray, check the facts, and calculate 2 + 2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "succeeded" in out and "calculate: 4" in out

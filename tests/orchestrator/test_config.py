@@ -40,12 +40,14 @@ def test_a_delegation_cycle_is_an_error_that_prints_the_cycle() -> None:
 
 
 def test_cycles_are_accepted_when_the_config_opts_in() -> None:
-    system = parse_config(textwrap.dedent("""
+    system = parse_config(
+        textwrap.dedent("""
         allow_cycles: true
         agents:
           - {name: a, delegates: [b]}
           - {name: b, delegates: [a]}
-    """))
+    """)
+    )
     assert system.topology.cycles() == [["a", "b"]]
     assert system.topology.max_static_depth() is None
 
@@ -108,17 +110,19 @@ def test_unreachable_agents_are_warnings_not_errors() -> None:
 
 
 def test_star_delegates_to_every_other_agent() -> None:
-    system = parse_config(textwrap.dedent("""
+    system = parse_config(
+        textwrap.dedent("""
         agents:
           - {name: hub, delegates: "*"}
           - {name: x}
           - {name: y}
-    """))
+    """)
+    )
     assert system.topology.delegates("hub") == ["x", "y"]
 
 
 def test_an_unreadable_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="missing.yaml: error: cannot read file"):
+    with pytest.raises(ConfigError, match=r"missing\.yaml: error: cannot read file"):
         load_config(tmp_path / "missing.yaml")
 
 

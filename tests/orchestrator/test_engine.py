@@ -50,8 +50,9 @@ def node(tree: AgentResult, *path: str) -> AgentResult:
 
 
 async def test_a_task_flows_through_three_levels_of_delegation(default_engine: Engine) -> None:
-    result = await default_engine.run("Research the history of Ray, check the facts, and calculate "
-                              "17 * 23 + 4")
+    result = await default_engine.run(
+        "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
+    )
     assert result.status == Outcome.SUCCEEDED
     assert result.tree is not None
     assert {c.agent for c in result.tree.children} == {"researcher", "analyst"}
@@ -60,12 +61,15 @@ async def test_a_task_flows_through_three_levels_of_delegation(default_engine: E
     assert "calculate: 395" in (result.output or "")
     assert "RISELab" in (result.output or "")  # the researcher's function tool ran
     assert result.usage.model_calls == sum(n.usage.model_calls for n in result.tree.walk()) == 7
-    assert all(n.actor and n.actor.endswith(f"{n.agent}.0") or n.agent == "analyst"
-               for n in result.tree.walk())
+    assert all(
+        (n.actor and n.actor.endswith(f"{n.agent}.0")) or n.agent == "analyst"
+        for n in result.tree.walk()
+    )
 
 
 async def test_auto_routing_sends_the_task_to_the_matching_specialist(
-        default_engine: Engine) -> None:
+    default_engine: Engine,
+) -> None:
     result = await default_engine.run("calculate 6 * 7", agent="auto")
     assert result.entry_agent == "analyst"
     assert result.routing is not None and result.routing.scores["analyst"] > 0
@@ -73,7 +77,8 @@ async def test_auto_routing_sends_the_task_to_the_matching_specialist(
 
 
 async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEngine) -> None:
-    engine = start_engine(config("""
+    engine = start_engine(
+        config("""
         agents:
           - {name: hub, delegates: [w1, w2, w3, w4]}
           - &worker {name: w1, description: survey worker,
@@ -81,7 +86,8 @@ async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEn
           - {<<: *worker, name: w2}
           - {<<: *worker, name: w3}
           - {<<: *worker, name: w4}
-    """))
+    """)
+    )
     result = await engine.run("run the survey")
     assert result.status == Outcome.SUCCEEDED and result.tree is not None
     workers = result.tree.children
@@ -92,31 +98,35 @@ async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEn
     assert result.duration_s < 4 * 0.4
 
 
-async def test_depth_limit_refusal_is_seen_by_the_calling_model(
-        start_engine: StartEngine) -> None:
-    engine = start_engine(config("""
+async def test_depth_limit_refusal_is_seen_by_the_calling_model(start_engine: StartEngine) -> None:
+    engine = start_engine(
+        config("""
         limits: {max_depth: 2}
         agents:
           - {name: a, delegates: [b], description: relay}
           - {name: b, delegates: [c], description: relay}
           - {name: c, description: relay}
-    """))
+    """)
+    )
     result = await engine.run("relay this message")
     assert result.tree is not None
     b = node(result.tree, "b")
     assert [(r.reason, r.message) for r in b.refusals] == [
-        ("depth", "depth limit 2 reached: a -> b")]
+        ("depth", "depth limit 2 reached: a -> b")
+    ]
     assert '"reason": "depth"' in (b.output or "")  # the model read the structured error
     assert result.status == Outcome.SUCCEEDED
 
 
 async def test_a_runtime_cycle_is_refused_with_the_chain(start_engine: StartEngine) -> None:
-    engine = start_engine(config("""
+    engine = start_engine(
+        config("""
         allow_cycles: true
         agents:
           - {name: sales, delegates: [support], description: handles customer questions}
           - {name: support, delegates: [sales], description: handles customer problems}
-    """))
+    """)
+    )
     result = await engine.run("a customer has questions")
     assert result.tree is not None
     support = node(result.tree, "support")
@@ -138,7 +148,8 @@ ALWAYS_DELEGATES = """
 
 
 async def test_the_token_budget_stops_a_model_that_always_delegates(
-        start_engine: StartEngine) -> None:
+    start_engine: StartEngine,
+) -> None:
     engine = start_engine(config(ALWAYS_DELEGATES))
     result = await engine.run("go")
     assert result.status == Outcome.BUDGET_EXCEEDED
@@ -149,8 +160,10 @@ async def test_the_token_budget_stops_a_model_that_always_delegates(
 
 
 async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
-        start_engine: StartEngine) -> None:
-    engine = start_engine(config("""
+    start_engine: StartEngine,
+) -> None:
+    engine = start_engine(
+        config("""
         limits: {max_steps: 1000}
         agents:
           - name: looper
@@ -161,7 +174,8 @@ async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
                 latency_ms: 50
                 repeat_last: true
                 replies: [{tool_calls: [{name: stamp, arguments: {text: tick}}]}]
-    """))
+    """)
+    )
     result = await engine.run("loop", deadline_s=1.0)
     assert result.status == Outcome.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
@@ -170,8 +184,10 @@ async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
 
 
 async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
-        start_engine: StartEngine) -> None:
-    engine = start_engine(config("""
+    start_engine: StartEngine,
+) -> None:
+    engine = start_engine(
+        config("""
         agents:
           - {name: boss, delegates: [slowpoke], description: boss}
           - name: slowpoke
@@ -181,11 +197,14 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
               name: baton/scripted
               params:
                 replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]
-    """))
+    """)
+    )
     job = asyncio.ensure_future(engine.run("search the archive", run_id="kill-me"))
     deadline = time.monotonic() + 30
-    while not any(e["type"] == "tool_started" and e["agent"] == "slowpoke"
-                  for e in await engine.events("kill-me")):
+    while not any(
+        e["type"] == "tool_started" and e["agent"] == "slowpoke"
+        for e in await engine.events("kill-me")
+    ):
         assert time.monotonic() < deadline, "slowpoke never started its tool"
         await asyncio.sleep(0.05)
     ray.kill(engine.pool.actors["slowpoke"][0], no_restart=True)
@@ -199,17 +218,20 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
 
 
 async def test_litellm_talks_to_an_openai_compatible_server_over_http(
-        start_engine: StartEngine) -> None:
+    start_engine: StartEngine,
+) -> None:
     fake = FakeOpenAI("calculate", {"expression": "2 ** 10"})
     try:
-        engine = start_engine(config(f"""
+        engine = start_engine(
+            config(f"""
             agents:
               - name: remote
                 tools: [agents.toolkit:calculate]
                 model:
                   name: openai/fake-model
                   params: {{api_base: "{fake.base_url}", api_key: sk-test}}
-        """))
+        """)
+        )
         result = await engine.run("what is two to the tenth?")
     finally:
         fake.close()

@@ -5,8 +5,11 @@ from orchestrator.routing import route
 
 CARDS = [
     AgentCard(name="coordinator", description="Plans work", capabilities=("planning",)),
-    AgentCard(name="analyst", description="Numbers and arithmetic",
-              capabilities=("calculate", "statistics")),
+    AgentCard(
+        name="analyst",
+        description="Numbers and arithmetic",
+        capabilities=("calculate", "statistics"),
+    ),
     AgentCard(name="writer", description="Drafts reports", capabilities=("writing", "summary")),
 ]
 
