@@ -56,3 +56,6 @@ def test_run_prints_the_answer_and_the_delegation_tree(ray_address: str) -> None
     for agent in ("coordinator", "researcher", "fact_checker", "analyst"):
         assert f"✓ {agent}" in out
     assert "steps 2" in out and "tokens" in out
+    # Progress streamed while the run went on.
+    assert "→ researcher (from coordinator)" in out
+    assert "→ fact_checker (from researcher)" in out

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from agents.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
+
+
+def test_the_budget_is_shared_by_every_charge_of_a_run() -> None:
+    ledger = RunLedger()
+    ledger.open("r", 100)
+    ledger.charge("r", 60)
+    ledger.charge("r", 30)
+    assert ledger.tokens_left("r") == 10
+    ledger.charge("r", 30)
+    assert ledger.tokens_left("r") == -20
+    assert ledger.close("r")["spent"] == 120
+
+
+def test_a_run_without_a_budget_is_unlimited() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    ledger.charge("r", 10**9)
+    assert ledger.tokens_left("r") is None
+
+
+def test_events_arriving_before_open_are_kept_and_finished_runs_stay_readable() -> None:
+    ledger = RunLedger()
+    ledger.emit("r", {"type": "agent_started"})
+    ledger.open("r", 50)
+    ledger.emit("r", {"type": "agent_finished"})
+    assert ledger.tokens_left("r") == 50
+    ledger.close("r")
+    assert [e["type"] for e in ledger.events("r")] == ["agent_started", "agent_finished"]
+    assert ledger.events("r", after=1) == [{"type": "agent_finished"}]
+    ledger.emit("r", {"type": "late"})  # after close: dropped, not a new run
+    assert len(ledger.events("r")) == 2
+
+
+def test_memory_is_bounded_per_run_and_across_finished_runs() -> None:
+    ledger = RunLedger()
+    ledger.open("big", None)
+    for i in range(MAX_EVENTS_PER_RUN + 5):
+        ledger.emit("big", {"i": i})
+    assert len(ledger.events("big")) == MAX_EVENTS_PER_RUN
+    assert ledger.close("big")["dropped_events"] == 5
+    for i in range(MAX_CLOSED_RUNS + 1):
+        ledger.open(f"r{i}", None)
+        ledger.emit(f"r{i}", {})
+        ledger.close(f"r{i}")
+    assert ledger.events("r0") == []
+    assert ledger.events(f"r{MAX_CLOSED_RUNS}") == [{}]
