@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,11 +126,23 @@ class RayDispatcher:
             handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
         return name, handles[replica]
 
-    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+    def submit(self, target: str, delegation: Delegation) -> tuple[str, ray.ObjectRef]:
+        """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
+        name, handle = self._handle(target)
+        return name, handle.invoke.remote(delegation)
+
+    async def dispatch(
+        self,
+        target: str,
+        delegation: Delegation,
+        on_submit: Callable[[ray.ObjectRef], None] | None = None,
+    ) -> AgentResult:
         name = target
         try:
-            name, handle = self._handle(target)
-            return await handle.invoke.remote(delegation)
+            name, ref = self.submit(target, delegation)
+            if on_submit is not None:
+                on_submit(ref)
+            return await ref
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
             # A dead or missing actor is the caller's tool error, never a hung run.
             self._handles.pop(target, None)

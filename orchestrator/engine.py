@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import ray
+from ray.exceptions import TaskCancelledError
 from pydantic import BaseModel, Field
 
 from agents.errors import DelegationRefused
@@ -65,6 +66,7 @@ class Engine:
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
+        self._inflight: dict[str, ray.ObjectRef] = {}
 
     @property
     def pool(self) -> AgentPool:
@@ -161,7 +163,32 @@ class Engine:
         except DelegationRefused as refused:
             return AgentResult(agent=entry, status=Outcome.FAILED, error=refused.message)
         delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
-        return await self._dispatcher.dispatch(entry, delegation)
+        run_id = ctx.run_id
+        try:
+            return await self._dispatcher.dispatch(
+                entry, delegation, on_submit=lambda ref: self._inflight.__setitem__(run_id, ref)
+            )
+        except TaskCancelledError:
+            return AgentResult(
+                agent=entry,
+                status=Outcome.CANCELLED,
+                error="run cancelled",
+                started_at=ctx.deadline - ctx.limits.deadline_s,
+            )
+        finally:
+            self._inflight.pop(run_id, None)
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel a run in flight: every agent working on it, across actors, is stopped.
+
+        Returns False when the run is not (or no longer) running here.
+        """
+        ref = self._inflight.get(run_id)
+        if ref is None:
+            return False
+        # recursive: the delegations the entry agent started are cancelled too.
+        ray.cancel(ref, recursive=True)
+        return True
 
     async def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
         """Progress events of a run in flight, from index `after` on."""

@@ -9,7 +9,7 @@ import time
 
 from orchestrator.config import AgentSystem, parse_config
 
-__all__ = ["FakeOpenAI", "config", "slow_step", "stamp"]
+__all__ = ["FakeOpenAI", "config", "slow_step", "slow_touch", "stamp"]
 
 
 async def slow_step(seconds: float) -> str:
@@ -97,3 +97,11 @@ class FakeOpenAI:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+async def slow_touch(path: str, seconds: float) -> str:
+    """Wait, then create the file at `path` (so a test can tell whether the wait was cut short)."""
+    await asyncio.sleep(seconds)
+    with open(path, "w") as marker:
+        marker.write("finished")
+    return "touched"

@@ -243,3 +243,39 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
     tools = first["body"]["tools"]  # type: ignore[index]
     assert tools[0]["function"]["name"] == "calculate"
     assert result.usage.input_tokens == 22 and result.usage.output_tokens == 14
+
+
+async def test_cancelling_a_run_stops_every_agent_working_on_it(
+    start_engine: StartEngine, tmp_path: Path
+) -> None:
+    marker = tmp_path / "finished"
+    engine = start_engine(
+        config(f"""
+        agents:
+          - {{name: boss, delegates: [digger], description: boss}}
+          - name: digger
+            description: deep archive search
+            tools: [tests.testkit:slow_touch]
+            model:
+              name: baton/scripted
+              params:
+                replies:
+                  - {{tool_calls: [{{name: slow_touch, arguments: {{path: "{marker}", seconds: 1.5}}}}]}}
+                  - {{content: found it}}
+    """)
+    )
+    job = asyncio.ensure_future(engine.run("search the archive", run_id="cancel-me"))
+    deadline = time.monotonic() + 30
+    while not any(
+        e["type"] == "tool_started" and e["agent"] == "digger"
+        for e in await engine.events("cancel-me")
+    ):
+        assert time.monotonic() < deadline, "digger never started its tool"
+        await asyncio.sleep(0.05)
+    assert engine.cancel("cancel-me")
+    result = await asyncio.wait_for(job, timeout=15)
+    assert result.status == Outcome.CANCELLED
+    assert not engine.cancel("cancel-me")  # no longer in flight
+    # The sub-agent's tool was cancelled too: it never got to finish its wait.
+    await asyncio.sleep(2.5)
+    assert not marker.exists()
