@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import ray
-from ray.exceptions import TaskCancelledError
 from pydantic import BaseModel, Field
+from ray.exceptions import TaskCancelledError
 
 from agents.errors import DelegationRefused
 from agents.guard import check_delegation

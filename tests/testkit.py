@@ -6,6 +6,7 @@ import asyncio
 import json
 import textwrap
 import time
+from pathlib import Path
 
 from orchestrator.config import AgentSystem, parse_config
 
@@ -102,6 +103,5 @@ class FakeOpenAI:
 async def slow_touch(path: str, seconds: float) -> str:
     """Wait, then create the file at `path` (so a test can tell whether the wait was cut short)."""
     await asyncio.sleep(seconds)
-    with open(path, "w") as marker:
-        marker.write("finished")
+    await asyncio.to_thread(Path(path).write_text, "finished")
     return "touched"

@@ -260,7 +260,8 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
               name: baton/scripted
               params:
                 replies:
-                  - {{tool_calls: [{{name: slow_touch, arguments: {{path: "{marker}", seconds: 1.5}}}}]}}
+                  - tool_calls:
+                      - {{name: slow_touch, arguments: {{path: "{marker}", seconds: 1.5}}}}
                   - {{content: found it}}
     """)
     )
