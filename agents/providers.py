@@ -76,46 +76,36 @@ def _response(
     return response
 
 
-class BuiltinModels(CustomLLM):
-    """litellm handler for the `baton/...` models."""
+def _latency_s(optional_params: dict[str, Any]) -> float:
+    return float(optional_params.get("latency_ms", 0)) / 1000
 
-    def completion(
+
+class BuiltinModels(CustomLLM):
+    """litellm handler for the `baton/...` models (litellm passes every argument by keyword)."""
+
+    def completion(  # type: ignore[override]
         self,
+        *,
         model: str,
-        messages: list,
-        api_base: str,
-        custom_prompt_dict: dict,  # type: ignore[override]
+        messages: list[dict[str, Any]],
+        optional_params: dict[str, Any],
         model_response: ModelResponse,
-        print_verbose: Any,
-        encoding: Any,
-        api_key: Any,
-        logging_obj: Any,
-        optional_params: dict,
-        *args: Any,
-        **kwargs: Any,
+        **_: Any,
     ) -> ModelResponse:
-        latency = float(optional_params.get("latency_ms", 0)) / 1000
-        if latency:
+        if latency := _latency_s(optional_params):
             time.sleep(latency)
         return _response(model, _reply(model, messages, optional_params), messages, model_response)
 
-    async def acompletion(
+    async def acompletion(  # type: ignore[override]
         self,
+        *,
         model: str,
-        messages: list,
-        api_base: str,  # type: ignore[override]
-        custom_prompt_dict: dict,
+        messages: list[dict[str, Any]],
+        optional_params: dict[str, Any],
         model_response: ModelResponse,
-        print_verbose: Any,
-        encoding: Any,
-        api_key: Any,
-        logging_obj: Any,
-        optional_params: dict,
-        *args: Any,
-        **kwargs: Any,
+        **_: Any,
     ) -> ModelResponse:
-        latency = float(optional_params.get("latency_ms", 0)) / 1000
-        if latency:
+        if latency := _latency_s(optional_params):
             await asyncio.sleep(latency)
         return _response(model, _reply(model, messages, optional_params), messages, model_response)
 

@@ -43,6 +43,14 @@ def default_engine(ray_address: str) -> Iterator[Engine]:
     engine.stop()
 
 
+async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> None:
+    """Poll the run's progress events until `agent` emits `kind` (bounded)."""
+    deadline = time.monotonic() + 30
+    while not any(e["type"] == kind and e["agent"] == agent for e in await engine.events(run_id)):
+        assert time.monotonic() < deadline, f"{agent} never emitted {kind}"
+        await asyncio.sleep(0.05)
+
+
 def node(tree: AgentResult, *path: str) -> AgentResult:
     for name in path:
         tree = next(c for c in tree.children if c.agent == name)
@@ -200,13 +208,7 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
     """)
     )
     job = asyncio.ensure_future(engine.run("search the archive", run_id="kill-me"))
-    deadline = time.monotonic() + 30
-    while not any(
-        e["type"] == "tool_started" and e["agent"] == "slowpoke"
-        for e in await engine.events("kill-me")
-    ):
-        assert time.monotonic() < deadline, "slowpoke never started its tool"
-        await asyncio.sleep(0.05)
+    await wait_for_event(engine, "kill-me", "tool_started", "slowpoke")
     ray.kill(engine.pool.actors["slowpoke"][0], no_restart=True)
     result = await asyncio.wait_for(job, timeout=30)
     assert result.tree is not None
@@ -266,13 +268,7 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
     """)
     )
     job = asyncio.ensure_future(engine.run("search the archive", run_id="cancel-me"))
-    deadline = time.monotonic() + 30
-    while not any(
-        e["type"] == "tool_started" and e["agent"] == "digger"
-        for e in await engine.events("cancel-me")
-    ):
-        assert time.monotonic() < deadline, "digger never started its tool"
-        await asyncio.sleep(0.05)
+    await wait_for_event(engine, "cancel-me", "tool_started", "digger")
     assert engine.cancel("cancel-me")
     result = await asyncio.wait_for(job, timeout=15)
     assert result.status == Outcome.CANCELLED
