@@ -142,7 +142,12 @@ class RayDispatcher:
             name, ref = self.submit(target, delegation)
             if on_submit is not None:
                 on_submit(ref)
-            return await ref
+            try:
+                return await ref
+            except asyncio.CancelledError:
+                # The caller stopped waiting (timeout, cancellation): stop the work too.
+                ray.cancel(ref, recursive=True)
+                raise
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
             # A dead or missing actor is the caller's tool error, never a hung run.
             self._handles.pop(target, None)

@@ -4,6 +4,7 @@ to the entry agent's actor, and collect the result tree.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from tracing import inject_context, workflow_span
 __all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
 
 AUTO = "auto"
+# How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
+ENTRY_GRACE_S = 5.0
 
 
 class RunResult(BaseModel):
@@ -60,13 +63,19 @@ class Engine:
     """Runs tasks through one agent system on Ray."""
 
     def __init__(
-        self, system: AgentSystem, *, namespace: str = "baton", env: Mapping[str, str] | None = None
+        self,
+        system: AgentSystem,
+        *,
+        namespace: str = "baton",
+        env: Mapping[str, str] | None = None,
+        entry_grace_s: float = ENTRY_GRACE_S,
     ) -> None:
         self.system = system
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
         self._inflight: dict[str, ray.ObjectRef] = {}
+        self._entry_grace_s = entry_grace_s
 
     @property
     def pool(self) -> AgentPool:
@@ -165,8 +174,21 @@ class Engine:
         delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
         run_id = ctx.run_id
         try:
-            return await self._dispatcher.dispatch(
-                entry, delegation, on_submit=lambda ref: self._inflight.__setitem__(run_id, ref)
+            # Agents stop themselves at the deadline; this bound is for an agent that cannot.
+            return await asyncio.wait_for(
+                self._dispatcher.dispatch(
+                    entry,
+                    delegation,
+                    on_submit=lambda ref: self._inflight.__setitem__(run_id, ref),
+                ),
+                ctx.time_left() + self._entry_grace_s,
+            )
+        except TimeoutError:
+            return AgentResult(
+                agent=entry,
+                status=Outcome.LIMIT_EXCEEDED,
+                error=f"{entry} did not return within {self._entry_grace_s:g}s after the deadline",
+                started_at=ctx.deadline - ctx.limits.deadline_s,
             )
         except TaskCancelledError:
             return AgentResult(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from orchestrator.config import AgentSystem, parse_config
 
-__all__ = ["FakeOpenAI", "config", "slow_step", "slow_touch", "stamp"]
+__all__ = ["FakeOpenAI", "block_loop", "config", "slow_step", "slow_touch", "stamp"]
 
 
 async def slow_step(seconds: float) -> str:
@@ -105,3 +105,9 @@ async def slow_touch(path: str, seconds: float) -> str:
     await asyncio.sleep(seconds)
     await asyncio.to_thread(Path(path).write_text, "finished")
     return "touched"
+
+
+async def block_loop(seconds: float) -> str:
+    """Misbehave: block the actor's event loop, so that nothing in that actor can time out."""
+    time.sleep(seconds)  # noqa: ASYNC251 (the point of this tool)
+    return "unblocked"

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -17,15 +18,15 @@ from tests.testkit import FakeOpenAI, config
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
-StartEngine = Callable[[AgentSystem], Engine]
+StartEngine = Callable[..., Engine]
 
 
 @pytest.fixture
 def start_engine(ray_address: str) -> Iterator[StartEngine]:
     engines: list[Engine] = []
 
-    def start(system: AgentSystem) -> Engine:
-        engine = Engine(system, namespace="baton-tests")
+    def start(system: AgentSystem, **options: Any) -> Engine:
+        engine = Engine(system, namespace="baton-tests", **options)
         engine.start()
         engines.append(engine)
         return engine
@@ -276,3 +277,25 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
     # The sub-agent's tool was cancelled too: it never got to finish its wait.
     await asyncio.sleep(2.5)
     assert not marker.exists()
+
+
+async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline(
+    start_engine: StartEngine,
+) -> None:
+    engine = start_engine(
+        config("""
+        agents:
+          - name: stuck
+            tools: [tests.testkit:block_loop]
+            model:
+              name: baton/scripted
+              params:
+                replies: [{tool_calls: [{name: block_loop, arguments: {seconds: 4}}]}]
+    """),
+        entry_grace_s=0.5,
+    )
+    began = time.monotonic()
+    result = await asyncio.wait_for(engine.run("get stuck", deadline_s=1.0), timeout=10)
+    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.error == "stuck did not return within 0.5s after the deadline"
+    assert time.monotonic() - began < 3.0
