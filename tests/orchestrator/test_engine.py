@@ -299,3 +299,15 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     assert result.status == Outcome.LIMIT_EXCEEDED
     assert result.error == "stuck did not return within 0.5s after the deadline"
     assert time.monotonic() - began < 3.0
+
+
+async def test_delegations_are_spread_over_an_agents_replicas(default_engine: Engine) -> None:
+    actors = set()
+    for _ in range(4):
+        result = await default_engine.run("calculate 1 + 1", agent="analyst")
+        assert result.tree is not None and result.status == Outcome.SUCCEEDED
+        actors.add(result.tree.actor)
+    assert len(actors) == 2  # analyst has `replicas: 2` in configs/default.yaml
+    assert all(
+        a is not None and a.split(".")[-2:] in (["analyst", "0"], ["analyst", "1"]) for a in actors
+    )
