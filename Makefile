@@ -26,12 +26,13 @@ run: setup ## Validate the default team and run a task on local Ray with the off
 check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
-test: setup ## Run the test suite (starts one local Ray instance)
+test: lint ## Lint, then run the test suite (starts one local Ray instance)
 	$(PY) -m pytest
 
-lint: setup ## Ruff
+lint: setup ## Ruff (lint and format) and mypy --strict on the packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/delegation_overhead.py

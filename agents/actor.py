@@ -86,7 +86,8 @@ class RayLedger:
         self._timer: asyncio.TimerHandle | None = None
 
     async def tokens_left(self, run_id: str) -> int | None:
-        return await self._handle.tokens_left.remote(run_id)
+        left: int | None = await self._handle.tokens_left.remote(run_id)
+        return left
 
     def charge(self, run_id: str, tokens: int) -> None:
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
@@ -126,7 +127,7 @@ class RayDispatcher:
             handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
         return name, handles[replica]
 
-    def submit(self, target: str, delegation: Delegation) -> tuple[str, ray.ObjectRef]:
+    def submit(self, target: str, delegation: Delegation) -> tuple[str, ray.ObjectRef[AgentResult]]:
         """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
         name, handle = self._handle(target)
         return name, handle.invoke.remote(delegation)
@@ -135,7 +136,7 @@ class RayDispatcher:
         self,
         target: str,
         delegation: Delegation,
-        on_submit: Callable[[ray.ObjectRef], None] | None = None,
+        on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
     ) -> AgentResult:
         name = target
         try:
@@ -143,7 +144,8 @@ class RayDispatcher:
             if on_submit is not None:
                 on_submit(ref)
             try:
-                return await ref
+                result: AgentResult = await ref
+                return result
             except asyncio.CancelledError:
                 # The caller stopped waiting (timeout, cancellation): stop the work too.
                 ray.cancel(ref, recursive=True)

@@ -110,7 +110,7 @@ class LiteLLMClient(ModelClient):
         if tools:
             kwargs["tools"] = tools
         response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
-        message = response.choices[0].message  # type: ignore[union-attr]
+        message = response.choices[0].message
         calls = [
             ToolCall(
                 id=c.id or f"call_{i}",

@@ -67,9 +67,9 @@ def start_pool(
     system = SystemRef(
         namespace=namespace, prefix=prefix, replicas={a.name: a.ray.replicas for a in agents}
     )
-    ledger = LedgerActor.options(
+    ledger = LedgerActor.options(  # type: ignore[attr-defined]
         name=system.ledger_name, namespace=namespace, get_if_exists=True
-    ).remote()  # type: ignore[attr-defined]
+    ).remote()
     ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]
     actors: dict[str, list[Any]] = {}

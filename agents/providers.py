@@ -18,8 +18,7 @@ import time
 from typing import Any
 
 import litellm
-from litellm import CustomLLM
-from litellm.llms.custom_llm import CustomLLMError
+from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import (
     ChatCompletionMessageToolCall,
     Choices,
@@ -45,7 +44,9 @@ def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -
         return scripted_reply(
             messages, params.get("replies") or [], bool(params.get("repeat_last", False))
         )
-    raise CustomLLMError(status_code=404, message=f"unknown built-in model {PROVIDER}/{model}")
+    raise CustomLLMError(  # type: ignore[no-untyped-call]
+        status_code=404, message=f"unknown built-in model {PROVIDER}/{model}"
+    )
 
 
 def _response(
@@ -66,11 +67,10 @@ def _response(
     ]
     prompt = estimate_tokens(json.dumps(messages, default=str))
     completion = estimate_tokens(content or json.dumps(reply.get("tool_calls")))
-    response.usage = Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,  # type: ignore[attr-defined]
-        total_tokens=prompt + completion,
+    usage = Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
     )
+    response.usage = usage  # type: ignore[attr-defined]
     response.model = f"{PROVIDER}/{model}"
     response.created = int(time.time())
     return response
@@ -120,7 +120,7 @@ def register_builtin_models() -> None:
         # litellm builds its provider list from the map on first use; refresh it explicitly.
         from litellm.utils import custom_llm_setup
 
-        custom_llm_setup()
+        custom_llm_setup()  # type: ignore[no-untyped-call]
         # Free and known: otherwise litellm searches its price list for an unknown model on
         # every call, which costs more than the call itself.
         quiet = logging.getLogger("LiteLLM")

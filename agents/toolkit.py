@@ -9,11 +9,12 @@ from __future__ import annotations
 import ast
 import operator
 import statistics
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 __all__ = ["calculate", "describe_numbers", "lookup_note", "utc_now", "word_count"]
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -22,7 +23,10 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
 _MAX_EXPONENT = 64
 
 
@@ -30,7 +34,7 @@ def _evaluate(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return node.value
+        return float(node.value) if isinstance(node.value, float) else node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:

@@ -43,9 +43,16 @@ class ToolOutput:
 
 
 class Tool(Protocol):
-    name: str
-    description: str
-    parameters: dict[str, Any]
+    """Anything a model can call: a name, a description and a JSON schema for its arguments."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput: ...
 

@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -79,7 +79,7 @@ async def _run_with_progress(
                 return job.result()
 
 
-def _show_event(event: dict) -> None:
+def _show_event(event: dict[str, Any]) -> None:
     kind, agent = event["type"], event["agent"]
     if kind == "agent_started":
         console.print(

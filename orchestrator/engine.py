@@ -5,6 +5,7 @@ to the entry agent's actor, and collect the result tree.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Mapping
@@ -54,7 +55,7 @@ def connect_ray(address: str | None, namespace: str) -> None:
         namespace=namespace,
         include_dashboard=False,
         log_to_driver=False,
-        logging_level="ERROR",
+        logging_level=logging.ERROR,
         configure_logging=True,
     )
 
@@ -74,7 +75,7 @@ class Engine:
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
-        self._inflight: dict[str, ray.ObjectRef] = {}
+        self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._entry_grace_s = entry_grace_s
 
     @property
@@ -214,4 +215,5 @@ class Engine:
 
     async def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
         """Progress events of a run in flight, from index `after` on."""
-        return await self.pool.ledger_handle.events.remote(run_id, after)
+        events: list[dict[str, Any]] = await self.pool.ledger_handle.events.remote(run_id, after)
+        return events

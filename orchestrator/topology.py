@@ -48,7 +48,7 @@ class Topology:
         reachable = self.graph.subgraph(nx.descendants(self.graph, self.entry) | {self.entry})
         if not nx.is_directed_acyclic_graph(reachable):
             return None
-        return nx.dag_longest_path_length(reachable) + 1
+        return int(nx.dag_longest_path_length(reachable)) + 1
 
 
 def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
