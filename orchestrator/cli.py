@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,8 +16,15 @@ from rich.console import Console
 from agents.errors import ConfigError
 from orchestrator.config import AgentSystem, default_config_path, load_config
 from orchestrator.engine import Engine, RunResult, connect_ray
-from orchestrator.report import print_issues, print_run, print_topology
+from orchestrator.report import (
+    print_issues,
+    print_run,
+    print_runs,
+    print_stored_run,
+    print_topology,
+)
 from orchestrator.settings import Settings
+from orchestrator.store import RunPage, RunStore, StoredRun
 
 __all__ = ["app", "main"]
 
@@ -56,15 +64,8 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
     console.print(f"{system.source}: ok", style="bold green")
 
 
-async def _run_with_progress(
-    engine: Engine, task: str, agent: str | None, budget: int | None, deadline: float | None
-) -> RunResult:
-    import uuid
-
-    run_id = uuid.uuid4().hex
-    job = asyncio.ensure_future(
-        engine.run(task, agent=agent, run_id=run_id, token_budget=budget, deadline_s=deadline)
-    )
+async def _follow(engine: Engine, run_id: str, job: asyncio.Future[RunResult]) -> RunResult:
+    """Print progress events until the run ends."""
     seen = 0
     with console.status("running…") as status:
         while True:
@@ -77,6 +78,51 @@ async def _run_with_progress(
                 status.update(f"running… {seen} events")
             if job.done():
                 return job.result()
+
+
+async def _execute(
+    settings: Settings,
+    system: AgentSystem,
+    env: dict[str, str],
+    task: str,
+    options: dict[str, Any],
+    progress: bool,
+) -> RunResult:
+    """Record the run in the store, run it on Ray, and record how it ended."""
+    store = await _open_store(settings.store_url)
+    run_id = uuid.uuid4().hex
+    try:
+        config = system.config
+        await store.add(
+            run_id,
+            task,
+            agent=options["agent"],
+            system=config.name,
+            config=config.model_dump(mode="json"),
+        )
+        with console.status("starting Ray and the agents…"):
+            connect_ray(settings.ray_address, settings.namespace)
+            engine = Engine(system, namespace=settings.namespace, env=env)
+            await asyncio.to_thread(engine.start)
+        await store.start(run_id)
+        job = asyncio.ensure_future(engine.run(task, run_id=run_id, **options))
+        try:
+            result = await (_follow(engine, run_id, job) if progress else job)
+        except BaseException as exc:  # Ctrl-C included: the run is recorded, not lost
+            await store.fail(run_id, f"{type(exc).__name__}: {exc}".rstrip(": "))
+            raise
+        await store.finish(result)
+        return result
+    finally:
+        await store.close()
+
+
+async def _open_store(url: str) -> RunStore:
+    try:
+        return await RunStore.open(url)
+    except Exception as exc:
+        err.print(f"cannot open the run store {url}: {type(exc).__name__}: {exc}", style="red")
+        raise typer.Exit(2) from None
 
 
 def _show_event(event: dict[str, Any]) -> None:
@@ -114,19 +160,49 @@ def run(
         )
         raise typer.Exit(2)
     env = {name: os.environ[name] for name in system.config.env if name in os.environ}
-    with console.status("starting Ray and the agents…"):
-        connect_ray(settings.ray_address, settings.namespace)
-        engine = Engine(system, namespace=settings.namespace, env=env)
-        engine.start()
+    options = {"agent": agent, "token_budget": budget, "deadline_s": deadline}
+    result = asyncio.run(_execute(settings, system, env, task, options, progress=not as_json))
     if as_json:
-        result = asyncio.run(
-            engine.run(task, agent=agent, token_budget=budget, deadline_s=deadline)
-        )
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
-        result = asyncio.run(_run_with_progress(engine, task, agent, budget, deadline))
         print_run(console, result)
     raise typer.Exit(0 if result.status == "succeeded" else 1)
+
+
+@app.command()
+def runs(
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
+) -> None:
+    """List stored runs, newest first."""
+
+    async def fetch() -> RunPage:
+        store = await _open_store(Settings().store_url)
+        try:
+            return await store.list(status=status, agent=agent, limit=limit)
+        finally:
+            await store.close()
+
+    print_runs(console, asyncio.run(fetch()))
+
+
+@app.command()
+def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.")]) -> None:
+    """Print a stored run: its answer or error, usage, and delegation tree."""
+
+    async def fetch() -> StoredRun | None:
+        store = await _open_store(Settings().store_url)
+        try:
+            return await store.get(run_id)
+        finally:
+            await store.close()
+
+    stored = asyncio.run(fetch())
+    if stored is None:
+        err.print(f"no run {run_id!r} in the store", style="red")
+        raise typer.Exit(1)
+    print_stored_run(console, stored)
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -12,8 +14,16 @@ from agents.errors import ConfigIssue
 from agents.messages import AgentResult, Outcome
 from orchestrator.config import AgentSystem
 from orchestrator.engine import RunResult
+from orchestrator.store import RunPage, StoredRun
 
-__all__ = ["print_issues", "print_run", "print_topology", "result_tree"]
+__all__ = [
+    "print_issues",
+    "print_run",
+    "print_runs",
+    "print_stored_run",
+    "print_topology",
+    "result_tree",
+]
 
 _STYLE = {
     Outcome.SUCCEEDED: "green",
@@ -112,3 +122,47 @@ def print_run(console: Console, result: RunResult) -> None:
                 result_tree(result.tree),
             )
         )
+
+
+def _status_style(status: str) -> str:
+    try:
+        return _STYLE[Outcome(status)]
+    except ValueError:
+        return "yellow"  # queued, running, interrupted
+
+
+def print_runs(console: Console, page: RunPage) -> None:
+    table = Table(title=f"runs ({len(page.runs)} of {page.total}, newest first)")
+    for column in ("id", "status", "entry", "created", "duration", "tokens in/out", "task"):
+        table.add_column(column, no_wrap=column != "task", overflow="ellipsis")
+    for run in page.runs:
+        created = time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at))
+        table.add_row(
+            run.id,
+            Text(run.status, style=_status_style(run.status)),
+            run.entry_agent or run.requested_agent or "-",
+            created,
+            f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
+            f"{run.input_tokens}/{run.output_tokens}",
+            run.task[:60],
+        )
+    console.print(table)
+
+
+def print_stored_run(console: Console, run: StoredRun) -> None:
+    body = run.output if run.status == Outcome.SUCCEEDED.value else (run.error or "")
+    duration = f" · {run.duration_s:.2f}s" if run.duration_s is not None else ""
+    console.print(
+        Panel(
+            Text(body or "(empty)"),
+            title=f"run {run.id} · {run.status}{duration}",
+            border_style=_status_style(run.status),
+        )
+    )
+    console.print(f"task: {run.task}", style="dim")
+    console.print(
+        f"tokens {run.input_tokens} in / {run.output_tokens} out · {run.model_calls} model calls",
+        style="dim",
+    )
+    if run.tree is not None:
+        console.print(result_tree(AgentResult.model_validate(run.tree)))

@@ -16,6 +16,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BATON_", extra="ignore")
 
     config: Path | None = None
+    store_url: str = Field(
+        default="sqlite+aiosqlite:///baton.db",
+        description="Run store: a SQLAlchemy async URL (postgresql+asyncpg://... for PostgreSQL).",
+    )
     namespace: str = "baton"
     ray_address: str | None = Field(
         default=None, validation_alias=AliasChoices("RAY_ADDRESS", "BATON_RAY_ADDRESS")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +35,11 @@ def test_check_lists_every_error_with_file_and_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
-def test_run_prints_the_answer_and_the_delegation_tree(ray_address: str) -> None:
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "COLUMNS": "160"}
+def test_run_prints_the_answer_and_the_tree_and_records_the_run(
+    ray_address: str, tmp_path: Path
+) -> None:
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    env = {**os.environ, "RAY_ADDRESS": ray_address, "COLUMNS": "160", "BATON_STORE_URL": store_url}
     done = subprocess.run(
         [
             sys.executable,
@@ -59,3 +63,28 @@ def test_run_prints_the_answer_and_the_delegation_tree(ray_address: str) -> None
     # Progress streamed while the run went on.
     assert "→ researcher (from coordinator)" in out
     assert "→ fact_checker (from researcher)" in out
+
+    # The run is in the store: `baton runs` lists it and `baton show` prints its tree.
+    listed = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": store_url, "COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    assert "runs (1 of 1, newest first)" in listed.output
+    ids = re.findall(r"\b[0-9a-f]{32}\b", listed.output)
+    assert len(ids) == 1
+    run_id = ids[0]
+    shown = runner.invoke(app, ["show", run_id], env={"BATON_STORE_URL": store_url})
+    assert shown.exit_code == 0, shown.output
+    assert f"run {run_id} · succeeded" in shown.output
+    assert "calculate: 4" in shown.output and "✓ fact_checker" in shown.output
+
+
+def test_show_names_a_run_that_is_not_in_the_store(tmp_path: Path) -> None:
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    result = runner.invoke(app, ["show", "nope"], env={"BATON_STORE_URL": store_url})
+    assert result.exit_code == 1
+    assert "no run 'nope' in the store" in result.output
+
+
+def test_an_unusable_store_url_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": "nosuchdb://x"})
+    assert result.exit_code == 2
+    assert "cannot open the run store nosuchdb://x" in result.output

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.messages import AgentResult, Outcome, Usage
+from orchestrator.engine import RunResult
+from orchestrator.store import RunStore
+
+pytestmark = pytest.mark.anyio
+
+
+def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
+    tree = AgentResult(agent="coordinator", status=status, output="42", steps=2)
+    return RunResult(
+        run_id=run_id,
+        task="what is 6 * 7",
+        entry_agent="coordinator",
+        status=status,
+        output="42" if status == Outcome.SUCCEEDED else None,
+        error=None if status == Outcome.SUCCEEDED else "budget spent",
+        usage=Usage(input_tokens=30, output_tokens=12, model_calls=2),
+        started_at=time.time(),
+        duration_s=0.25,
+        tree=tree,
+    )
+
+
+async def test_a_run_round_trips_through_a_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(url)
+    await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
+    assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
+    await store.start("r1")
+    await store.finish(_result("r1"))
+    await store.close()
+
+    reopened = await RunStore.open(url)  # a new process would see the same
+    run = await reopened.get("r1")
+    await reopened.close()
+    assert run is not None
+    assert (run.status, run.output, run.entry_agent) == ("succeeded", "42", "coordinator")
+    assert (run.input_tokens, run.output_tokens, run.model_calls) == (30, 12, 2)
+    assert run.config == {"name": "x"}
+    assert run.tree is not None and run.tree["agent"] == "coordinator"
+    assert run.duration_s == pytest.approx(0.25)
+
+
+async def test_runs_list_newest_first_with_filters_and_pages(tmp_path: Path) -> None:
+    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+    for i in range(5):
+        await store.add(f"r{i}", "task", agent=None, system="s", config={})
+        await store.finish(_result(f"r{i}", Outcome.SUCCEEDED if i % 2 else Outcome.FAILED))
+    page = await store.list(limit=2)
+    assert page.total == 5 and [r.id for r in page.runs] == ["r4", "r3"]
+    failed = await store.list(status="failed")
+    assert [r.id for r in failed.runs] == ["r4", "r2", "r0"]
+    assert (await store.list(agent="nobody")).total == 0
+    await store.close()
+
+
+async def test_unfinished_runs_are_marked_interrupted_with_the_reason(tmp_path: Path) -> None:
+    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+    await store.add("queued", "t", agent=None, system="s", config={})
+    await store.add("running", "t", agent=None, system="s", config={})
+    await store.start("running")
+    await store.add("done", "t", agent=None, system="s", config={})
+    await store.finish(_result("done"))
+    assert await store.interrupt_unfinished("service restarted") == 2
+    statuses = {r.id: (r.status, r.error) for r in (await store.list()).runs}
+    assert statuses == {
+        "queued": ("interrupted", "service restarted"),
+        "running": ("interrupted", "service restarted"),
+        "done": ("succeeded", None),
+    }
+    await store.close()
