@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from agents.model import LiteLLMClient, configure_litellm
 from agents.runtime import AgentRuntime
 from agents.spec import AgentCard, AgentSpec, ModelSpec
 from agents.tools import Tool, load_function_tool
+from tracing import configure_tracing, lost_agent_span
 
 __all__ = ["AgentActor", "LedgerActor", "RayDispatcher", "RayLedger", "SystemRef"]
 
@@ -65,6 +67,12 @@ class LedgerActor:
     def charge(self, run_id: str, tokens: int) -> None:
         self._ledger.charge(run_id, tokens)
 
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        self._ledger.keep_spans(run_id, spans)
+
+    def kept_spans(self, run_id: str) -> list[dict[str, Any]]:
+        return self._ledger.kept_spans(run_id)
+
     def emit_many(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
         for run_id, event in batch:
             self._ledger.emit(run_id, event)
@@ -91,6 +99,9 @@ class RayLedger:
 
     def charge(self, run_id: str, tokens: int) -> None:
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
+
+    async def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        await self._handle.keep_spans.remote(run_id, spans)
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
         self._batch.append((run_id, event))
@@ -139,6 +150,7 @@ class RayDispatcher:
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
     ) -> AgentResult:
         name = target
+        submitted_ns = time.time_ns()
         try:
             name, ref = self.submit(target, delegation)
             if on_submit is not None:
@@ -154,6 +166,9 @@ class RayDispatcher:
             # A dead or missing actor is the caller's tool error, never a hung run.
             self._handles.pop(target, None)
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            # Its own spans died with it: record what the caller saw, where it saw it.
+            ctx = delegation.context
+            lost_agent_span(target, name, ctx.run_id, ctx.chain, submitted_ns, exc)
             return AgentResult(
                 agent=target,
                 status=Outcome.FAILED,
@@ -202,6 +217,7 @@ class AgentActor:
         replica: int,
     ) -> None:
         self._name = system.actor_name(spec.name, replica)
+        collector = configure_tracing(self._name)
         dispatcher = RayDispatcher(system)
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
         tools, hidden = _build_tools(spec, roster, delegates, dispatcher, ledger)
@@ -212,6 +228,7 @@ class AgentActor:
             hidden_tools=hidden,
             ledger=ledger,
             events=ledger,
+            span_source=collector,
             actor_id=self._name,
         )
 

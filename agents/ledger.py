@@ -10,7 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["EventSink", "Ledger", "RunLedger"]
+__all__ = ["EventSink", "Ledger", "RunLedger", "SpanSource"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
@@ -23,6 +23,15 @@ class Ledger(Protocol):
     async def tokens_left(self, run_id: str) -> int | None: ...
 
     def charge(self, run_id: str, tokens: int) -> None: ...
+
+    async def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        """Keep spans whose invocation was cancelled (its result never reaches the caller)."""
+
+
+class SpanSource(Protocol):
+    """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
+
+    def drain(self, trace_id: int) -> list[dict[str, Any]]: ...
 
 
 class EventSink(Protocol):
@@ -40,6 +49,7 @@ class _RunBook:
     spent: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped: int = 0
+    spans: list[dict[str, Any]] = field(default_factory=list)
 
 
 class RunLedger:
@@ -72,6 +82,15 @@ class RunLedger:
         book = self._runs.get(run_id)
         if book is not None:
             book.spent += tokens
+
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        book = self._runs.get(run_id) or self._closed.get(run_id)
+        if book is not None:
+            book.spans.extend(spans)
+
+    def kept_spans(self, run_id: str) -> list[dict[str, Any]]:
+        book = self._runs.get(run_id) or self._closed.get(run_id)
+        return list(book.spans) if book else []
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
         book = self._runs.get(run_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from agents.delegate import DelegateTool
 from agents.errors import DelegationRefused
-from agents.ledger import EventSink, Ledger
+from agents.ledger import EventSink, Ledger, SpanSource
 from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
 from agents.model import ModelClient, ModelReply, ToolCall
 from agents.spec import AgentSpec
@@ -25,6 +26,8 @@ from tracing import agent_span, chat_span, extract_context, tool_span
 from tracing import attributes as attr
 
 __all__ = ["AgentRuntime"]
+
+logger = logging.getLogger(__name__)
 
 # A child gets this long past the run deadline to report its own limit before its caller stops
 # waiting for it.
@@ -59,6 +62,8 @@ class AgentRuntime:
             kept so that a model naming one gets a clear refusal instead of "unknown tool").
         ledger: the run-wide token budget; None when no run has a budget.
         events: where progress events go.
+        span_source: this process's span collector; an invocation's finished spans travel
+            back with its result.
         actor_id: which worker this is, for results and spans.
     """
 
@@ -68,6 +73,7 @@ class AgentRuntime:
     hidden_tools: Mapping[str, Tool] = field(default_factory=dict)
     ledger: Ledger | None = None
     events: EventSink | None = None
+    span_source: SpanSource | None = None
     actor_id: str = "local"
 
     def __post_init__(self) -> None:
@@ -102,19 +108,34 @@ class AgentRuntime:
         ctx = delegation.context
         inv = _Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         self._emit(ctx, "agent_started", call_id=delegation.call_id, caller=delegation.caller)
-        with agent_span(
-            self.spec.name, self.actor_id, ctx.run_id, ctx.chain, extract_context(ctx.trace_context)
-        ) as span:
-            try:
-                result = await self._loop(inv)
-            except Exception as exc:  # a bug or an unexpected library error: report, not hang
-                result = self._end(inv, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
-            total = result.usage
-            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
-            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
-            if result.status != Outcome.SUCCEEDED:
-                span.set_attribute(attr.ERROR_TYPE, result.status.value)
-                span.set_status(Status(StatusCode.ERROR, result.error))
+        trace_id = 0
+        try:
+            with agent_span(
+                self.spec.name,
+                self.actor_id,
+                ctx.run_id,
+                ctx.chain,
+                extract_context(ctx.trace_context),
+            ) as span:
+                trace_id = span.get_span_context().trace_id
+                try:
+                    result = await self._loop(inv)
+                except Exception as exc:  # a bug or an unexpected library error: report
+                    result = self._end(inv, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
+                total = result.usage
+                span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
+                span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
+                if result.status != Outcome.SUCCEEDED:
+                    span.set_attribute(attr.ERROR_TYPE, result.status.value)
+                    span.set_status(Status(StatusCode.ERROR, result.error))
+        except asyncio.CancelledError:
+            # The result will never reach the caller: hand its spans to the ledger instead.
+            if self.events is not None:
+                self.events.flush()
+            await self._keep_spans_of_cancelled(inv, trace_id)
+            raise
+        if self.span_source is not None:
+            result.spans = self.span_source.drain(trace_id)
         self._emit(
             ctx,
             "agent_finished",
@@ -127,6 +148,16 @@ class AgentRuntime:
         if self.events is not None:
             self.events.flush()
         return result
+
+    async def _keep_spans_of_cancelled(self, inv: _Invocation, trace_id: int) -> None:
+        if self.ledger is None or self.span_source is None:
+            return
+        spans = self.span_source.drain(trace_id)
+        spans += [s for child in inv.children for node in child.walk() for s in node.spans]
+        try:
+            await self.ledger.keep_spans(inv.ctx.run_id, spans)
+        except Exception:  # telemetry never breaks (or here, blocks) a cancellation
+            logger.exception("could not keep the spans of a cancelled invocation")
 
     def _end(
         self,

@@ -21,13 +21,15 @@ from agents.messages import AgentResult, Delegation, Outcome, RunContext, Usage
 from agents.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
 from orchestrator.routing import RoutingDecision, route
-from tracing import inject_context, workflow_span
+from tracing import SpanCollector, SpanRecord, configure_tracing, inject_context, workflow_span
 
 __all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
 
 AUTO = "auto"
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
+# How long a cancelled run waits for the spans of its cancelled invocations.
+CANCELLED_SPANS_WAIT_S = 3.0
 
 
 class RunResult(BaseModel):
@@ -44,6 +46,7 @@ class RunResult(BaseModel):
     started_at: float
     duration_s: float
     tree: AgentResult | None = None
+    spans: list[SpanRecord] = Field(default_factory=list)
 
 
 def connect_ray(address: str | None, namespace: str) -> None:
@@ -77,6 +80,7 @@ class Engine:
         self._pool: AgentPool | None = None
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._entry_grace_s = entry_grace_s
+        self._collector: SpanCollector | None = None
 
     @property
     def pool(self) -> AgentPool:
@@ -87,6 +91,7 @@ class Engine:
     def start(self) -> AgentPool:
         """Start (or find) the system's actors on the connected Ray cluster."""
         if self._pool is None:
+            self._collector = configure_tracing("orchestrator")
             config = self.system.config
             self._pool = start_pool(
                 list(config.agents),
@@ -141,8 +146,10 @@ class Engine:
             # Agents on other processes ask the ledger; it must know the budget first.
             await opened
         try:
-            with workflow_span(run_id, entry):
+            with workflow_span(run_id, entry) as span:
+                trace_id = span.get_span_context().trace_id
                 tree = await self._dispatch_entry(task, entry, ctx)
+            spans = await self._gather_spans(run_id, trace_id, tree)
         finally:
             pool.ledger_handle.close.remote(run_id)  # ordered after open: same caller
         return RunResult(
@@ -157,6 +164,7 @@ class Engine:
             started_at=started,
             duration_s=time.perf_counter() - clock,
             tree=tree,
+            spans=spans,
         )
 
     async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
@@ -200,6 +208,33 @@ class Engine:
             )
         finally:
             self._inflight.pop(run_id, None)
+
+    async def _gather_spans(
+        self, run_id: str, trace_id: int, tree: AgentResult
+    ) -> list[SpanRecord]:
+        """Every span of the run: the orchestrator's, those that came back with results, and
+        (for a cancelled run) those the cancelled invocations handed to the ledger."""
+        spans = self._collector.drain(trace_id) if self._collector else []
+        for node in tree.walk():
+            spans.extend(node.spans)
+            node.spans = []  # kept once, in the flat list
+        if tree.status == Outcome.CANCELLED:
+            spans.extend(await self._cancelled_spans(run_id, spans))
+        return spans
+
+    async def _cancelled_spans(self, run_id: str, have: list[SpanRecord]) -> list[SpanRecord]:
+        # Cancelled invocations report asynchronously; wait (bounded) until every invocation
+        # that started has a finished `invoke_agent` span.
+        ledger = self.pool.ledger_handle
+        deadline = time.monotonic() + CANCELLED_SPANS_WAIT_S
+        while True:
+            kept: list[SpanRecord] = await ledger.kept_spans.remote(run_id)
+            events: list[dict[str, Any]] = await ledger.events.remote(run_id, 0)
+            started = sum(e["type"] == "agent_started" for e in events)
+            finished = sum(s["name"].startswith("invoke_agent ") for s in [*have, *kept])
+            if finished >= started or time.monotonic() > deadline:
+                return kept
+            await asyncio.sleep(0.05)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.

@@ -9,11 +9,11 @@ from contextlib import contextmanager
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from tracing import attributes as attr
 
-__all__ = ["agent_span", "chat_span", "tool_span", "workflow_span"]
+__all__ = ["agent_span", "chat_span", "lost_agent_span", "tool_span", "workflow_span"]
 
 _tracer = trace.get_tracer("baton")
 
@@ -75,3 +75,30 @@ def chat_span(model: str) -> Iterator[Span]:
         attributes={attr.GEN_AI_OPERATION_NAME: "chat", attr.GEN_AI_REQUEST_MODEL: model},
     ) as span:
         yield span
+
+
+def lost_agent_span(
+    agent: str,
+    actor_id: str,
+    run_id: str,
+    chain: tuple[str, ...],
+    start_ns: int,
+    error: BaseException,
+) -> None:
+    """An `invoke_agent` span for an invocation whose actor died before it could report."""
+    span = _tracer.start_span(
+        f"invoke_agent {agent}",
+        kind=SpanKind.INTERNAL,
+        start_time=start_ns,
+        attributes={
+            attr.GEN_AI_OPERATION_NAME: "invoke_agent",
+            attr.GEN_AI_AGENT_NAME: agent,
+            attr.GEN_AI_AGENT_ID: actor_id,
+            attr.BATON_RUN_ID: run_id,
+            attr.BATON_DELEGATION_DEPTH: len(chain),
+            attr.BATON_DELEGATION_CHAIN: list(chain),
+            attr.ERROR_TYPE: type(error).__name__,
+        },
+    )
+    span.set_status(Status(StatusCode.ERROR, f"actor unavailable: {type(error).__name__}"))
+    span.end()

@@ -125,6 +125,10 @@ async def test_depth_limit_refusal_is_seen_by_the_calling_model(start_engine: St
     ]
     assert '"reason": "depth"' in (b.output or "")  # the model read the structured error
     assert result.status == Outcome.SUCCEEDED
+    refused = next(s for s in result.spans if s["name"] == "execute_tool delegate_to_c")
+    assert refused["status"] == "ERROR"
+    assert [e["name"] for e in refused["events"]] == ["delegation_refused"]
+    assert refused["events"][0]["attributes"]["baton.refusal.reason"] == "depth"
 
 
 async def test_a_runtime_cycle_is_refused_with_the_chain(start_engine: StartEngine) -> None:
@@ -218,6 +222,11 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
     assert "is unavailable" in (slowpoke.error or "")
     assert result.status == Outcome.SUCCEEDED  # boss recovered with the tool error in hand
     assert "ended failed" in (result.output or "")
+    # The dead actor's own spans died with it; the caller recorded what it saw, in the trace.
+    lost = [s for s in result.spans if s["name"] == "invoke_agent slowpoke"]
+    assert len(lost) == 1 and lost[0]["status"] == "ERROR"
+    assert lost[0]["attributes"]["error.type"] in ("ActorDiedError", "RayActorError")
+    assert len({s["trace_id"] for s in result.spans}) == 1
 
 
 async def test_litellm_talks_to_an_openai_compatible_server_over_http(
@@ -274,6 +283,11 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
     result = await asyncio.wait_for(job, timeout=15)
     assert result.status == Outcome.CANCELLED
     assert not engine.cancel("cancel-me")  # no longer in flight
+    # The cancelled invocations' spans are kept, in one trace.
+    names = sorted(s["name"] for s in result.spans)
+    assert "invoke_agent boss" in names and "invoke_agent digger" in names
+    assert "execute_tool slow_touch" in names and "invoke_workflow baton" in names
+    assert len({s["trace_id"] for s in result.spans}) == 1
     # The sub-agent's tool was cancelled too: it never got to finish its wait.
     await asyncio.sleep(2.5)
     assert not marker.exists()
@@ -311,3 +325,45 @@ async def test_delegations_are_spread_over_an_agents_replicas(default_engine: En
     assert all(
         a is not None and a.split(".")[-2:] in (["analyst", "0"], ["analyst", "1"]) for a in actors
     )
+
+
+async def test_spans_from_every_process_join_one_trace_with_correct_parentage(
+    default_engine: Engine,
+) -> None:
+    result = await default_engine.run(
+        "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
+    )
+    spans = result.spans
+    by_id = {s["span_id"]: s for s in spans}
+    assert len({s["trace_id"] for s in spans}) == 1
+    assert len(by_id) == len(spans)
+    roles = {s["resource"]["baton.process.role"] for s in spans}
+    assert "orchestrator" in roles and len({s["resource"]["process.pid"] for s in spans}) >= 4
+    agents = [s for s in spans if s["name"].startswith("invoke_agent ")]
+    assert sorted(s["attributes"]["gen_ai.agent.name"] for s in agents) == [
+        "analyst",
+        "coordinator",
+        "fact_checker",
+        "researcher",
+    ]
+    root = next(s for s in spans if s["parent_span_id"] is None)
+    assert root["name"] == "invoke_workflow baton"
+    for span in agents:
+        parent = by_id[span["parent_span_id"]]
+        agent = span["attributes"]["gen_ai.agent.name"]
+        if agent == "coordinator":
+            assert parent is root
+        else:  # delegated: under the caller's execute_tool span, itself under the caller
+            assert parent["name"] == f"execute_tool delegate_to_{agent}"
+            caller = by_id[parent["parent_span_id"]]
+            assert caller["name"].startswith("invoke_agent ")
+            assert (
+                span["attributes"]["baton.delegation.chain"][-2]
+                == (caller["attributes"]["gen_ai.agent.name"])
+            )
+    chats = [s for s in spans if s["name"] == "chat baton/offline"]
+    assert len(chats) == result.usage.model_calls == 7
+    assert sum(s["attributes"]["gen_ai.usage.input_tokens"] for s in chats) == (
+        result.usage.input_tokens
+    )
+    assert all(node.spans == [] for node in result.tree.walk())  # type: ignore[union-attr]
