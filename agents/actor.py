@@ -236,7 +236,34 @@ class AgentActor:
         """Warm litellm's lazy imports now rather than inside the first run."""
         configure_litellm()
         warm = LiteLLMClient(ModelSpec())
-        await warm.complete([{"role": "user", "content": "warm up"}], [])
+        # With a tool, so that litellm's tool-call code paths are imported too.
+        tool = {
+            "type": "function",
+            "function": {"name": "warm_up", "description": "warm up", "parameters": {}},
+        }
+        reply = await warm.complete([{"role": "user", "content": "warm up"}], [tool])
+        await warm.complete(
+            [
+                {"role": "user", "content": "warm up"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in reply.tool_calls
+                    ],
+                },
+                *[
+                    {"role": "tool", "tool_call_id": c.id, "content": "ok"}
+                    for c in reply.tool_calls
+                ],
+            ],
+            [tool],
+        )
         context = ray.get_runtime_context()
         return {"actor": self._name, "pid": os.getpid(), "node_id": context.get_node_id()}
 

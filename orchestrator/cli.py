@@ -22,6 +22,7 @@ from orchestrator.report import (
     print_runs,
     print_stored_run,
     print_topology,
+    print_trace,
 )
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, RunStore, StoredRun
@@ -203,6 +204,24 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.
         err.print(f"no run {run_id!r} in the store", style="red")
         raise typer.Exit(1)
     print_stored_run(console, stored)
+
+
+@app.command("trace")
+def trace_(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.")]) -> None:
+    """Print a stored run's span tree with timings, status and tokens."""
+
+    async def fetch() -> tuple[StoredRun | None, list[dict[str, Any]]]:
+        store = await _open_store(Settings().store_url)
+        try:
+            return await store.get(run_id), await store.spans(run_id)
+        finally:
+            await store.close()
+
+    stored, spans = asyncio.run(fetch())
+    if stored is None:
+        err.print(f"no run {run_id!r} in the store", style="red")
+        raise typer.Exit(1)
+    print_trace(console, spans)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -22,7 +23,9 @@ __all__ = [
     "print_runs",
     "print_stored_run",
     "print_topology",
+    "print_trace",
     "result_tree",
+    "span_tree",
 ]
 
 _STYLE = {
@@ -166,3 +169,46 @@ def print_stored_run(console: Console, run: StoredRun) -> None:
     )
     if run.tree is not None:
         console.print(result_tree(AgentResult.model_validate(run.tree)))
+
+
+def _span_label(span: dict[str, Any], origin_ns: int) -> Text:
+    failed = span["status"] == "ERROR"
+    label = Text(f"{'✗' if failed else '✓'} {span['name']}", style="red" if failed else "")
+    start_ms = (span["start_ns"] - origin_ns) / 1e6
+    duration_ms = (span["end_ns"] - span["start_ns"]) / 1e6
+    label.append(f"  +{start_ms:.1f} ms  {duration_ms:.1f} ms", style="dim")
+    attributes = span["attributes"]
+    if "gen_ai.usage.input_tokens" in attributes:
+        label.append(
+            f"  tokens {attributes['gen_ai.usage.input_tokens']}/"
+            f"{attributes.get('gen_ai.usage.output_tokens', 0)}",
+            style="dim",
+        )
+    if failed and span.get("status_message"):
+        label.append(f"  {str(span['status_message'])[:160]}", style="red")
+    for event in span.get("events", []):
+        message = event["attributes"].get("message", "")
+        label.append(f"  [{event['name']}: {message}]", style="yellow")
+    return label
+
+
+def span_tree(spans: list[dict[str, Any]]) -> Tree:
+    """Spans nested by parentage, each with its start offset, duration, status and tokens."""
+    ids = {s["span_id"] for s in spans}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for span in sorted(spans, key=lambda s: s["start_ns"]):
+        parent = span["parent_span_id"] if span["parent_span_id"] in ids else None
+        children.setdefault(parent, []).append(span)
+    origin = min((s["start_ns"] for s in spans), default=0)
+    root = Tree(Text(f"trace · {len(spans)} spans", style="bold"))
+
+    def add(branch: Tree, parent: str | None) -> None:
+        for span in children.get(parent, []):
+            add(branch.add(_span_label(span, origin)), span["span_id"])
+
+    add(root, None)
+    return root
+
+
+def print_trace(console: Console, spans: list[dict[str, Any]]) -> None:
+    console.print(span_tree(spans))

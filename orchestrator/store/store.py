@@ -13,12 +13,13 @@ from typing import Any
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.messages import Outcome
 from orchestrator.engine import RunResult
-from orchestrator.store.tables import RunRow
+from orchestrator.store.tables import RunRow, SpanRow
+from tracing import SpanRecord
 
 __all__ = ["DEFAULT_STORE_URL", "FINAL_STATUSES", "RunPage", "RunStore", "StoredRun"]
 
@@ -107,7 +108,8 @@ class RunStore:
         await self._set(run_id, status="running", started_at=time.time())
 
     async def finish(self, result: RunResult) -> None:
-        """Record how a run ended, with its usage and delegation tree."""
+        """Record how a run ended, with its usage, delegation tree and spans."""
+        await self.add_spans(result.run_id, result.spans)
         await self._set(
             result.run_id,
             status=result.status.value,
@@ -123,6 +125,23 @@ class RunStore:
             duration_s=result.duration_s,
             tree=result.tree.model_dump(mode="json") if result.tree else None,
         )
+
+    async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        if not spans:
+            return
+        columns = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
+        rows = [{"run_id": run_id, **{c: span.get(c) for c in columns}} for span in spans]
+        async with self._sessions.begin() as session:
+            await session.execute(insert(SpanRow), rows)
+
+    async def spans(self, run_id: str) -> list[SpanRecord]:
+        """A run's spans in start order, as `tracing.records.span_record` dicts."""
+        columns = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
+        async with self._sessions() as session:
+            rows = await session.scalars(
+                select(SpanRow).where(SpanRow.run_id == run_id).order_by(SpanRow.start_ns)
+            )
+            return [{c: getattr(row, c) for c in columns} for row in rows]
 
     async def fail(self, run_id: str, error: str) -> None:
         """Record a run that ended before the engine could report a result."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "RunRow"]
+__all__ = ["Base", "RunRow", "SpanRow"]
 
 
 class Base(DeclarativeBase):
@@ -43,3 +43,25 @@ class RunRow(Base):
         Index("ix_runs_status", "status"),
         Index("ix_runs_entry_agent", "entry_agent"),
     )
+
+
+class SpanRow(Base):
+    """One finished span of a run (see `tracing.records.span_record`)."""
+
+    __tablename__ = "spans"
+
+    run_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    span_id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    trace_id: Mapped[str] = mapped_column(String(32))
+    parent_span_id: Mapped[str | None] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(16))
+    start_ns: Mapped[int] = mapped_column(BigInteger)
+    end_ns: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    status_message: Mapped[str | None] = mapped_column(Text)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    events: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    resource: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -75,6 +75,11 @@ def test_run_prints_the_answer_and_the_tree_and_records_the_run(
     assert shown.exit_code == 0, shown.output
     assert f"run {run_id} · succeeded" in shown.output
     assert "calculate: 4" in shown.output and "✓ fact_checker" in shown.output
+    traced = runner.invoke(app, ["trace", run_id], env={"BATON_STORE_URL": store_url})
+    assert traced.exit_code == 0, traced.output
+    assert "trace · 17 spans" in traced.output
+    for name in ("invoke_workflow baton", "invoke_agent fact_checker", "execute_tool calculate"):
+        assert f"✓ {name}" in traced.output
 
 
 def test_show_names_a_run_that_is_not_in_the_store(tmp_path: Path) -> None:

@@ -12,8 +12,29 @@ from orchestrator.store import RunStore
 pytestmark = pytest.mark.anyio
 
 
+def _span(span_id: str, parent: str | None, name: str, start: int) -> dict[str, object]:
+    return {
+        "trace_id": "ab" * 16,
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": name,
+        "kind": "INTERNAL",
+        "start_ns": start,
+        "end_ns": start + 1_000_000,
+        "status": "OK",
+        "status_message": None,
+        "attributes": {"gen_ai.agent.name": "coordinator", "baton.delegation.chain": ["a"]},
+        "events": [],
+        "resource": {"service.name": "baton"},
+    }
+
+
 def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
     tree = AgentResult(agent="coordinator", status=status, output="42", steps=2)
+    spans = [
+        _span("0000000000000002", "0000000000000001", "invoke_agent coordinator", 2),
+        _span("0000000000000001", None, "invoke_workflow baton", 1),
+    ]
     return RunResult(
         run_id=run_id,
         task="what is 6 * 7",
@@ -25,6 +46,7 @@ def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
         started_at=time.time(),
         duration_s=0.25,
         tree=tree,
+        spans=spans,  # type: ignore[arg-type]
     )
 
 
@@ -46,6 +68,11 @@ async def test_a_run_round_trips_through_a_sqlite_file(tmp_path: Path) -> None:
     assert run.config == {"name": "x"}
     assert run.tree is not None and run.tree["agent"] == "coordinator"
     assert run.duration_s == pytest.approx(0.25)
+    reopened = await RunStore.open(url)
+    spans = await reopened.spans("r1")
+    await reopened.close()
+    assert [s["name"] for s in spans] == ["invoke_workflow baton", "invoke_agent coordinator"]
+    assert spans[1] == _result("r1").spans[0]  # every field round-trips
 
 
 async def test_runs_list_newest_first_with_filters_and_pages(tmp_path: Path) -> None:
