@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections import defaultdict
+from collections import OrderedDict
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -24,14 +24,19 @@ __all__ = ["MAX_SPANS_PER_TRACE", "SpanCollector", "configure_tracing"]
 logger = logging.getLogger(__name__)
 
 MAX_SPANS_PER_TRACE = 100_000
+# Traces nobody drains (spans made outside a run) must not grow without bound.
+MAX_TRACES = 4096
 
 
 class SpanCollector(SpanProcessor):
     """Keeps finished spans per trace until they are drained."""
 
-    def __init__(self) -> None:
+    def __init__(self, role: str) -> None:
+        # Also on each record, in case this collector joined a provider configured elsewhere.
+        self.role = role
+        self._process = {"baton.process.role": role, "process.pid": os.getpid()}
         self._lock = threading.Lock()
-        self._spans: defaultdict[int, list[SpanRecord]] = defaultdict(list)
+        self._spans: OrderedDict[int, list[SpanRecord]] = OrderedDict()
         self.dropped = 0
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -40,9 +45,15 @@ class SpanCollector(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         try:
             record = span_record(span)
+            record["resource"].update(self._process)
             trace_id = span.get_span_context().trace_id  # type: ignore[union-attr]
             with self._lock:
-                bucket = self._spans[trace_id]
+                bucket = self._spans.get(trace_id)
+                if bucket is None:
+                    bucket = self._spans[trace_id] = []
+                    if len(self._spans) > MAX_TRACES:
+                        _, oldest = self._spans.popitem(last=False)
+                        self.dropped += len(oldest)
                 if len(bucket) >= MAX_SPANS_PER_TRACE:
                     self.dropped += 1
                     return
@@ -77,7 +88,7 @@ def configure_tracing(role: str) -> SpanCollector:
     with _lock:
         if _collector is not None:
             return _collector
-        collector = SpanCollector()
+        collector = SpanCollector(role)
         resource = Resource.create(
             {"service.name": "baton", "baton.process.role": role, "process.pid": os.getpid()}
         )

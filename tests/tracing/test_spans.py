@@ -3,31 +3,31 @@ parent carried only by the W3C context inside the `Delegation` (as it is between
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agents.delegate import DelegateTool
 from agents.messages import AgentResult, Delegation, RunContext
 from agents.model import LiteLLMClient
 from agents.runtime import AgentRuntime
 from agents.spec import AgentSpec, Limits, ModelSpec
-from tracing import extract_context, inject_context, workflow_span
+from tracing import (
+    SpanCollector,
+    configure_tracing,
+    extract_context,
+    inject_context,
+    workflow_span,
+)
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def exporter() -> InMemorySpanExporter:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    trace.set_tracer_provider(provider)  # once per process; the API's proxy tracers follow it
-    return memory
+def collector() -> SpanCollector:
+    return configure_tracing("test")  # once per process; later calls return the same one
 
 
 class ContextOnlyDispatcher:
@@ -47,9 +47,8 @@ class ContextOnlyDispatcher:
 
 
 async def test_delegation_spans_nest_under_the_calling_tool_span(
-    exporter: InMemorySpanExporter,
+    collector: SpanCollector,
 ) -> None:
-    exporter.clear()
     helper = AgentSpec(name="helper", description="helps with chores")
     helper_rt = AgentRuntime(helper, LiteLLMClient(ModelSpec()))
     boss = AgentRuntime(
@@ -57,12 +56,13 @@ async def test_delegation_spans_nest_under_the_calling_tool_span(
         LiteLLMClient(ModelSpec()),
         [DelegateTool("boss", helper.card(), True, ContextOnlyDispatcher(helper_rt))],
     )
-    with workflow_span("run-9", "boss"):
+    with workflow_span("run-9", "boss") as root:
         ctx = RunContext(run_id="run-9", deadline=time.time() + 30, limits=Limits())
         await boss.invoke(
             Delegation(task="do the chores", context=ctx.enter("boss", inject_context()))
         )
-    spans = {s.name: s for s in exporter.get_finished_spans()}
+    finished = collector.drain(root.get_span_context().trace_id)
+    spans = {s["name"]: s for s in finished}
     assert set(spans) == {
         "invoke_workflow baton",
         "invoke_agent boss",
@@ -70,17 +70,19 @@ async def test_delegation_spans_nest_under_the_calling_tool_span(
         "execute_tool delegate_to_helper",
         "invoke_agent helper",
     }
-    trace_ids = {s.context.trace_id for s in exporter.get_finished_spans()}
-    assert len(trace_ids) == 1
-    parent = {s.name: s.parent.span_id if s.parent else None for s in spans.values()}
-    span_id = {name: s.context.span_id for name, s in spans.items()}
+    assert len({s["trace_id"] for s in finished}) == 1
+    parent = {name: s["parent_span_id"] for name, s in spans.items()}
+    span_id = {name: s["span_id"] for name, s in spans.items()}
     assert parent["invoke_agent boss"] == span_id["invoke_workflow baton"]
     assert parent["execute_tool delegate_to_helper"] == span_id["invoke_agent boss"]
     assert parent["invoke_agent helper"] == span_id["execute_tool delegate_to_helper"]
     helper_span = spans["invoke_agent helper"]
-    assert helper_span.attributes["gen_ai.agent.name"] == "helper"
-    assert helper_span.attributes["baton.delegation.chain"] == ("boss", "helper")
-    assert helper_span.attributes["baton.delegation.depth"] == 2
+    assert helper_span["attributes"]["gen_ai.agent.name"] == "helper"
+    assert helper_span["attributes"]["baton.delegation.chain"] == ["boss", "helper"]
+    assert helper_span["attributes"]["baton.delegation.depth"] == 2
+    assert helper_span["resource"]["baton.process.role"] == collector.role
+    assert helper_span["resource"]["process.pid"] == os.getpid()
+    assert collector.drain(root.get_span_context().trace_id) == []  # drained once
 
 
 def test_a_malformed_carrier_means_no_parent_not_an_error() -> None:
