@@ -67,15 +67,19 @@ class LedgerActor:
     def charge(self, run_id: str, tokens: int) -> None:
         self._ledger.charge(run_id, tokens)
 
-    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        self._ledger.keep_spans(run_id, spans)
+    def trace_state(self, run_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The run's spans so far, and how many agent invocations have started."""
+        return self._ledger.trace_state(run_id)
 
-    def kept_spans(self, run_id: str) -> list[dict[str, Any]]:
-        return self._ledger.kept_spans(run_id)
-
-    def emit_many(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
-        for run_id, event in batch:
+    def emit_many(
+        self,
+        events: list[tuple[str, dict[str, Any]]],
+        spans: list[tuple[str, list[dict[str, Any]]]],
+    ) -> None:
+        for run_id, event in events:
             self._ledger.emit(run_id, event)
+        for run_id, records in spans:
+            self._ledger.keep_spans(run_id, records)
 
     def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
         return self._ledger.events(run_id, after)
@@ -84,13 +88,14 @@ class LedgerActor:
 class RayLedger:
     """The `Ledger` and `EventSink` protocols over a `LedgerActor` handle.
 
-    Events are batched: one actor call per flush instead of one per event, flushed when an
-    invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
+    Events and spans are batched: one actor call per flush instead of one per event, flushed
+    when an invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
     """
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
         self._batch: list[tuple[str, dict[str, Any]]] = []
+        self._spans: list[tuple[str, list[dict[str, Any]]]] = []
         self._timer: asyncio.TimerHandle | None = None
 
     async def tokens_left(self, run_id: str) -> int | None:
@@ -100,8 +105,9 @@ class RayLedger:
     def charge(self, run_id: str, tokens: int) -> None:
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
 
-    async def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        await self._handle.keep_spans.remote(run_id, spans)
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        if spans:
+            self._spans.append((run_id, spans))
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
         self._batch.append((run_id, event))
@@ -117,9 +123,10 @@ class RayLedger:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._batch:
-            batch, self._batch = self._batch, []
-            self._handle.emit_many.remote(batch)
+        if self._batch or self._spans:
+            events, self._batch = self._batch, []
+            spans, self._spans = self._spans, []
+            self._handle.emit_many.remote(events, spans)
 
 
 class RayDispatcher:

@@ -24,9 +24,6 @@ class Ledger(Protocol):
 
     def charge(self, run_id: str, tokens: int) -> None: ...
 
-    async def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        """Keep spans whose invocation was cancelled (its result never reaches the caller)."""
-
 
 class SpanSource(Protocol):
     """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
@@ -38,6 +35,9 @@ class EventSink(Protocol):
     """Where progress events go (fire and forget; telemetry never breaks a run)."""
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None: ...
+
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        """Queue finished spans of a run; they go out with the next flush."""
 
     def flush(self) -> None:
         """Send what is buffered now (called when an invocation ends)."""
@@ -85,12 +85,16 @@ class RunLedger:
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         book = self._runs.get(run_id) or self._closed.get(run_id)
-        if book is not None:
-            book.spans.extend(spans)
+        if book is None:  # like events, spans may arrive before `open`
+            book = self._runs[run_id] = _RunBook(budget=None)
+        book.spans.extend(spans)
 
-    def kept_spans(self, run_id: str) -> list[dict[str, Any]]:
+    def trace_state(self, run_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The run's spans so far, and how many agent invocations have started."""
         book = self._runs.get(run_id) or self._closed.get(run_id)
-        return list(book.spans) if book else []
+        if book is None:
+            return [], 0
+        return list(book.spans), sum(e.get("type") == "agent_started" for e in book.events)
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
         book = self._runs.get(run_id)

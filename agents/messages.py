@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,9 +118,6 @@ class AgentResult(BaseModel):
     actor: str | None = None
     children: list[AgentResult] = Field(default_factory=list)
     refusals: list[Refusal] = Field(default_factory=list)
-    spans: list[dict[str, Any]] = Field(
-        default_factory=list, description="Finished spans that travel back with the result."
-    )
 
     def total_usage(self) -> Usage:
         total = self.usage

@@ -62,8 +62,8 @@ class AgentRuntime:
             kept so that a model naming one gets a clear refusal instead of "unknown tool").
         ledger: the run-wide token budget; None when no run has a budget.
         events: where progress events go.
-        span_source: this process's span collector; an invocation's finished spans travel
-            back with its result.
+        span_source: this process's span collector; an invocation's finished spans go to the
+            event sink with its last events.
         actor_id: which worker this is, for results and spans.
     """
 
@@ -129,13 +129,8 @@ class AgentRuntime:
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
         except asyncio.CancelledError:
-            # The result will never reach the caller: hand its spans to the ledger instead.
-            if self.events is not None:
-                self.events.flush()
-            await self._keep_spans_of_cancelled(inv, trace_id)
+            self._ship_spans(ctx, trace_id)
             raise
-        if self.span_source is not None:
-            result.spans = self.span_source.drain(trace_id)
         self._emit(
             ctx,
             "agent_finished",
@@ -145,19 +140,17 @@ class AgentRuntime:
             steps=result.steps,
             error=result.error,
         )
-        if self.events is not None:
-            self.events.flush()
+        self._ship_spans(ctx, trace_id)
         return result
 
-    async def _keep_spans_of_cancelled(self, inv: _Invocation, trace_id: int) -> None:
-        if self.ledger is None or self.span_source is None:
+    def _ship_spans(self, ctx: RunContext, trace_id: int) -> None:
+        """Send this invocation's finished spans now, before its result (or cancellation)
+        reaches the caller: nothing stays buffered in a process that may die."""
+        if self.events is None:
             return
-        spans = self.span_source.drain(trace_id)
-        spans += [s for child in inv.children for node in child.walk() for s in node.spans]
-        try:
-            await self.ledger.keep_spans(inv.ctx.run_id, spans)
-        except Exception:  # telemetry never breaks (or here, blocks) a cancellation
-            logger.exception("could not keep the spans of a cancelled invocation")
+        if self.span_source is not None:
+            self.events.keep_spans(ctx.run_id, self.span_source.drain(trace_id))
+        self.events.flush()
 
     def _end(
         self,

@@ -28,8 +28,8 @@ __all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
 AUTO = "auto"
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
-# How long a cancelled run waits for the spans of its cancelled invocations.
-CANCELLED_SPANS_WAIT_S = 3.0
+# How long a finished run waits for spans still on their way from agent actors.
+SPANS_WAIT_S = 3.0
 
 
 class RunResult(BaseModel):
@@ -212,29 +212,22 @@ class Engine:
     async def _gather_spans(
         self, run_id: str, trace_id: int, tree: AgentResult
     ) -> list[SpanRecord]:
-        """Every span of the run: the orchestrator's, those that came back with results, and
-        (for a cancelled run) those the cancelled invocations handed to the ledger."""
+        """Every span of the run: the orchestrator's own, and those each invocation sent to the
+        ledger before it returned (or was cancelled)."""
         spans = self._collector.drain(trace_id) if self._collector else []
-        for node in tree.walk():
-            spans.extend(node.spans)
-            node.spans = []  # kept once, in the flat list
-        if tree.status == Outcome.CANCELLED:
-            spans.extend(await self._cancelled_spans(run_id, spans))
-        return spans
-
-    async def _cancelled_spans(self, run_id: str, have: list[SpanRecord]) -> list[SpanRecord]:
-        # Cancelled invocations report asynchronously; wait (bounded) until every invocation
-        # that started has a finished `invoke_agent` span.
-        ledger = self.pool.ledger_handle
-        deadline = time.monotonic() + CANCELLED_SPANS_WAIT_S
+        # Results made here (refused or abandoned entry, cancellation) have no actor and no span.
+        invocations = sum(1 for node in tree.walk() if node.actor is not None)
+        deadline = time.monotonic() + SPANS_WAIT_S
         while True:
-            kept: list[SpanRecord] = await ledger.kept_spans.remote(run_id)
-            events: list[dict[str, Any]] = await ledger.events.remote(run_id, 0)
-            started = sum(e["type"] == "agent_started" for e in events)
-            finished = sum(s["name"].startswith("invoke_agent ") for s in [*have, *kept])
-            if finished >= started or time.monotonic() > deadline:
-                return kept
-            await asyncio.sleep(0.05)
+            state: tuple[list[SpanRecord], int] = await self.pool.ledger_handle.trace_state.remote(
+                run_id
+            )
+            kept, started = state
+            finished = sum(s["name"].startswith("invoke_agent ") for s in kept)
+            # Sent before the results were, but from other processes: wait (bounded) for them.
+            if finished >= max(invocations, started) or time.monotonic() > deadline:
+                return spans + kept
+            await asyncio.sleep(0.01)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.

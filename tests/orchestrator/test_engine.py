@@ -366,4 +366,3 @@ async def test_spans_from_every_process_join_one_trace_with_correct_parentage(
     assert sum(s["attributes"]["gen_ai.usage.input_tokens"] for s in chats) == (
         result.usage.input_tokens
     )
-    assert all(node.spans == [] for node in result.tree.walk())  # type: ignore[union-attr]
