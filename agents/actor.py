@@ -58,8 +58,8 @@ class LedgerActor:
     def open(self, run_id: str, budget: int | None) -> None:
         self._ledger.open(run_id, budget)
 
-    def close(self, run_id: str) -> dict[str, Any]:
-        return self._ledger.close(run_id)
+    def close(self, run_id: str) -> None:
+        self._ledger.close(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
         return self._ledger.tokens_left(run_id)
@@ -120,13 +120,17 @@ class RayLedger:
             self._timer = loop.call_later(EVENT_FLUSH_S, self.flush)
 
     def flush(self) -> None:
+        self._send()
+
+    def _send(self) -> Any:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._batch or self._spans:
-            events, self._batch = self._batch, []
-            spans, self._spans = self._spans, []
-            self._handle.emit_many.remote(events, spans)
+        if not (self._batch or self._spans):
+            return None
+        events, self._batch = self._batch, []
+        spans, self._spans = self._spans, []
+        return self._handle.emit_many.remote(events, spans)
 
 
 class RayDispatcher:

@@ -64,13 +64,13 @@ class RunLedger:
         book = self._runs.setdefault(run_id, _RunBook(budget=budget))
         book.budget = budget
 
-    def close(self, run_id: str) -> dict[str, Any]:
+    def close(self, run_id: str) -> None:
+        """Stop counting the run; its events and spans stay readable for a while."""
         book = self._runs.pop(run_id, None)
         if book is not None:
             self._closed[run_id] = book
             while len(self._closed) > MAX_CLOSED_RUNS:
                 self._closed.popitem(last=False)
-        return {"spent": book.spent if book else 0, "dropped_events": book.dropped if book else 0}
 
     def tokens_left(self, run_id: str) -> int | None:
         book = self._runs.get(run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +119,11 @@ class AgentResult(BaseModel):
     actor: str | None = None
     children: list[AgentResult] = Field(default_factory=list)
     refusals: list[Refusal] = Field(default_factory=list)
+    spans: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The entry invocation's own finished spans (sub-agents send theirs to the "
+        "ledger), so that a run whose tree is complete needs no further round trip.",
+    )
 
     def total_usage(self) -> Usage:
         total = self.usage

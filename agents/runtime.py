@@ -129,7 +129,7 @@ class AgentRuntime:
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
         except asyncio.CancelledError:
-            self._ship_spans(ctx, trace_id)
+            self._ship_spans(ctx, trace_id, None)
             raise
         self._emit(
             ctx,
@@ -140,17 +140,20 @@ class AgentRuntime:
             steps=result.steps,
             error=result.error,
         )
-        self._ship_spans(ctx, trace_id)
+        self._ship_spans(ctx, trace_id, result)
         return result
 
-    def _ship_spans(self, ctx: RunContext, trace_id: int) -> None:
-        """Send this invocation's finished spans now, before its result (or cancellation)
-        reaches the caller: nothing stays buffered in a process that may die."""
-        if self.events is None:
-            return
-        if self.span_source is not None:
-            self.events.keep_spans(ctx.run_id, self.span_source.drain(trace_id))
-        self.events.flush()
+    def _ship_spans(self, ctx: RunContext, trace_id: int, result: AgentResult | None) -> None:
+        """Hand this invocation's finished spans on before its result (or cancellation) reaches
+        the caller: nothing stays buffered in a process that may die. The entry agent's travel
+        in its result; a sub-agent's go to the ledger with its last events."""
+        spans = self.span_source.drain(trace_id) if self.span_source is not None else []
+        if result is not None and ctx.depth <= 1:
+            result.spans = spans
+        elif self.events is not None:
+            self.events.keep_spans(ctx.run_id, spans)
+        if self.events is not None:
+            self.events.flush()
 
     def _end(
         self,

@@ -25,6 +25,8 @@ from tracing import SpanCollector, SpanRecord, configure_tracing, inject_context
 
 __all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
 
+logger = logging.getLogger(__name__)
+
 AUTO = "auto"
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
@@ -212,22 +214,36 @@ class Engine:
     async def _gather_spans(
         self, run_id: str, trace_id: int, tree: AgentResult
     ) -> list[SpanRecord]:
-        """Every span of the run: the orchestrator's own, and those each invocation sent to the
-        ledger before it returned (or was cancelled)."""
+        """Every span of the run: the orchestrator's own, the entry agent's (in its result), and
+        those the sub-agents sent to the ledger before they returned (or were cancelled)."""
         spans = self._collector.drain(trace_id) if self._collector else []
+        spans += tree.spans
+        tree.spans = []
+
+        def finished(records: list[SpanRecord]) -> int:
+            return sum(s["name"].startswith("invoke_agent ") for s in records)
+
         # Results made here (refused or abandoned entry, cancellation) have no actor and no span.
         invocations = sum(1 for node in tree.walk() if node.actor is not None)
+        if tree.status != Outcome.CANCELLED and finished(spans) >= invocations:
+            return spans  # a single agent: complete without asking the ledger
         deadline = time.monotonic() + SPANS_WAIT_S
         while True:
             state: tuple[list[SpanRecord], int] = await self.pool.ledger_handle.trace_state.remote(
                 run_id
             )
             kept, started = state
-            finished = sum(s["name"].startswith("invoke_agent ") for s in kept)
             # Sent before the results were, but from other processes: wait (bounded) for them.
-            if finished >= max(invocations, started) or time.monotonic() > deadline:
+            if finished(spans) + finished(kept) >= max(invocations, started):
                 return spans + kept
-            await asyncio.sleep(0.01)
+            if time.monotonic() > deadline:
+                logger.warning(
+                    "run %s: spans of %d invocations did not arrive",
+                    run_id,
+                    max(invocations, started) - finished(spans) - finished(kept),
+                )
+                return spans + kept
+            await asyncio.sleep(0.005)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.
