@@ -74,7 +74,8 @@ async def _follow(engine: Engine, run_id: str, job: asyncio.Future[RunResult]) -
             with contextlib.suppress(Exception):  # progress is best effort
                 events = await engine.events(run_id, seen)
                 seen += len(events)
-                for event in events:
+                # Batches from different actors arrive in any order; show each poll in time order.
+                for event in sorted(events, key=lambda e: e["ts"]):
                     _show_event(event)
                 status.update(f"running… {seen} events")
             if job.done():
