@@ -6,10 +6,13 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help setup run check test lint bench
+# Debian packages the test suite talks to (a real PostgreSQL server).
+SYSTEM_PACKAGES := postgresql
+
+.PHONY: help setup system-deps run check test lint bench
 
 help: ## Show this help
-	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-8s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,6 +22,16 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## Create .venv and install Baton with its dev tools
 
+system-deps: ## Install the Debian packages the tests need (as root, or with sudo)
+	@missing=""; for p in $(SYSTEM_PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	else echo "missing Debian packages:$$missing (install them with apt-get)"; exit 0; fi; \
+	echo "installing$$missing"; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null
+
 run: setup ## Validate the default team and run a task on local Ray with the offline model
 	$(BATON) check configs/default.yaml
 	$(BATON) run "$(TASK)"
@@ -26,7 +39,7 @@ run: setup ## Validate the default team and run a task on local Ray with the off
 check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
-test: lint ## Lint, then run the test suite (starts one local Ray instance)
+test: lint system-deps ## Lint, then run the test suite (one local Ray instance, a PostgreSQL server)
 	$(PY) -m pytest
 
 lint: setup ## Ruff (lint and format) and mypy --strict on the packages

@@ -21,9 +21,14 @@ from agents.ledger import RunLedger
 from agents.messages import AgentResult, Delegation, Outcome
 from agents.model import LiteLLMClient, configure_litellm
 from agents.runtime import AgentRuntime
-from agents.spec import AgentCard, AgentSpec, ModelSpec
+from agents.spec import AgentCard, AgentSpec, ModelSpec, TraceOptions
 from agents.tools import Tool, load_function_tool
-from tracing import configure_tracing, lost_agent_span
+from tracing import (
+    configure_tracing,
+    lost_agent_span,
+    secret_values_from_env,
+    secret_values_in,
+)
 
 __all__ = ["AgentActor", "LedgerActor", "RayDispatcher", "RayLedger", "SystemRef"]
 
@@ -50,16 +55,35 @@ class SystemRef:
 
 @ray.remote(num_cpus=0)
 class LedgerActor:
-    """Hosts the `RunLedger` of one system: budgets and progress events of its runs."""
+    """Hosts the `RunLedger` of one system: budgets, progress events and late spans of its runs.
+
+    An async actor, so that callers can wait here for news (events, spans) without polling.
+    """
 
     def __init__(self) -> None:
         self._ledger = RunLedger()
+        self._signals: dict[str, asyncio.Event] = {}
+
+    def _changed(self, run_id: str) -> None:
+        signal = self._signals.pop(run_id, None)
+        if signal is not None:
+            signal.set()
+
+    async def _wait_for_change(self, run_id: str, until: float) -> bool:
+        """Wait until the run changes or `until` (monotonic) passes; False on time-out."""
+        signal = self._signals.setdefault(run_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(signal.wait(), max(until - time.monotonic(), 0))
+        except TimeoutError:
+            return False
+        return True
 
     def open(self, run_id: str, budget: int | None) -> None:
         self._ledger.open(run_id, budget)
 
     def close(self, run_id: str) -> None:
         self._ledger.close(run_id)
+        self._changed(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
         return self._ledger.tokens_left(run_id)
@@ -67,22 +91,51 @@ class LedgerActor:
     def charge(self, run_id: str, tokens: int) -> None:
         self._ledger.charge(run_id, tokens)
 
-    def trace_state(self, run_id: str) -> tuple[list[dict[str, Any]], int]:
-        """The run's spans so far, and how many agent invocations have started."""
-        return self._ledger.trace_state(run_id)
-
     def emit_many(
         self,
         events: list[tuple[str, dict[str, Any]]],
         spans: list[tuple[str, list[dict[str, Any]]]],
     ) -> None:
+        changed = set()
         for run_id, event in events:
             self._ledger.emit(run_id, event)
+            changed.add(run_id)
         for run_id, records in spans:
             self._ledger.keep_spans(run_id, records)
+            changed.add(run_id)
+        for run_id in changed:
+            self._changed(run_id)
 
-    def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
-        return self._ledger.events(run_id, after)
+    async def events(
+        self, run_id: str, after: int = 0, wait_s: float = 0.0
+    ) -> list[dict[str, Any]]:
+        """The run's events from index `after` on; with `wait_s`, wait that long for one."""
+        until = time.monotonic() + wait_s
+        while True:
+            found = self._ledger.events(run_id, after)
+            if found or not await self._wait_for_change(run_id, until):
+                return found
+
+    async def collect_spans(
+        self, run_id: str, have: int, expected: int, wait_s: float
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Take the spans agents sent for the run, once every invocation has sent its own.
+
+        Args:
+            have: `invoke_agent` spans the caller already holds (those of the entry agent).
+            expected: invocations the caller knows of (its result tree); the ledger also
+                counts every invocation that has started.
+            wait_s: how long to wait for stragglers.
+
+        Returns:
+            The spans, and how many invocations' spans are still missing.
+        """
+        until = time.monotonic() + wait_s
+        while True:
+            started, sent = self._ledger.span_progress(run_id)
+            missing = max(expected, started) - have - sent
+            if missing <= 0 or not await self._wait_for_change(run_id, until):
+                return self._ledger.take_spans(run_id), max(missing, 0)
 
 
 class RayLedger:
@@ -179,7 +232,15 @@ class RayDispatcher:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             # Its own spans died with it: record what the caller saw, where it saw it.
             ctx = delegation.context
-            lost_agent_span(target, name, ctx.run_id, ctx.chain, submitted_ns, exc)
+            lost_agent_span(
+                target,
+                name,
+                ctx.run_id,
+                ctx.chain,
+                submitted_ns,
+                type(exc).__name__,
+                f"actor unavailable: {type(exc).__name__}",
+            )
             return AgentResult(
                 agent=target,
                 status=Outcome.FAILED,
@@ -226,9 +287,18 @@ class AgentActor:
         delegates: list[str],
         system: SystemRef,
         replica: int,
+        trace: TraceOptions,
+        env: dict[str, str] | None = None,
     ) -> None:
         self._name = system.actor_name(spec.name, replica)
-        collector = configure_tracing(self._name)
+        # The config's forwarded variables (provider keys), for litellm and tools to read.
+        os.environ.update(env or {})
+        # Those values and the model's own credentials never reach a span, a log line or a
+        # result.
+        secrets = secret_values_from_env(os.environ, env or ()) | secret_values_in(
+            spec.model.params
+        )
+        collector = configure_tracing(self._name, secrets)
         dispatcher = RayDispatcher(system)
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
         tools, hidden = _build_tools(spec, roster, delegates, dispatcher, ledger)
@@ -241,6 +311,8 @@ class AgentActor:
             events=ledger,
             span_source=collector,
             actor_id=self._name,
+            trace_options=trace,
+            redactor=collector.redactor,
         )
 
     async def ready(self) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""Run-wide shared state: the token budget and progress events of each run.
+"""Run-wide shared state: the token budget, progress events and late spans of each run.
 
 A run's delegation tree spans many actors (parallel branches included), so the budget lives in
-one place. `RunLedger` is plain Python; `agents.actor` hosts it in a Ray actor.
+one place. `RunLedger` is plain Python; `agents.actor` hosts it in an async Ray actor that adds
+waiting (for new events, for the spans of every invocation).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ __all__ = ["EventSink", "Ledger", "RunLedger", "SpanSource"]
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
+_AGENT_SPAN = "invoke_agent "
 
 
 class Ledger(Protocol):
@@ -49,28 +51,42 @@ class _RunBook:
     spent: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped: int = 0
+    started: int = 0  # agent invocations begun (counted even when events are dropped)
     spans: list[dict[str, Any]] = field(default_factory=list)
+    agent_spans: int = 0  # finished `invoke_agent` spans among `spans`
 
 
 class RunLedger:
-    """Budgets and event lists of the runs in flight, keyed by run id."""
+    """Budgets, event lists and late spans of the runs in flight, keyed by run id."""
 
     def __init__(self) -> None:
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
 
-    def open(self, run_id: str, budget: int | None) -> None:
+    def _book(self, run_id: str) -> _RunBook | None:
+        return self._runs.get(run_id) or self._closed.get(run_id)
+
+    def _open_book(self, run_id: str) -> _RunBook:
         # An agent's first event may arrive before `open` (different callers): keep it.
-        book = self._runs.setdefault(run_id, _RunBook(budget=budget))
-        book.budget = budget
+        book = self._runs.get(run_id)
+        if book is None:
+            book = self._runs[run_id] = _RunBook(budget=None)
+        return book
+
+    def open(self, run_id: str, budget: int | None) -> None:
+        self._open_book(run_id).budget = budget
 
     def close(self, run_id: str) -> None:
-        """Stop counting the run; its events and spans stay readable for a while."""
+        """Stop counting the run; its events stay readable for a while."""
         book = self._runs.pop(run_id, None)
         if book is not None:
+            book.spans = []  # collected by now; a finished run's spans live in the store
             self._closed[run_id] = book
             while len(self._closed) > MAX_CLOSED_RUNS:
                 self._closed.popitem(last=False)
+
+    def is_open(self, run_id: str) -> bool:
+        return run_id in self._runs
 
     def tokens_left(self, run_id: str) -> int | None:
         book = self._runs.get(run_id)
@@ -84,29 +100,36 @@ class RunLedger:
             book.spent += tokens
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        book = self._runs.get(run_id) or self._closed.get(run_id)
-        if book is None:  # like events, spans may arrive before `open`
-            book = self._runs[run_id] = _RunBook(budget=None)
+        if run_id in self._closed:
+            return  # too late for the run's record
+        book = self._open_book(run_id)
         book.spans.extend(spans)
+        book.agent_spans += sum(s["name"].startswith(_AGENT_SPAN) for s in spans)
 
-    def trace_state(self, run_id: str) -> tuple[list[dict[str, Any]], int]:
-        """The run's spans so far, and how many agent invocations have started."""
-        book = self._runs.get(run_id) or self._closed.get(run_id)
+    def span_progress(self, run_id: str) -> tuple[int, int]:
+        """How many agent invocations have started, and how many have sent their spans."""
+        book = self._book(run_id)
+        return (book.started, book.agent_spans) if book is not None else (0, 0)
+
+    def take_spans(self, run_id: str) -> list[dict[str, Any]]:
+        """The spans sent so far (each handed out once)."""
+        book = self._book(run_id)
         if book is None:
-            return [], 0
-        return list(book.spans), sum(e.get("type") == "agent_started" for e in book.events)
+            return []
+        spans, book.spans = book.spans, []
+        return spans
 
     def emit(self, run_id: str, event: dict[str, Any]) -> None:
-        book = self._runs.get(run_id)
-        if book is None:
-            if run_id in self._closed:
-                return
-            book = self._runs[run_id] = _RunBook(budget=None)
+        if run_id in self._closed:
+            return
+        book = self._open_book(run_id)
+        if event.get("type") == "agent_started":
+            book.started += 1
         if len(book.events) >= MAX_EVENTS_PER_RUN:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return
         book.events.append(event)
 
     def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
-        book = self._runs.get(run_id) or self._closed.get(run_id)
+        book = self._book(run_id)
         return book.events[after:] if book else []

@@ -25,11 +25,16 @@ class Outcome(StrEnum):
 
 
 class Usage(BaseModel):
-    """Token counts of model calls."""
+    """Token counts and cost of model calls."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
+    cost_usd: float = Field(
+        default=0.0,
+        description="From litellm's local price tables; calls to models it has no price for "
+        "count as 0.",
+    )
 
     @property
     def total_tokens(self) -> int:
@@ -40,6 +45,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             model_calls=self.model_calls + other.model_calls,
+            cost_usd=self.cost_usd + other.cost_usd,
         )
 
 

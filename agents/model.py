@@ -62,6 +62,8 @@ class ModelReply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = None  # None: litellm has no price for this model
+    finish_reason: str | None = None
 
 
 class ModelClient:
@@ -120,9 +122,13 @@ class LiteLLMClient(ModelClient):
             for i, c in enumerate(message.tool_calls or [])
         ]
         usage = getattr(response, "usage", None)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
         return ModelReply(
             content=message.content,
             tool_calls=calls,
             input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            finish_reason=response.choices[0].finish_reason,
         )

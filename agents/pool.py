@@ -13,7 +13,7 @@ from typing import Any
 import ray
 
 from agents.actor import AgentActor, LedgerActor, RayDispatcher, RayLedger, SystemRef
-from agents.spec import AgentSpec
+from agents.spec import AgentSpec, TraceOptions
 
 __all__ = ["AgentPool", "start_pool"]
 
@@ -35,9 +35,7 @@ class AgentPool:
         return RayDispatcher(self.system)
 
 
-def _actor_options(
-    spec: AgentSpec, name: str, namespace: str, env: Mapping[str, str]
-) -> dict[str, Any]:
+def _actor_options(spec: AgentSpec, name: str, namespace: str) -> dict[str, Any]:
     options: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
@@ -50,8 +48,8 @@ def _actor_options(
         options["num_gpus"] = spec.ray.num_gpus
     if spec.ray.resources:
         options["resources"] = dict(spec.ray.resources)
-    if env:
-        options["runtime_env"] = {"env_vars": dict(env)}
+    # Not `runtime_env={"env_vars": ...}` for the forwarded variables: Ray's runtime-env agent
+    # writes those to its log in clear, and they are provider keys. They travel as an argument.
     return options
 
 
@@ -62,8 +60,14 @@ def start_pool(
     namespace: str,
     prefix: str,
     env: Mapping[str, str] | None = None,
+    trace: TraceOptions | None = None,
 ) -> AgentPool:
-    """Create (or find) every actor of the system and wait until each one is warm."""
+    """Create (or find) every actor of the system and wait until each one is warm.
+
+    Args:
+        env: environment variables set in every agent actor; their values are secrets.
+        trace: what the agents' spans record.
+    """
     system = SystemRef(
         namespace=namespace, prefix=prefix, replicas={a.name: a.ray.replicas for a in agents}
     )
@@ -76,8 +80,16 @@ def start_pool(
     for spec in agents:
         actors[spec.name] = [
             AgentActor.options(  # type: ignore[attr-defined]
-                **_actor_options(spec, system.actor_name(spec.name, i), namespace, env or {})
-            ).remote(spec, roster, list(delegates[spec.name]), system, i)
+                **_actor_options(spec, system.actor_name(spec.name, i), namespace)
+            ).remote(
+                spec,
+                roster,
+                list(delegates[spec.name]),
+                system,
+                i,
+                trace or TraceOptions(),
+                dict(env or {}),
+            )
             for i in range(spec.ray.replicas)
         ]
     placement = ray.get(

@@ -20,9 +20,16 @@ from agents.errors import DelegationRefused
 from agents.ledger import EventSink, Ledger, SpanSource
 from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
 from agents.model import ModelClient, ModelReply, ToolCall
-from agents.spec import AgentSpec
+from agents.spec import AgentSpec, TraceOptions
 from agents.tools import Tool, ToolCallContext, ToolOutput
-from tracing import agent_span, chat_span, extract_context, tool_span
+from tracing import (
+    Redactor,
+    agent_span,
+    chat_span,
+    extract_context,
+    record_content,
+    tool_span,
+)
 from tracing import attributes as attr
 
 __all__ = ["AgentRuntime"]
@@ -65,6 +72,8 @@ class AgentRuntime:
         span_source: this process's span collector; an invocation's finished spans go to the
             event sink with its last events.
         actor_id: which worker this is, for results and spans.
+        trace_options: what spans record (message contents are opt-in).
+        redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
     """
 
     spec: AgentSpec
@@ -75,6 +84,8 @@ class AgentRuntime:
     events: EventSink | None = None
     span_source: SpanSource | None = None
     actor_id: str = "local"
+    trace_options: TraceOptions = field(default_factory=TraceOptions)
+    redactor: Redactor = field(default_factory=Redactor)
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
@@ -99,9 +110,14 @@ class AgentRuntime:
                     "ts": time.time(),
                     "agent": self.spec.name,
                     "chain": list(ctx.chain),
-                    **data,
+                    **self.redactor.value(data),
                 },
             )
+
+    def _content(self, span: trace.Span, key: str, value: Any) -> None:
+        options = self.trace_options
+        if options.capture_content and span.is_recording():
+            record_content(span, key, value, options.max_content_chars)
 
     async def invoke(self, delegation: Delegation) -> AgentResult:
         """Run the tool loop for one delegation and report how it ended."""
@@ -118,6 +134,7 @@ class AgentRuntime:
                 extract_context(ctx.trace_context),
             ) as span:
                 trace_id = span.get_span_context().trace_id
+                self._content(span, attr.GEN_AI_INPUT_MESSAGES, delegation.task)
                 try:
                     result = await self._loop(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
@@ -125,6 +142,9 @@ class AgentRuntime:
                 total = result.usage
                 span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
                 span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
+                span.set_attribute(attr.BATON_USAGE_COST, total.cost_usd)
+                if result.output is not None:
+                    self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, result.output)
                 if result.status != Outcome.SUCCEEDED:
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
@@ -166,8 +186,8 @@ class AgentRuntime:
         return AgentResult(
             agent=self.spec.name,
             status=status,
-            output=output,
-            error=error,
+            output=self.redactor.text(output) if output is not None else None,
+            error=self.redactor.text(error) if error is not None else None,
             usage=inv.usage,
             steps=inv.steps,
             started_at=inv.started_at,
@@ -194,20 +214,7 @@ class AgentRuntime:
             reply = reply_or_stop
             if not reply.tool_calls:
                 return self._end(inv, Outcome.SUCCEEDED, output=reply.content or "")
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": reply.content,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in reply.tool_calls
-                    ],
-                }
-            )
+            messages.append(_reply_message(reply))
             outputs = await self._run_tools(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
@@ -243,6 +250,7 @@ class AgentRuntime:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
         with chat_span(self.model.model) as span:
+            self._content(span, attr.GEN_AI_INPUT_MESSAGES, messages)
             try:
                 reply = await asyncio.wait_for(
                     self.model.complete(messages, self._schemas), timeout
@@ -267,8 +275,16 @@ class AgentRuntime:
                 )
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+            if reply.finish_reason:
+                span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
+            if reply.cost_usd is not None:
+                span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
+            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, _reply_message(reply))
         inv.usage = inv.usage + Usage(
-            input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, model_calls=1
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            model_calls=1,
+            cost_usd=reply.cost_usd or 0.0,
         )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
@@ -296,8 +312,12 @@ class AgentRuntime:
     async def _run_tool(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
         ctx = inv.ctx
         self._emit(ctx, "tool_started", tool=call.name, call_id=call.id)
-        with tool_span(call.name, call.id) as span:
+        tool = self._by_name.get(call.name)
+        target = tool.target.name if isinstance(tool, DelegateTool) else None
+        with tool_span(call.name, call.id, delegate_to=target) as span:
+            self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
             out = await self._execute(inv, call)
+            self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             if out.is_error:
                 span.set_status(Status(StatusCode.ERROR, out.content[:200]))
                 span.set_attribute(attr.ERROR_TYPE, "tool_error")
@@ -356,3 +376,18 @@ class AgentRuntime:
             )
         except Exception as exc:
             return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _reply_message(reply: ModelReply) -> dict[str, Any]:
+    """A model reply as the assistant message of the conversation (OpenAI's shape)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in reply.tool_calls
+        ]
+    return message

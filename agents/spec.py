@@ -22,6 +22,7 @@ __all__ = [
     "ModelSpec",
     "RayOptions",
     "Timeouts",
+    "TraceOptions",
 ]
 
 DEFAULT_MAX_DEPTH = 5
@@ -29,6 +30,9 @@ DEFAULT_MAX_STEPS = 10
 DEFAULT_DEADLINE_S = 300.0
 DEFAULT_MAX_PARALLEL_TOOLS = 8
 OFFLINE_MODEL = "baton/offline"
+DEFAULT_MAX_CONTENT_CHARS = 2000
+# Span attribute values are bounded at this size whatever the config says (tracing.records).
+MAX_CONTENT_CHARS = 16_384
 
 AGENT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,47}$"
 
@@ -101,3 +105,16 @@ class Limits(_Strict):
     deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0)
     token_budget: int | None = Field(default=None, ge=1)
     max_parallel_tools: int = Field(default=DEFAULT_MAX_PARALLEL_TOOLS, ge=1, le=256)
+
+
+class TraceOptions(_Strict):
+    """What a run's trace records. Message contents are opt-in; secrets are never recorded."""
+
+    enabled: bool = Field(
+        default=True, description="Record spans; false turns a run's trace (and diagram) off."
+    )
+    capture_content: bool = Field(
+        default=False,
+        description="Record prompts, replies, tool arguments and tool results on spans.",
+    )
+    max_content_chars: int = Field(default=DEFAULT_MAX_CONTENT_CHARS, ge=16, le=MAX_CONTENT_CHARS)

@@ -14,7 +14,7 @@ import ray
 from orchestrator.config import AgentSystem, parse_config
 from orchestrator.engine import Engine
 
-__all__ = ["median_seconds", "start", "system"]
+__all__ = ["engine", "interleaved_medians", "median_seconds", "start", "system"]
 
 
 def start() -> None:
@@ -44,3 +44,20 @@ async def median_seconds(
         await fn()
         samples.append(time.perf_counter() - began)
     return statistics.median(samples)
+
+
+async def interleaved_medians(
+    contenders: list[Callable[[], Awaitable[object]]], *, warmup: int, repeats: int
+) -> list[float]:
+    """Median seconds of each contender, timed in turns (one of each per round), so that a slow
+    patch of the machine affects every contender alike."""
+    for _ in range(warmup):
+        for fn in contenders:
+            await fn()
+    samples: list[list[float]] = [[] for _ in contenders]
+    for _ in range(repeats):
+        for fn, kept in zip(contenders, samples, strict=True):
+            began = time.perf_counter()
+            await fn()
+            kept.append(time.perf_counter() - began)
+    return [statistics.median(kept) for kept in samples]

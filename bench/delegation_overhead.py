@@ -3,6 +3,9 @@ against a floor measured in the same run: bare async Ray actors, each awaiting t
 making the same two `litellm.acompletion` calls to the same built-in model (one before and one
 after its delegation, as an agent does).
 
+Each chain runs twice, with tracing on (the default: every span collected, shipped and returned)
+and with `tracing: {enabled: false}`; the last column is their ratio (target: at most 1.10).
+
 Run: .venv/bin/python bench/delegation_overhead.py
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -19,10 +23,11 @@ import ray
 from agents.messages import Outcome
 from agents.model import LiteLLMClient
 from agents.spec import ModelSpec
-from bench._common import engine, median_seconds, start
+from bench._common import engine, interleaved_medians, start
+from orchestrator.engine import Engine
 
 DEPTHS = tuple(int(d) for d in sys.argv[1:]) or (1, 4, 16)
-REPEATS = 30
+REPEATS = 60
 
 _REPLY = [{"content": "done"}]
 
@@ -45,8 +50,13 @@ class BareAgent:
         return answer
 
 
-def chain_yaml(depth: int) -> str:
-    lines = [f"name: chain{depth}", f"limits: {{max_depth: {depth}, max_steps: 4}}", "agents:"]
+def chain_yaml(depth: int, tracing: bool = True) -> str:
+    lines = [
+        f"name: chain{depth}{'' if tracing else 'dark'}",
+        f"limits: {{max_depth: {depth}, max_steps: 4}}",
+        f"tracing: {{enabled: {str(tracing).lower()}}}",
+        "agents:",
+    ]
     for i in range(1, depth + 1):
         if i < depth:
             replies = (
@@ -65,39 +75,52 @@ def chain_yaml(depth: int) -> str:
     return "\n".join(lines)
 
 
-async def bench_depth(depth: int) -> tuple[float, float]:
+def baton_run(baton: Engine, tracing: bool) -> Callable[[], Awaitable[object]]:
+    async def run() -> None:
+        result = await baton.run("go")
+        assert result.status == Outcome.SUCCEEDED, result.error
+        assert bool(result.spans) == tracing
+
+    return run
+
+
+async def bench_depth(depth: int) -> tuple[float, float, float]:
+    """Median seconds per run of the floor, traced and untraced chains, measured in turns so
+    that drift on the machine affects all three alike."""
     actors: list[object] = []
     nxt = None
     for _ in range(depth):
         nxt = BareAgent.remote(nxt)  # type: ignore[attr-defined]
         actors.append(nxt)
     head = actors[-1]
-    floor = await median_seconds(lambda: head.call.remote("go"), warmup=5, repeats=REPEATS)
-
-    baton = engine(chain_yaml(depth))
-
-    async def run() -> None:
-        result = await baton.run("go")
-        assert result.status == Outcome.SUCCEEDED, result.error
-
-    measured = await median_seconds(run, warmup=5, repeats=REPEATS)
-    baton.stop()
+    traced, dark = engine(chain_yaml(depth, True)), engine(chain_yaml(depth, False))
+    contenders = [
+        lambda: head.call.remote("go"),  # type: ignore[attr-defined]
+        baton_run(traced, True),
+        baton_run(dark, False),
+    ]
+    floor, with_spans, without = await interleaved_medians(contenders, warmup=5, repeats=REPEATS)
+    traced.stop()
+    dark.stop()
     for actor in actors:
         ray.kill(actor)
-    return floor, measured
+    return floor, with_spans, without
 
 
 async def main() -> None:
     start()
-    print(f"{'depth':>5} {'floor ms/deleg':>15} {'baton ms/deleg':>15} {'ratio':>6}")
+    print(
+        f"{'depth':>5} {'floor ms/deleg':>15} {'traced ms/deleg':>16} {'vs floor':>9} "
+        f"{'untraced ms/deleg':>18} {'traced/untraced':>16}"
+    )
     for depth in DEPTHS:
-        floor, measured = await bench_depth(depth)
+        floor, traced, dark = await bench_depth(depth)
         print(
-            f"{depth:>5} {floor * 1000 / depth:>15.2f} {measured * 1000 / depth:>15.2f} "
-            f"{measured / floor:>6.2f}",
+            f"{depth:>5} {floor * 1000 / depth:>15.2f} {traced * 1000 / depth:>16.2f} "
+            f"{traced / floor:>9.2f} {dark * 1000 / depth:>18.2f} {traced / dark:>16.2f}",
             flush=True,
         )
-    print("target: ratio <= 1.5")
+    print("targets: traced vs floor <= 1.5; traced/untraced <= 1.10")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from orchestrator.report import (
 )
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, RunStore, StoredRun
+from tracing import OtlpExport, otlp_export_from_env
 
 __all__ = ["app", "main"]
 
@@ -92,6 +93,7 @@ async def _execute(
 ) -> RunResult:
     """Record the run in the store, run it on Ray, and record how it ended."""
     store = await _open_store(settings.store_url)
+    export = _open_export()
     run_id = uuid.uuid4().hex
     try:
         config = system.config
@@ -100,11 +102,11 @@ async def _execute(
             task,
             agent=options["agent"],
             system=config.name,
-            config=config.model_dump(mode="json"),
+            config=system.public_config(),
         )
         with console.status("starting Ray and the agents…"):
             connect_ray(settings.ray_address, settings.namespace)
-            engine = Engine(system, namespace=settings.namespace, env=env)
+            engine = Engine(system, namespace=settings.namespace, env=env, export=export)
             await asyncio.to_thread(engine.start)
         await store.start(run_id)
         job = asyncio.ensure_future(engine.run(task, run_id=run_id, **options))
@@ -117,6 +119,8 @@ async def _execute(
         return result
     finally:
         await store.close()
+        if export is not None:
+            await asyncio.to_thread(export.shutdown)  # sends what is queued before exiting
 
 
 async def _open_store(url: str) -> RunStore:
@@ -124,6 +128,14 @@ async def _open_store(url: str) -> RunStore:
         return await RunStore.open(url)
     except Exception as exc:
         err.print(f"cannot open the run store {url}: {type(exc).__name__}: {exc}", style="red")
+        raise typer.Exit(2) from None
+
+
+def _open_export() -> OtlpExport | None:
+    try:
+        return otlp_export_from_env(os.environ)
+    except ValueError as exc:
+        err.print(f"cannot export traces: {exc}", style="red")
         raise typer.Exit(2) from None
 
 

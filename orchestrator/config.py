@@ -5,6 +5,7 @@ and report every problem with its file, line and field.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -13,10 +14,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import ConfigError, ConfigIssue, ToolImportError
-from agents.spec import AgentSpec, Limits
+from agents.spec import AgentSpec, Limits, TraceOptions
 from agents.tools import load_function_tool
 from orchestrator.topology import Topology, build_topology
 from orchestrator.yaml_source import Located, parse_yaml
+from tracing import Redactor, secret_values_from_env, secret_values_in
 
 __all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]
 
@@ -31,8 +33,11 @@ class SystemConfig(BaseModel):
     entry: str | None = Field(default=None, description="Default entry agent; the first if unset.")
     allow_cycles: bool = False
     limits: Limits = Field(default_factory=Limits)
+    tracing: TraceOptions = Field(default_factory=TraceOptions)
     env: tuple[str, ...] = Field(
-        default=(), description="Environment variables forwarded to agent actors (provider keys)."
+        default=(),
+        description="Environment variables forwarded to agent actors (provider keys); their "
+        "values are treated as secrets and redacted from spans, logs and the store.",
     )
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
 
@@ -55,6 +60,18 @@ class AgentSystem:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+    def secrets(self, environ: Mapping[str, str]) -> set[str]:
+        """Values never to record: the forwarded variables' and every model's credentials."""
+        found = secret_values_from_env(environ, self.config.env)
+        for agent in self.config.agents:
+            found |= secret_values_in(agent.model.params)
+        return found
+
+    def public_config(self) -> dict[str, Any]:
+        """The config as JSON with credentials (model `api_key`, headers...) replaced, as the
+        run store keeps it."""
+        return Redactor().mapping(self.config.model_dump(mode="json"))
 
     @property
     def fingerprint(self) -> str:

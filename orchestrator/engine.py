@@ -21,7 +21,15 @@ from agents.messages import AgentResult, Delegation, Outcome, RunContext, Usage
 from agents.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
 from orchestrator.routing import RoutingDecision, route
-from tracing import SpanCollector, SpanRecord, configure_tracing, inject_context, workflow_span
+from tracing import (
+    OtlpExport,
+    SpanCollector,
+    SpanRecord,
+    configure_tracing,
+    inject_context,
+    lost_agent_span,
+    workflow_span,
+)
 
 __all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
 
@@ -75,14 +83,28 @@ class Engine:
         namespace: str = "baton",
         env: Mapping[str, str] | None = None,
         entry_grace_s: float = ENTRY_GRACE_S,
+        export: OtlpExport | None = None,
     ) -> None:
+        """
+        Args:
+            system: the validated agent system.
+            namespace: the Ray namespace of the system's actors.
+            env: environment variables for the agent actors (the config's `env:`, read by the
+                caller); their values are secrets, never recorded.
+            entry_grace_s: how long past the deadline to wait for an entry agent that has not
+                stopped by itself.
+            export: where finished runs' spans go besides the result (an OTLP backend).
+        """
         self.system = system
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._entry_grace_s = entry_grace_s
-        self._collector: SpanCollector | None = None
+        self._export = export
+        self._collector: SpanCollector = configure_tracing(
+            "orchestrator", system.secrets(self._env)
+        )
 
     @property
     def pool(self) -> AgentPool:
@@ -93,7 +115,6 @@ class Engine:
     def start(self) -> AgentPool:
         """Start (or find) the system's actors on the connected Ray cluster."""
         if self._pool is None:
-            self._collector = configure_tracing("orchestrator")
             config = self.system.config
             self._pool = start_pool(
                 list(config.agents),
@@ -101,6 +122,7 @@ class Engine:
                 namespace=self.namespace,
                 prefix=f"{config.name}-{self.system.fingerprint}",
                 env=self._env,
+                trace=config.tracing,
             )
             self._dispatcher = self._pool.dispatcher()
         return self._pool
@@ -147,21 +169,25 @@ class Engine:
         if limits.token_budget is not None:
             # Agents on other processes ask the ledger; it must know the budget first.
             await opened
+        recorded = self.system.config.tracing.enabled
         try:
-            with workflow_span(run_id, entry) as span:
+            with workflow_span(run_id, entry, self.system.config.name, record=recorded) as span:
                 trace_id = span.get_span_context().trace_id
                 tree = await self._dispatch_entry(task, entry, ctx)
-            spans = await self._gather_spans(run_id, trace_id, tree)
+            spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
         finally:
             pool.ledger_handle.close.remote(run_id)  # ordered after open: same caller
+        if self._export is not None and spans:
+            self._export.export(spans)
+        redact = self._collector.redactor
         return RunResult(
             run_id=run_id,
             task=task,
             entry_agent=entry,
             routing=decision,
             status=tree.status,
-            output=tree.output,
-            error=tree.error,
+            output=redact.text(tree.output) if tree.output is not None else None,
+            error=redact.text(tree.error) if tree.error is not None else None,
             usage=tree.total_usage(),
             started_at=started,
             duration_s=time.perf_counter() - clock,
@@ -195,6 +221,16 @@ class Engine:
                 ctx.time_left() + self._entry_grace_s,
             )
         except TimeoutError:
+            # Its own spans are stuck with it: record what the orchestrator saw.
+            lost_agent_span(
+                entry,
+                "",
+                run_id,
+                delegation.context.chain,
+                int((ctx.deadline - ctx.limits.deadline_s) * 1e9),
+                "abandoned",
+                f"{entry} did not stop within {self._entry_grace_s:g}s after the deadline",
+            )
             return AgentResult(
                 agent=entry,
                 status=Outcome.LIMIT_EXCEEDED,
@@ -216,34 +252,21 @@ class Engine:
     ) -> list[SpanRecord]:
         """Every span of the run: the orchestrator's own, the entry agent's (in its result), and
         those the sub-agents sent to the ledger before they returned (or were cancelled)."""
-        spans = self._collector.drain(trace_id) if self._collector else []
-        spans += tree.spans
+        spans = self._collector.drain(trace_id) + tree.spans
         tree.spans = []
-
-        def finished(records: list[SpanRecord]) -> int:
-            return sum(s["name"].startswith("invoke_agent ") for s in records)
-
-        # Results made here (refused or abandoned entry, cancellation) have no actor and no span.
-        invocations = sum(1 for node in tree.walk() if node.actor is not None)
-        if tree.status != Outcome.CANCELLED and finished(spans) >= invocations:
+        have = sum(s["name"].startswith("invoke_agent ") for s in spans)
+        # Results made here (refused entry, cancellation) have no actor and no span of their own.
+        expected = sum(1 for node in tree.walk() if node.actor is not None)
+        if tree.status != Outcome.CANCELLED and have >= expected:
             return spans  # a single agent: complete without asking the ledger
-        deadline = time.monotonic() + SPANS_WAIT_S
-        while True:
-            state: tuple[list[SpanRecord], int] = await self.pool.ledger_handle.trace_state.remote(
-                run_id
-            )
-            kept, started = state
-            # Sent before the results were, but from other processes: wait (bounded) for them.
-            if finished(spans) + finished(kept) >= max(invocations, started):
-                return spans + kept
-            if time.monotonic() > deadline:
-                logger.warning(
-                    "run %s: spans of %d invocations did not arrive",
-                    run_id,
-                    max(invocations, started) - finished(spans) - finished(kept),
-                )
-                return spans + kept
-            await asyncio.sleep(0.005)
+        # Sent before the results were, but from other processes: wait (bounded) for them.
+        collected: tuple[
+            list[SpanRecord], int
+        ] = await self.pool.ledger_handle.collect_spans.remote(run_id, have, expected, SPANS_WAIT_S)
+        kept, missing = collected
+        if missing:
+            logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)
+        return spans + kept
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.
@@ -257,7 +280,12 @@ class Engine:
         ray.cancel(ref, recursive=True)
         return True
 
-    async def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
-        """Progress events of a run in flight, from index `after` on."""
-        events: list[dict[str, Any]] = await self.pool.ledger_handle.events.remote(run_id, after)
+    async def events(
+        self, run_id: str, after: int = 0, wait_s: float = 0.0
+    ) -> list[dict[str, Any]]:
+        """Progress events of a run in flight, from index `after` on; with `wait_s`, wait up to
+        that long for the next one rather than return nothing."""
+        events: list[dict[str, Any]] = await self.pool.ledger_handle.events.remote(
+            run_id, after, wait_s
+        )
         return events

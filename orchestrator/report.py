@@ -81,12 +81,16 @@ def _label(node: AgentResult) -> Text:
     label = Text(f"{_MARK[node.status]} {node.agent}", style=f"bold {style}")
     label.append(
         f"  {node.status.value}  {node.duration_s * 1000:.0f} ms  steps {node.steps}  "
-        f"tokens {node.usage.input_tokens}/{node.usage.output_tokens}",
+        f"tokens {node.usage.input_tokens}/{node.usage.output_tokens}{_cost(node.usage.cost_usd)}",
         style="dim",
     )
     if node.error:
         label.append(f"  {node.error[:160]}", style=style)
     return label
+
+
+def _cost(usd: float | None) -> str:
+    return f"  ${usd:.4f}" if usd else ""
 
 
 def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
@@ -119,7 +123,7 @@ def print_run(console: Console, result: RunResult) -> None:
             Group(
                 Text(
                     f"delegation tree · {usage.model_calls} model calls · tokens "
-                    f"{usage.input_tokens} in / {usage.output_tokens} out",
+                    f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage.cost_usd)}",
                     style="bold",
                 ),
                 result_tree(result.tree),
@@ -136,7 +140,16 @@ def _status_style(status: str) -> str:
 
 def print_runs(console: Console, page: RunPage) -> None:
     table = Table(title=f"runs ({len(page.runs)} of {page.total}, newest first)")
-    for column in ("id", "status", "entry", "created", "duration", "tokens in/out", "task"):
+    for column in (
+        "id",
+        "status",
+        "entry",
+        "created",
+        "duration",
+        "tokens in/out",
+        "cost",
+        "task",
+    ):
         table.add_column(column, no_wrap=column != "task", overflow="ellipsis")
     for run in page.runs:
         created = time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at))
@@ -147,6 +160,7 @@ def print_runs(console: Console, page: RunPage) -> None:
             created,
             f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
             f"{run.input_tokens}/{run.output_tokens}",
+            f"${run.cost_usd:.4f}" if run.cost_usd else "-",
             run.task[:60],
         )
     console.print(table)
@@ -164,7 +178,8 @@ def print_stored_run(console: Console, run: StoredRun) -> None:
     )
     console.print(f"task: {run.task}", style="dim")
     console.print(
-        f"tokens {run.input_tokens} in / {run.output_tokens} out · {run.model_calls} model calls",
+        f"tokens {run.input_tokens} in / {run.output_tokens} out · {run.model_calls} model calls"
+        + (f" · ${run.cost_usd:.4f}" if run.cost_usd else ""),
         style="dim",
     )
     if run.tree is not None:
@@ -184,6 +199,7 @@ def _span_label(span: dict[str, Any], origin_ns: int) -> Text:
             f"{attributes.get('gen_ai.usage.output_tokens', 0)}",
             style="dim",
         )
+    label.append(_cost(attributes.get("baton.usage.cost_usd")), style="dim")
     if failed and span.get("status_message"):
         label.append(f"  {str(span['status_message'])[:160]}", style="red")
     for event in span.get("events", []):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -36,3 +37,47 @@ def ray_address() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the session. CI must have it (the Makefile installs it);
+    elsewhere the PostgreSQL tests are skipped when it is not installed."""
+    from tests.postgres import find_pg_bin, postgres_server
+
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; `make test` installs it (apt: postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt: postgresql)")
+    with postgres_server(bin_dir) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh run store URL, on a SQLite file and on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    base: str = request.getfixturevalue("postgres_url")
+    return _fresh_postgres_database(base, tmp_path.name)
+
+
+def _fresh_postgres_database(base: str, name: str) -> str:
+    """A new empty database on the session's server, so tests do not see each other's runs."""
+    import asyncio
+
+    import asyncpg
+
+    database = "t_" + "".join(c if c.isalnum() else "_" for c in name.lower())[:50]
+    plain = base.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def create() -> None:
+        connection = await asyncpg.connect(plain)
+        try:
+            await connection.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+    return base.rsplit("/", 1)[0] + "/" + database

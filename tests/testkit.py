@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import textwrap
 import time
 from pathlib import Path
 
 from orchestrator.config import AgentSystem, parse_config
 
-__all__ = ["FakeOpenAI", "block_loop", "config", "slow_step", "slow_touch", "stamp"]
+__all__ = [
+    "FakeOpenAI",
+    "block_loop",
+    "config",
+    "fail_loudly",
+    "leak_env",
+    "slow_step",
+    "slow_touch",
+    "stamp",
+]
 
 
 async def slow_step(seconds: float) -> str:
@@ -33,10 +43,13 @@ class FakeOpenAI:
     """An OpenAI-compatible chat server on 127.0.0.1, so litellm is exercised over real HTTP.
 
     It asks for `tool` with `arguments` first; once a tool result is in the conversation it
-    answers with text that quotes the result.
+    answers with text that quotes the result. With `reject_after_tool`, it answers that second
+    request as a provider rejecting a key does: 401, quoting the key and the tool result back.
     """
 
-    def __init__(self, tool: str, arguments: dict[str, object]) -> None:
+    def __init__(
+        self, tool: str, arguments: dict[str, object], *, reject_after_tool: bool = False
+    ) -> None:
         import http.server
         import threading
 
@@ -49,8 +62,9 @@ class FakeOpenAI:
                 fake.requests.append(
                     {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
                 )
-                reply = json.dumps(fake.reply(body)).encode()
-                self.send_response(200)
+                status, payload = fake.respond(body, self.headers.get("Authorization") or "")
+                reply = json.dumps(payload).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
@@ -59,7 +73,7 @@ class FakeOpenAI:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.tool, self.arguments = tool, arguments
+        self.tool, self.arguments, self.reject_after_tool = tool, arguments, reject_after_tool
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -67,6 +81,14 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def respond(self, body: dict, authorization: str) -> tuple[int, dict]:
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if results and self.reject_after_tool:
+            key = authorization.removeprefix("Bearer ")
+            message = f"Incorrect API key provided: {key}. While handling: {results[-1]}"
+            return 401, {"error": {"message": message, "type": "invalid_request_error"}}
+        return 200, self.reply(body)
 
     def reply(self, body: dict) -> dict:
         results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
@@ -111,3 +133,89 @@ async def block_loop(seconds: float) -> str:
     """Misbehave: block the actor's event loop, so that nothing in that actor can time out."""
     time.sleep(seconds)  # noqa: ASYNC251 (the point of this tool)
     return "unblocked"
+
+
+def fail_loudly(reason: str) -> str:
+    """Always fail, saying why (a tool whose error a test can look for)."""
+    raise ValueError(f"cannot comply: {reason}")
+
+
+def leak_env(name: str) -> str:
+    """Misbehave: fail with the value of an environment variable in the error message."""
+    raise RuntimeError(f"connection refused with credentials {os.environ.get(name, '?')}")
+
+
+class OtlpReceiver:
+    """An OTLP/HTTP trace receiver on 127.0.0.1 that decodes what exporters send it."""
+
+    def __init__(self) -> None:
+        import gzip
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
+
+        self.spans: list[dict[str, object]] = []
+        self.requests = 0
+        received = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                request = ExportTraceServiceRequest.FromString(body)
+                received.take(request)
+                reply = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200 if self.path == "/v1/traces" else 404)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def take(self, request: object) -> None:
+        from google.protobuf.json_format import MessageToDict
+
+        self.requests += 1
+        for resource_spans in request.resource_spans:  # type: ignore[attr-defined]
+            resource = {
+                a["key"]: next(iter(a["value"].values()))
+                for a in MessageToDict(resource_spans.resource).get("attributes", [])
+            }
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    attributes = {
+                        a["key"]: next(iter(a["value"].values()), None)
+                        for a in MessageToDict(span).get("attributes", [])
+                    }
+                    self.spans.append(
+                        {
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent_span_id": span.parent_span_id.hex() or None,
+                            "name": span.name,
+                            "status": span.status.code,
+                            "attributes": attributes,
+                            "events": [e.name for e in span.events],
+                            "resource": resource,
+                            "scope": scope_spans.scope.name,
+                        }
+                    )
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

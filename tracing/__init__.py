@@ -1,22 +1,48 @@
-"""The record: OpenTelemetry spans and their propagation.
+"""The record: OpenTelemetry spans and their propagation, redaction and export.
 
 Imports neither agents nor orchestrator.
 """
 
 from tracing.collector import SpanCollector, configure_tracing
+from tracing.export import OtlpExport, otlp_export_from_env, readable_span
 from tracing.propagation import extract_context, inject_context
 from tracing.records import SpanRecord, span_record
-from tracing.spans import agent_span, chat_span, lost_agent_span, tool_span, workflow_span
+from tracing.redaction import (
+    REDACTED,
+    Redactor,
+    is_secret_name,
+    secret_values_from_env,
+    secret_values_in,
+)
+from tracing.spans import (
+    agent_span,
+    chat_span,
+    clip,
+    lost_agent_span,
+    record_content,
+    tool_span,
+    workflow_span,
+)
 
 __all__ = [
+    "REDACTED",
+    "OtlpExport",
+    "Redactor",
     "SpanCollector",
     "SpanRecord",
     "agent_span",
     "chat_span",
+    "clip",
     "configure_tracing",
     "extract_context",
     "inject_context",
+    "is_secret_name",
     "lost_agent_span",
+    "otlp_export_from_env",
+    "readable_span",
+    "record_content",
+    "secret_values_from_env",
+    "secret_values_in",
     "span_record",
     "tool_span",
     "workflow_span",

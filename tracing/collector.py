@@ -11,13 +11,16 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
-from tracing.records import SpanRecord, span_record
+from tracing.records import SpanRecord, resource_record, span_record
+from tracing.redaction import Redactor, install_log_redaction, secret_values_from_env
 
 __all__ = ["MAX_SPANS_PER_TRACE", "SpanCollector", "configure_tracing"]
 
@@ -29,12 +32,15 @@ MAX_TRACES = 4096
 
 
 class SpanCollector(SpanProcessor):
-    """Keeps finished spans per trace until they are drained."""
+    """Keeps finished spans per trace until they are drained, redacted and bounded."""
 
-    def __init__(self, role: str) -> None:
+    def __init__(self, role: str, redactor: Redactor | None = None) -> None:
         # Also on each record, in case this collector joined a provider configured elsewhere.
         self.role = role
+        self.redactor = redactor or Redactor()
         self._process = {"baton.process.role": role, "process.pid": os.getpid()}
+        # One per resource (that is, per provider): the same for every span of this process.
+        self._resources: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._spans: OrderedDict[int, list[SpanRecord]] = OrderedDict()
         self.dropped = 0
@@ -44,8 +50,11 @@ class SpanCollector(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            record = span_record(span)
-            record["resource"].update(self._process)
+            resource = self._resources.get(id(span.resource))
+            if resource is None:
+                resource = {**resource_record(span), **self._process}
+                self._resources[id(span.resource)] = resource
+            record = span_record(span, self.redactor, resource)
             trace_id = span.get_span_context().trace_id  # type: ignore[union-attr]
             with self._lock:
                 bucket = self._spans.get(trace_id)
@@ -77,18 +86,25 @@ _lock = threading.Lock()
 _collector: SpanCollector | None = None
 
 
-def configure_tracing(role: str) -> SpanCollector:
-    """Install Baton's tracer provider in this process (once) and return its collector.
+def configure_tracing(role: str, secrets: Iterable[str] = ()) -> SpanCollector:
+    """Install Baton's tracer provider and log redaction in this process (once) and return its
+    collector.
 
     Args:
         role: what this process is ("orchestrator", or the agent actor's name), recorded on
             every span's resource.
+        secrets: values never to record. Later calls add theirs; the values of environment
+            variables whose names say they hold credentials are always included.
     """
     global _collector
     with _lock:
         if _collector is not None:
+            _collector.redactor.add(secrets)
             return _collector
-        collector = SpanCollector(role)
+        redactor = Redactor(secret_values_from_env(os.environ))
+        redactor.add(secrets)
+        install_log_redaction(redactor)
+        collector = SpanCollector(role, redactor)
         resource = Resource.create(
             {"service.name": "baton", "baton.process.role": role, "process.pid": os.getpid()}
         )

@@ -7,47 +7,67 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from tracing.redaction import Redactor
+
 __all__ = ["MAX_ATTRIBUTES", "MAX_ATTRIBUTE_CHARS", "MAX_EVENTS", "SpanRecord", "span_record"]
 
 SpanRecord = dict[str, Any]
 
 MAX_ATTRIBUTES = 64
-MAX_ATTRIBUTE_CHARS = 4096
+MAX_ATTRIBUTE_CHARS = 16_384
 MAX_EVENTS = 32
 
 
-def _value(value: Any) -> Any:
+def _value(value: Any, redact: Redactor | None) -> Any:
     if isinstance(value, str):
+        if redact is not None:
+            value = redact.text(value)
         return value if len(value) <= MAX_ATTRIBUTE_CHARS else value[:MAX_ATTRIBUTE_CHARS] + "…"
     if isinstance(value, tuple | list):
-        return [_value(v) for v in list(value)[:MAX_ATTRIBUTES]]
+        return [_value(v, redact) for v in list(value)[:MAX_ATTRIBUTES]]
     return value
 
 
-def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+def _attributes(attributes: Mapping[str, Any] | None, redact: Redactor | None) -> dict[str, Any]:
     if not attributes:
         return {}
-    return {k: _value(v) for k, v in list(attributes.items())[:MAX_ATTRIBUTES]}
+    return {k: _value(v, redact) for k, v in list(attributes.items())[:MAX_ATTRIBUTES]}
 
 
-def span_record(span: ReadableSpan) -> SpanRecord:
-    """A finished span as a JSON-ready dict (ids in hex, times in Unix nanoseconds)."""
+def resource_record(span: ReadableSpan) -> dict[str, Any]:
+    """The attributes of the resource (the process) that made `span`."""
+    return _attributes(span.resource.attributes, None)
+
+
+def span_record(
+    span: ReadableSpan,
+    redact: Redactor | None = None,
+    resource: dict[str, Any] | None = None,
+) -> SpanRecord:
+    """A finished span as a JSON-ready dict (ids in hex, times in Unix nanoseconds), bounded in
+    size, with every string passed through `redact`. `resource` saves recomputing the process's
+    resource attributes for each span."""
     context = span.get_span_context()
     parent = span.parent
+    status = span.status.description
     return {
         "trace_id": f"{context.trace_id:032x}" if context else "",
         "span_id": f"{context.span_id:016x}" if context else "",
         "parent_span_id": f"{parent.span_id:016x}" if parent else None,
-        "name": span.name,
+        "name": _value(span.name, redact),
         "kind": span.kind.name,
         "start_ns": span.start_time or 0,
         "end_ns": span.end_time or 0,
         "status": span.status.status_code.name,
-        "status_message": span.status.description,
-        "attributes": _attributes(span.attributes),
+        "status_message": _value(status, redact) if status is not None else None,
+        "attributes": _attributes(span.attributes, redact),
         "events": [
-            {"name": e.name, "time_ns": e.timestamp, "attributes": _attributes(e.attributes)}
+            {
+                "name": e.name,
+                "time_ns": e.timestamp,
+                "attributes": _attributes(e.attributes, redact),
+            }
             for e in list(span.events)[:MAX_EVENTS]
         ],
-        "resource": _attributes(span.resource.attributes),
+        "resource": resource if resource is not None else resource_record(span),
     }

@@ -4,33 +4,94 @@ configured these spans cost almost nothing, and the process that configures an S
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 
 from tracing import attributes as attr
 
-__all__ = ["agent_span", "chat_span", "lost_agent_span", "tool_span", "workflow_span"]
+__all__ = [
+    "agent_span",
+    "chat_span",
+    "clip",
+    "lost_agent_span",
+    "record_content",
+    "tool_span",
+    "workflow_span",
+]
 
 _tracer = trace.get_tracer("baton")
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more chars]"
+
+
+def record_content(span: Span, key: str, value: Any, limit: int) -> None:
+    """Record message content on `span` (callers check that content capture is on)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    span.set_attribute(key, clip(text, limit))
+
+
 @contextmanager
-def workflow_span(run_id: str, entry_agent: str) -> Iterator[Span]:
+def workflow_span(
+    run_id: str, entry_agent: str, workflow: str, *, record: bool = True
+) -> Iterator[Span]:
+    """The root span of a run. With `record=False` the run gets an unsampled trace context:
+    every span below it, in every process, is a no-op (the W3C flags carry the decision)."""
+    if not record:
+        unsampled = SpanContext(
+            trace_id=random.getrandbits(128) or 1,
+            span_id=random.getrandbits(64) or 1,
+            is_remote=False,
+            trace_flags=TraceFlags(TraceFlags.DEFAULT),
+        )
+        with trace.use_span(NonRecordingSpan(unsampled)) as span:
+            yield span
+        return
     with _tracer.start_as_current_span(
         "invoke_workflow baton",
         kind=SpanKind.INTERNAL,
         attributes={
             attr.GEN_AI_OPERATION_NAME: "invoke_workflow",
+            attr.GEN_AI_WORKFLOW_NAME: workflow,
             attr.BATON_RUN_ID: run_id,
             attr.GEN_AI_CONVERSATION_ID: run_id,
             attr.GEN_AI_AGENT_NAME: entry_agent,
         },
     ) as span:
         yield span
+
+
+def _agent_attributes(
+    agent: str, actor_id: str, run_id: str, chain: tuple[str, ...]
+) -> dict[str, Any]:
+    return {
+        attr.GEN_AI_OPERATION_NAME: "invoke_agent",
+        attr.GEN_AI_AGENT_NAME: agent,
+        attr.GEN_AI_AGENT_ID: actor_id,
+        attr.BATON_RUN_ID: run_id,
+        attr.GEN_AI_CONVERSATION_ID: run_id,
+        attr.BATON_DELEGATION_DEPTH: len(chain),
+        attr.BATON_DELEGATION_CHAIN: list(chain),
+    }
 
 
 @contextmanager
@@ -41,38 +102,36 @@ def agent_span(
         f"invoke_agent {agent}",
         context=parent,
         kind=SpanKind.INTERNAL,
-        attributes={
-            attr.GEN_AI_OPERATION_NAME: "invoke_agent",
-            attr.GEN_AI_AGENT_NAME: agent,
-            attr.GEN_AI_AGENT_ID: actor_id,
-            attr.BATON_RUN_ID: run_id,
-            attr.GEN_AI_CONVERSATION_ID: run_id,
-            attr.BATON_DELEGATION_DEPTH: len(chain),
-            attr.BATON_DELEGATION_CHAIN: list(chain),
-        },
+        attributes=_agent_attributes(agent, actor_id, run_id, chain),
     ) as span:
         yield span
 
 
 @contextmanager
-def tool_span(tool: str, call_id: str) -> Iterator[Span]:
-    with _tracer.start_as_current_span(
-        f"execute_tool {tool}",
-        attributes={
-            attr.GEN_AI_OPERATION_NAME: "execute_tool",
-            attr.GEN_AI_TOOL_NAME: tool,
-            attr.GEN_AI_TOOL_CALL_ID: call_id,
-        },
-    ) as span:
+def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Iterator[Span]:
+    attributes: dict[str, Any] = {
+        attr.GEN_AI_OPERATION_NAME: "execute_tool",
+        attr.GEN_AI_TOOL_NAME: tool,
+        attr.GEN_AI_TOOL_CALL_ID: call_id,
+        attr.GEN_AI_TOOL_TYPE: "function",
+    }
+    if delegate_to is not None:
+        attributes[attr.BATON_DELEGATION_TARGET] = delegate_to
+    with _tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes) as span:
         yield span
 
 
 @contextmanager
 def chat_span(model: str) -> Iterator[Span]:
+    provider, sep, _ = model.partition("/")
+    attributes: dict[str, Any] = {
+        attr.GEN_AI_OPERATION_NAME: "chat",
+        attr.GEN_AI_REQUEST_MODEL: model,
+    }
+    if sep:
+        attributes[attr.GEN_AI_PROVIDER_NAME] = provider
     with _tracer.start_as_current_span(
-        f"chat {model}",
-        kind=SpanKind.CLIENT,
-        attributes={attr.GEN_AI_OPERATION_NAME: "chat", attr.GEN_AI_REQUEST_MODEL: model},
+        f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes
     ) as span:
         yield span
 
@@ -83,22 +142,19 @@ def lost_agent_span(
     run_id: str,
     chain: tuple[str, ...],
     start_ns: int,
-    error: BaseException,
+    error_type: str,
+    message: str,
 ) -> None:
-    """An `invoke_agent` span for an invocation whose actor died before it could report."""
+    """An error `invoke_agent` span for an invocation that could not report its own (its actor
+    died, or it was abandoned past the deadline), made by whoever saw it go."""
     span = _tracer.start_span(
         f"invoke_agent {agent}",
         kind=SpanKind.INTERNAL,
         start_time=start_ns,
         attributes={
-            attr.GEN_AI_OPERATION_NAME: "invoke_agent",
-            attr.GEN_AI_AGENT_NAME: agent,
-            attr.GEN_AI_AGENT_ID: actor_id,
-            attr.BATON_RUN_ID: run_id,
-            attr.BATON_DELEGATION_DEPTH: len(chain),
-            attr.BATON_DELEGATION_CHAIN: list(chain),
-            attr.ERROR_TYPE: type(error).__name__,
+            **_agent_attributes(agent, actor_id, run_id, chain),
+            attr.ERROR_TYPE: error_type,
         },
     )
-    span.set_status(Status(StatusCode.ERROR, f"actor unavailable: {type(error).__name__}"))
+    span.set_status(Status(StatusCode.ERROR, message))
     span.end()

@@ -13,7 +13,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, event, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.messages import Outcome
@@ -45,6 +45,7 @@ class StoredRun(BaseModel):
     input_tokens: int
     output_tokens: int
     model_calls: int
+    cost_usd: float
     created_at: float
     started_at: float | None
     finished_at: float | None
@@ -66,6 +67,17 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    # WAL lets readers go on while a run is written; the busy timeout makes concurrent writers
+    # (runs finishing together) wait for the lock instead of failing.
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
 class RunStore:
     """Runs, newest first, with their status, input, output, error, usage and config."""
 
@@ -76,7 +88,9 @@ class RunStore:
     @classmethod
     async def open(cls, url: str = DEFAULT_STORE_URL) -> RunStore:
         """Connect to the store at `url` and migrate its schema to the newest revision."""
-        engine = create_async_engine(url)
+        engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
+        if engine.dialect.name == "sqlite":
+            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         async with engine.begin() as connection:
             await connection.run_sync(_upgrade)
         return cls(engine)
@@ -120,6 +134,7 @@ class RunStore:
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
             model_calls=result.usage.model_calls,
+            cost_usd=result.usage.cost_usd,
             started_at=result.started_at,
             finished_at=result.started_at + result.duration_s,
             duration_s=result.duration_s,

@@ -55,8 +55,23 @@ def test_spans_and_started_invocations_are_reported_together() -> None:
     ledger.open("r", None)
     ledger.emit("r", {"type": "agent_started"})
     ledger.emit("r", {"type": "agent_started"})
+    ledger.emit("r", {"type": "agent_started"})
     ledger.keep_spans("r", [{"name": "invoke_agent b"}, {"name": "chat m"}])
+    assert ledger.span_progress("r") == (3, 2)
+    assert [s["name"] for s in ledger.take_spans("r")] == [
+        "invoke_agent a",
+        "invoke_agent b",
+        "chat m",
+    ]
+    assert ledger.take_spans("r") == []  # handed out once
     ledger.close("r")
-    spans, started = ledger.trace_state("r")
-    assert [s["name"] for s in spans] == ["invoke_agent a", "invoke_agent b", "chat m"]
-    assert started == 2
+    ledger.keep_spans("r", [{"name": "invoke_agent late"}])  # too late for the record: dropped
+    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2)
+
+
+def test_started_invocations_are_counted_past_the_event_bound() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    for _ in range(MAX_EVENTS_PER_RUN + 3):
+        ledger.emit("r", {"type": "agent_started"})
+    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -10,6 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
+from orchestrator.store import RunStore
+from tests.testkit import OtlpReceiver
 
 runner = CliRunner(env={"COLUMNS": "160"})
 
@@ -35,25 +38,35 @@ def test_check_lists_every_error_with_file_and_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
-def test_run_prints_the_answer_and_the_tree_and_records_the_run(
+def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trace(
     ray_address: str, tmp_path: Path
 ) -> None:
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
-    env = {**os.environ, "RAY_ADDRESS": ray_address, "COLUMNS": "160", "BATON_STORE_URL": store_url}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "run",
-            "Research the history of Ray, check the facts, and calculate 2 + 2",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+    receiver = OtlpReceiver()
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray_address,
+        "COLUMNS": "160",
+        "BATON_STORE_URL": store_url,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+    }
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "run",
+                "Research the history of Ray, check the facts, and calculate 2 + 2",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+    finally:
+        receiver.close()
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "succeeded" in out and "calculate: 4" in out
@@ -80,6 +93,28 @@ def test_run_prints_the_answer_and_the_tree_and_records_the_run(
     assert "trace · 17 spans" in traced.output
     for name in ("invoke_workflow baton", "invoke_agent fact_checker", "execute_tool calculate"):
         assert f"✓ {name}" in traced.output
+
+    # The same spans went to the OTLP backend over HTTP, as one trace with the same tree.
+    stored = asyncio.run(_stored_spans(store_url, run_id))
+    exported = {s["span_id"]: s for s in receiver.spans}
+    assert len(exported) == len(stored) == 17
+    assert {s["trace_id"] for s in receiver.spans} == {stored[0]["trace_id"]}
+    for span in stored:
+        sent = exported[span["span_id"]]
+        assert (sent["name"], sent["parent_span_id"]) == (span["name"], span["parent_span_id"])
+        assert sent["resource"]["service.name"] == "baton" and sent["scope"] == "baton"
+    assert len({s["resource"]["process.pid"] for s in receiver.spans}) >= 4
+    chat = next(s for s in receiver.spans if s["name"] == "chat baton/offline")
+    assert chat["attributes"]["gen_ai.operation.name"] == "chat"
+    assert int(chat["attributes"]["gen_ai.usage.input_tokens"]) > 0
+
+
+async def _stored_spans(url: str, run_id: str) -> list[dict[str, object]]:
+    store = await RunStore.open(url)
+    try:
+        return await store.spans(run_id)
+    finally:
+        await store.close()
 
 
 def test_show_names_a_run_that_is_not_in_the_store(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import litellm
 import pytest
 import ray
 
@@ -234,13 +235,14 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
 ) -> None:
     fake = FakeOpenAI("calculate", {"expression": "2 ** 10"})
     try:
+        # A model litellm has a local price for, served by the fake: the run has a cost.
         engine = start_engine(
             config(f"""
             agents:
               - name: remote
                 tools: [agents.toolkit:calculate]
                 model:
-                  name: openai/fake-model
+                  name: openai/gpt-4o-mini
                   params: {{api_base: "{fake.base_url}", api_key: sk-test}}
         """)
         )
@@ -255,6 +257,12 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
     tools = first["body"]["tools"]  # type: ignore[index]
     assert tools[0]["function"]["name"] == "calculate"
     assert result.usage.input_tokens == 22 and result.usage.output_tokens == 14
+    price = litellm.model_cost["gpt-4o-mini"]
+    per_call = 11 * price["input_cost_per_token"] + 7 * price["output_cost_per_token"]
+    assert result.usage.cost_usd == pytest.approx(2 * per_call)
+    chats = [s for s in result.spans if s["name"] == "chat openai/gpt-4o-mini"]
+    assert [s["attributes"]["baton.usage.cost_usd"] for s in chats] == pytest.approx([per_call] * 2)
+    assert chats[0]["attributes"]["gen_ai.provider.name"] == "openai"
 
 
 async def test_cancelling_a_run_stops_every_agent_working_on_it(

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -42,7 +41,7 @@ def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
         status=status,
         output="42" if status == Outcome.SUCCEEDED else None,
         error=None if status == Outcome.SUCCEEDED else "budget spent",
-        usage=Usage(input_tokens=30, output_tokens=12, model_calls=2),
+        usage=Usage(input_tokens=30, output_tokens=12, model_calls=2, cost_usd=0.0125),
         started_at=time.time(),
         duration_s=0.25,
         tree=tree,
@@ -50,8 +49,8 @@ def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
     )
 
 
-async def test_a_run_round_trips_through_a_sqlite_file(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+async def test_a_run_round_trips_through_the_store(store_url: str) -> None:
+    url = store_url
     store = await RunStore.open(url)
     await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
     assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
@@ -65,6 +64,7 @@ async def test_a_run_round_trips_through_a_sqlite_file(tmp_path: Path) -> None:
     assert run is not None
     assert (run.status, run.output, run.entry_agent) == ("succeeded", "42", "coordinator")
     assert (run.input_tokens, run.output_tokens, run.model_calls) == (30, 12, 2)
+    assert run.cost_usd == pytest.approx(0.0125)
     assert run.config == {"name": "x"}
     assert run.tree is not None and run.tree["agent"] == "coordinator"
     assert run.duration_s == pytest.approx(0.25)
@@ -75,8 +75,8 @@ async def test_a_run_round_trips_through_a_sqlite_file(tmp_path: Path) -> None:
     assert spans[1] == _result("r1").spans[0]  # every field round-trips
 
 
-async def test_runs_list_newest_first_with_filters_and_pages(tmp_path: Path) -> None:
-    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> None:
+    store = await RunStore.open(store_url)
     for i in range(5):
         await store.add(f"r{i}", "task", agent=None, system="s", config={})
         await store.finish(_result(f"r{i}", Outcome.SUCCEEDED if i % 2 else Outcome.FAILED))
@@ -88,8 +88,8 @@ async def test_runs_list_newest_first_with_filters_and_pages(tmp_path: Path) -> 
     await store.close()
 
 
-async def test_unfinished_runs_are_marked_interrupted_with_the_reason(tmp_path: Path) -> None:
-    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url: str) -> None:
+    store = await RunStore.open(store_url)
     await store.add("queued", "t", agent=None, system="s", config={})
     await store.add("running", "t", agent=None, system="s", config={})
     await store.start("running")

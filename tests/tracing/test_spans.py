@@ -56,7 +56,7 @@ async def test_delegation_spans_nest_under_the_calling_tool_span(
         LiteLLMClient(ModelSpec()),
         [DelegateTool("boss", helper.card(), True, ContextOnlyDispatcher(helper_rt))],
     )
-    with workflow_span("run-9", "boss") as root:
+    with workflow_span("run-9", "boss", "test") as root:
         ctx = RunContext(run_id="run-9", deadline=time.time() + 30, limits=Limits())
         await boss.invoke(
             Delegation(task="do the chores", context=ctx.enter("boss", inject_context()))

@@ -1,0 +1,98 @@
+"""Secrets never appear anywhere: not in output, spans, the store, exported traces or logs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import ray
+
+from tests.testkit import FakeOpenAI, OtlpReceiver
+
+pytestmark = pytest.mark.ray
+
+KEY = "sk-canary-7fQz2LmN0pXw4RtY"  # the model's API key, written in the YAML
+ENV_SECRET = "canary-env-value-93ab71"  # a forwarded variable's value
+
+
+def _ray_logs() -> Path:
+    node = ray._private.worker.global_worker.node  # the session's own log directory
+    return Path(node.get_session_dir_path()) / "logs"
+
+
+def _files_containing(root: Path, needles: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            found += [f"{path}: {n}" for n in needles if n.encode() in data]
+    return found
+
+
+def test_a_failed_run_leaves_no_trace_of_its_keys(ray_address: str, tmp_path: Path) -> None:
+    fake = FakeOpenAI("leak_env", {"name": "BATON_CANARY_SECRET"}, reject_after_tool=True)
+    receiver = OtlpReceiver()
+    leaky = tmp_path / "leaky.yaml"
+    leaky.write_text(f"""
+name: leaky
+env: [BATON_CANARY_SECRET]
+tracing: {{capture_content: true}}
+agents:
+  - name: leaky
+    tools: [tests.testkit:leak_env]
+    model:
+      name: openai/gpt-4o-mini
+      params: {{api_base: "{fake.base_url}", api_key: "{KEY}"}}
+""")
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    store = store_dir / "runs.db"
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray_address,
+        "BATON_STORE_URL": f"sqlite+aiosqlite:///{store}",
+        "BATON_CANARY_SECRET": ENV_SECRET,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "COLUMNS": "200",
+    }
+
+    def baton(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+
+    try:
+        ran = baton("run", "connect to the archive", "--config", str(leaky), "--json")
+    finally:
+        fake.close()
+        receiver.close()
+    assert ran.returncode == 1, ran.stderr
+    # The provider did see the key, and the tool did leak the variable into the conversation.
+    assert fake.requests[0]["auth"] == f"Bearer {KEY}"
+    assert any(ENV_SECRET in str(m) for m in fake.requests[1]["body"]["messages"])  # type: ignore[index]
+    assert '"status": "failed"' in ran.stdout and "AuthenticationError" in ran.stdout
+    assert "[REDACTED]" in ran.stdout
+
+    run_id = __import__("json").loads(ran.stdout)["run_id"]
+    shown, traced, listed = baton("show", run_id), baton("trace", run_id), baton("runs")
+    assert "trace ·" in traced.stdout and receiver.spans
+    needles = (KEY, ENV_SECRET)
+    seen = {
+        "run output": ran.stdout + ran.stderr,
+        "baton show": shown.stdout + shown.stderr,
+        "baton trace": traced.stdout + traced.stderr,
+        "baton runs": listed.stdout + listed.stderr,
+        "exported spans": str(receiver.spans),
+    }
+    leaks = [f"{where}: {n}" for where, text in seen.items() for n in needles if n in text]
+    leaks += _files_containing(store_dir, needles)  # the store file and its journal included
+    leaks += _files_containing(_ray_logs(), needles)
+    assert leaks == []

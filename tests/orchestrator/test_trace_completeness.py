@@ -1,0 +1,118 @@
+"""No span is lost: hundreds of delegations, concurrent runs, and the store that keeps them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from agents.messages import Outcome
+from orchestrator.engine import Engine, RunResult
+from orchestrator.store import RunStore
+from tests.testkit import config
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+FAN = 50  # delegations per step
+STEPS = 4  # delegating steps per run
+RUNS = 3  # concurrent runs
+
+_BATCH = (
+    "["
+    + ", ".join(f"{{name: delegate_to_worker, arguments: {{task: part {i}}}}}" for i in range(FAN))
+    + "]"
+)
+WIDE = f"""
+name: wide
+limits: {{max_steps: 10, max_parallel_tools: 16}}
+agents:
+  - name: hub
+    delegates: [worker]
+    model:
+      name: baton/scripted
+      params:
+        replies: [{", ".join([f"{{tool_calls: {_BATCH}}}"] * STEPS)}, {{content: all done}}]
+  - name: worker
+    description: does one part
+    ray: {{replicas: 2}}
+"""
+
+
+@pytest.fixture(scope="module")
+def wide_engine(ray_address: str) -> Iterator[Engine]:
+    engine = Engine(config(WIDE), namespace="baton-tests")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
+    wide_engine: Engine, store_url: str
+) -> None:
+    store = await RunStore.open(store_url)
+    try:
+        ids = [f"wide-{i}-{time.monotonic_ns()}" for i in range(RUNS)]
+        for run_id in ids:
+            await store.add(run_id, "fan out", agent=None, system="wide", config={})
+
+        async def run_and_record(run_id: str) -> RunResult:
+            result = await wide_engine.run("fan out", run_id=run_id)
+            await store.finish(result)  # the runs are written concurrently
+            return result
+
+        results = await asyncio.gather(*(run_and_record(i) for i in ids))
+        stored = {run_id: await store.spans(run_id) for run_id in ids}
+    finally:
+        await store.close()
+
+    delegations = FAN * STEPS
+    for result in results:
+        assert result.status == Outcome.SUCCEEDED, result.error
+        assert result.tree is not None and len(result.tree.children) == delegations
+        names = Counter(s["name"] for s in result.spans)
+        assert names == {
+            "invoke_workflow baton": 1,
+            "invoke_agent hub": 1,
+            "chat baton/scripted": STEPS + 1,
+            "execute_tool delegate_to_worker": delegations,
+            "invoke_agent worker": delegations,
+            "chat baton/offline": delegations,
+        }
+        assert len({s["trace_id"] for s in result.spans}) == 1
+        by_id = {s["span_id"]: s for s in result.spans}
+        assert all(
+            s["parent_span_id"] in by_id
+            for s in result.spans
+            if s["name"] != "invoke_workflow baton"
+        )
+        # Every span, and nothing from another run, is in the store.
+        kept = stored[result.run_id]
+        assert sorted(s["span_id"] for s in kept) == sorted(by_id)
+    assert len({s["trace_id"] for r in results for s in r.spans}) == RUNS
+
+
+async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_spans(
+    ray_address: str,
+) -> None:
+    engine = Engine(
+        config("""
+        name: dark
+        tracing: {enabled: false}
+        agents:
+          - {name: boss, delegates: [helper], description: boss}
+          - {name: helper, description: helps with chores}
+    """),
+        namespace="baton-tests",
+    )
+    engine.start()
+    try:
+        result = await engine.run("do the chores")
+    finally:
+        engine.stop()
+    assert result.status == Outcome.SUCCEEDED
+    assert result.tree is not None and [c.agent for c in result.tree.children] == ["helper"]
+    assert result.spans == []
+    assert result.duration_s < 1.0  # no wait for spans that will never come

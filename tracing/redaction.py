@@ -1,0 +1,153 @@
+"""Secret redaction: no API key or configured secret reaches a span, a log line or the store.
+
+Each process builds one `Redactor` from what it knows to be secret: the values of the
+environment variables a config names, model parameters such as `api_key`, and any environment
+variable whose name says it holds a credential. Well-known key shapes (`sk-...`, bearer tokens)
+are caught too, as a safety net for keys nobody declared.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "install_log_redaction",
+    "is_secret_name",
+    "secret_values_from_env",
+    "secret_values_in",
+]
+
+REDACTED = "[REDACTED]"
+# Shorter values would redact ordinary words; no real credential is this short.
+_MIN_SECRET_CHARS = 6
+# A name says "credential" when its last part does: OPENAI_API_KEY, HF_TOKEN, x-api-key,
+# Authorization, db_password; but not max_tokens or token_budget.
+_SECRET_NAME = re.compile(
+    r"(?:^|[_\-.])(?:api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|secret[_\-]?key"
+    r"|secret|token|password|passwd|credentials?|authorization|auth)$",
+    re.I,
+)
+_KEY_SHAPES = re.compile(
+    r"sk-[A-Za-z0-9_\-]{16,}"  # OpenAI, Anthropic and many compatible servers
+    r"|(?i:bearer)\s+[A-Za-z0-9._\-~+/]{16,}=*"
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable or parameter name says that its value is a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values_from_env(environ: Mapping[str, str], names: Iterable[str] = ()) -> set[str]:
+    """Values of the named variables, and of every variable whose name says it is a secret."""
+    named = set(names)
+    return {value for key, value in environ.items() if key in named or is_secret_name(key)}
+
+
+def secret_values_in(data: Any) -> set[str]:
+    """String values found under secret-sounding keys anywhere inside `data` (model params)."""
+    found: set[str] = set()
+    if isinstance(data, Mapping):
+        for key, item in data.items():
+            if isinstance(item, str) and is_secret_name(str(key)):
+                found.add(item)
+                # "Bearer <token>": the token alone may show up elsewhere too.
+                found.add(item.split(" ", 1)[-1])
+            else:
+                found |= secret_values_in(item)
+    elif isinstance(data, list | tuple):
+        for item in data:
+            found |= secret_values_in(item)
+    return found
+
+
+class Redactor:
+    """Replaces known secret values and well-known key shapes with `[REDACTED]`."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Also redact these values from now on."""
+        fresh = {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_CHARS}
+        with self._lock:
+            if fresh <= self._secrets:
+                return
+            self._secrets |= fresh
+            # Longest first, so that a secret containing another is replaced whole.
+            ordered = sorted(self._secrets, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def text(self, value: str) -> str:
+        pattern = self._pattern
+        if pattern is not None:
+            value = pattern.sub(REDACTED, value)
+        return _KEY_SHAPES.sub(REDACTED, value)
+
+    def value(self, value: Any) -> Any:
+        """`value` with every string inside it redacted (dicts, lists and tuples walked)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v) for v in value)
+        return value
+
+    def mapping(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of `data` in which values under secret-sounding keys are replaced whole."""
+        out: dict[str, Any] = {}
+        for key, item in data.items():
+            if is_secret_name(str(key)) and item not in (None, ""):
+                out[key] = REDACTED
+            elif isinstance(item, Mapping):
+                out[key] = self.mapping(item)
+            elif isinstance(item, list | tuple):
+                out[key] = [
+                    self.mapping(v) if isinstance(v, Mapping) else self.value(v) for v in item
+                ]
+            else:
+                out[key] = self.value(item)
+        return out
+
+
+_installed: Redactor | None = None
+
+
+def install_log_redaction(redactor: Redactor) -> None:
+    """Redact every log record this process creates, whatever logger or handler it goes to.
+
+    The message is formatted with its arguments and redacted at creation time; an attached
+    exception's traceback is formatted and redacted then too.
+    """
+    global _installed
+    if _installed is not None:
+        return
+    _installed = redactor
+    base = logging.getLogRecordFactory()
+    formatter = logging.Formatter()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = base(*args, **kwargs)
+        try:
+            record.msg = redactor.text(record.getMessage())
+            record.args = None
+            if record.exc_info and record.exc_info[0] is not None:
+                record.exc_text = redactor.text(formatter.formatException(record.exc_info))
+        except Exception:  # a record that cannot be formatted is left for logging to report
+            pass
+        return record
+
+    logging.setLogRecordFactory(factory)
