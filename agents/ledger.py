@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-__all__ = ["EventSink", "Ledger", "RunLedger", "SpanSource"]
+__all__ = ["EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
 _AGENT_SPAN = "invoke_agent "
+
+# Whether the ledger is counting a run, has finished it (events still readable), or has never
+# heard of it (not started yet, or finished long ago).
+RunState = Literal["open", "closed", "unknown"]
 
 
 class Ledger(Protocol):
@@ -85,8 +89,17 @@ class RunLedger:
             while len(self._closed) > MAX_CLOSED_RUNS:
                 self._closed.popitem(last=False)
 
-    def is_open(self, run_id: str) -> bool:
-        return run_id in self._runs
+    def state(self, run_id: str) -> RunState:
+        if run_id in self._runs:
+            return "open"
+        return "closed" if run_id in self._closed else "unknown"
+
+    def finish(self, run_id: str, final: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+        """Record the run's last event and close it; return all its events with their ids."""
+        if run_id not in self._closed:
+            self.emit(run_id, final)
+        self.close(run_id)
+        return self.numbered(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
         book = self._runs.get(run_id)
@@ -133,3 +146,7 @@ class RunLedger:
     def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
         book = self._book(run_id)
         return book.events[after:] if book else []
+
+    def numbered(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """Events after id `after`, each with its id (its 1-based position: ids never change)."""
+        return list(enumerate(self.events(run_id, after), start=after + 1))

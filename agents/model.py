@@ -11,6 +11,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
+from agents.safety import RemoteModelsForbidden, check_model_allowed, forbid_remote_models
 from agents.spec import ModelSpec
 
 __all__ = [
@@ -22,31 +23,6 @@ __all__ = [
     "configure_litellm",
     "forbid_remote_models",
 ]
-
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-_remote_models_allowed = True
-
-
-class RemoteModelsForbidden(RuntimeError):
-    """A model call would have left this machine while remote models are forbidden."""
-
-
-def forbid_remote_models() -> None:
-    """Refuse every model call except Baton's built-in models and servers on loopback.
-
-    Test suites call this in every process (Ray's `worker_process_setup_hook` included), so that
-    no test can reach a real provider by accident.
-    """
-    global _remote_models_allowed
-    _remote_models_allowed = False
-
-
-def _is_local(spec: ModelSpec) -> bool:
-    if spec.name.startswith("baton/"):
-        return True
-    base = str(spec.params.get("api_base") or spec.params.get("base_url") or "")
-    host = base.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0] if base else ""
-    return host in _LOOPBACK_HOSTS or base.split("://", 1)[-1].startswith("[::1]")
 
 
 @dataclass(frozen=True)
@@ -106,8 +82,7 @@ class LiteLLMClient(ModelClient):
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
-        if not _remote_models_allowed and not _is_local(self.spec):
-            raise RemoteModelsForbidden(f"model {self.spec.name!r} would call a remote provider")
+        check_model_allowed(self.spec)
         kwargs: dict[str, Any] = dict(self.spec.params)
         if tools:
             kwargs["tools"] = tools

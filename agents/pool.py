@@ -12,7 +12,8 @@ from typing import Any
 
 import ray
 
-from agents.actor import AgentActor, LedgerActor, RayDispatcher, RayLedger, SystemRef
+from agents.actor import AgentActor, RayDispatcher, SystemRef
+from agents.ledger_actor import LedgerActor, RayLedger
 from agents.spec import AgentSpec, TraceOptions
 
 __all__ = ["AgentPool", "start_pool"]
@@ -35,11 +36,12 @@ class AgentPool:
         return RayDispatcher(self.system)
 
 
-def _actor_options(spec: AgentSpec, name: str, namespace: str) -> dict[str, Any]:
+def _actor_options(spec: AgentSpec, name: str, namespace: str, detached: bool) -> dict[str, Any]:
     options: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
         "get_if_exists": True,
+        "lifetime": "detached" if detached else None,
         "num_cpus": spec.ray.num_cpus,
         "max_concurrency": spec.ray.max_concurrency,
         "max_restarts": spec.ray.max_restarts,
@@ -61,18 +63,25 @@ def start_pool(
     prefix: str,
     env: Mapping[str, str] | None = None,
     trace: TraceOptions | None = None,
+    detached: bool = False,
+    forbid_remote: bool = False,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
     Args:
         env: environment variables set in every agent actor; their values are secrets.
         trace: what the agents' spans record.
+        detached: whether the actors outlive this driver (see `Engine`).
+        forbid_remote: the agents may call only built-in models and servers on loopback.
     """
     system = SystemRef(
         namespace=namespace, prefix=prefix, replicas={a.name: a.ray.replicas for a in agents}
     )
     ledger = LedgerActor.options(  # type: ignore[attr-defined]
-        name=system.ledger_name, namespace=namespace, get_if_exists=True
+        name=system.ledger_name,
+        namespace=namespace,
+        get_if_exists=True,
+        lifetime="detached" if detached else None,
     ).remote()
     ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]
@@ -80,7 +89,7 @@ def start_pool(
     for spec in agents:
         actors[spec.name] = [
             AgentActor.options(  # type: ignore[attr-defined]
-                **_actor_options(spec, system.actor_name(spec.name, i), namespace)
+                **_actor_options(spec, system.actor_name(spec.name, i), namespace, detached)
             ).remote(
                 spec,
                 roster,
@@ -89,6 +98,7 @@ def start_pool(
                 i,
                 trace or TraceOptions(),
                 dict(env or {}),
+                forbid_remote,
             )
             for i in range(spec.ray.replicas)
         ]

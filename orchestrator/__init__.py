@@ -1,9 +1,20 @@
-"""Doors and rules: config loading and checks, routing, the run engine, and the CLI."""
+"""Doors and rules: config loading and checks, routing, the run engine, the store and the CLI.
+
+`Engine` and `connect_ray` are imported on first use: they bring in Ray and litellm, which
+commands that only read the store (`baton runs`, `baton show`) do not need.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.config import AgentSystem, SystemConfig, load_config, parse_config
-from orchestrator.engine import AUTO, Engine, RunResult, connect_ray
-from orchestrator.routing import RoutingDecision, route
+from orchestrator.results import RunResult
+from orchestrator.routing import AUTO, RoutingDecision, route
 from orchestrator.topology import Topology, build_topology
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine, connect_ray
 
 __all__ = [
     "AUTO",
@@ -19,3 +30,13 @@ __all__ = [
     "parse_config",
     "route",
 ]
+
+_LAZY = {"Engine", "connect_ray"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from orchestrator import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")

@@ -3,30 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
-import uuid
+import socket
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import httpx
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from agents.errors import ConfigError
+from orchestrator.client import ApiError, BatonClient
 from orchestrator.config import AgentSystem, default_config_path, load_config
-from orchestrator.engine import Engine, RunResult, connect_ray
 from orchestrator.report import (
     print_issues,
-    print_run,
+    print_run_view,
     print_runs,
-    print_stored_run,
     print_topology,
     print_trace,
 )
-from orchestrator.settings import Settings
+from orchestrator.routing import AUTO
+from orchestrator.schemas import RunRequest, RunView, run_view
+from orchestrator.settings import Settings, is_loopback
 from orchestrator.store import RunPage, RunStore, StoredRun
-from tracing import OtlpExport, otlp_export_from_env
+from tracing import OtlpExport, configure_tracing, otlp_export_from_env
+
+if TYPE_CHECKING:
+    from orchestrator.service import RunService
 
 __all__ = ["app", "main"]
 
@@ -66,61 +71,12 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
     console.print(f"{system.source}: ok", style="bold green")
 
 
-async def _follow(engine: Engine, run_id: str, job: asyncio.Future[RunResult]) -> RunResult:
-    """Print progress events until the run ends."""
-    seen = 0
-    with console.status("running…") as status:
-        while True:
-            await asyncio.wait({job}, timeout=0.1)
-            with contextlib.suppress(Exception):  # progress is best effort
-                events = await engine.events(run_id, seen)
-                seen += len(events)
-                # Batches from different actors arrive in any order; show each poll in time order.
-                for event in sorted(events, key=lambda e: e["ts"]):
-                    _show_event(event)
-                status.update(f"running… {seen} events")
-            if job.done():
-                return job.result()
-
-
-async def _execute(
-    settings: Settings,
-    system: AgentSystem,
-    env: dict[str, str],
-    task: str,
-    options: dict[str, Any],
-    progress: bool,
-) -> RunResult:
-    """Record the run in the store, run it on Ray, and record how it ended."""
-    store = await _open_store(settings.store_url)
-    export = _open_export()
-    run_id = uuid.uuid4().hex
+def _open_export() -> OtlpExport | None:
     try:
-        config = system.config
-        await store.add(
-            run_id,
-            task,
-            agent=options["agent"],
-            system=config.name,
-            config=system.public_config(),
-        )
-        with console.status("starting Ray and the agents…"):
-            connect_ray(settings.ray_address, settings.namespace)
-            engine = Engine(system, namespace=settings.namespace, env=env, export=export)
-            await asyncio.to_thread(engine.start)
-        await store.start(run_id)
-        job = asyncio.ensure_future(engine.run(task, run_id=run_id, **options))
-        try:
-            result = await (_follow(engine, run_id, job) if progress else job)
-        except BaseException as exc:  # Ctrl-C included: the run is recorded, not lost
-            await store.fail(run_id, f"{type(exc).__name__}: {exc}".rstrip(": "))
-            raise
-        await store.finish(result)
-        return result
-    finally:
-        await store.close()
-        if export is not None:
-            await asyncio.to_thread(export.shutdown)  # sends what is queued before exiting
+        return otlp_export_from_env(os.environ)
+    except ValueError as exc:
+        err.print(f"cannot export traces: {exc}", style="red")
+        raise typer.Exit(2) from None
 
 
 async def _open_store(url: str) -> RunStore:
@@ -131,16 +87,8 @@ async def _open_store(url: str) -> RunStore:
         raise typer.Exit(2) from None
 
 
-def _open_export() -> OtlpExport | None:
-    try:
-        return otlp_export_from_env(os.environ)
-    except ValueError as exc:
-        err.print(f"cannot export traces: {exc}", style="red")
-        raise typer.Exit(2) from None
-
-
 def _show_event(event: dict[str, Any]) -> None:
-    kind, agent = event["type"], event["agent"]
+    kind, agent = event.get("type"), event.get("agent")
     if kind == "agent_started":
         console.print(
             f"[cyan]→[/] {agent}" + (f" (from {event['caller']})" if event.get("caller") else "")
@@ -153,6 +101,55 @@ def _show_event(event: dict[str, Any]) -> None:
         console.print(f"[yellow]⊘[/] {agent} -> {event['target']}: {event['message']}")
 
 
+async def _run_here(
+    settings: Settings, system: AgentSystem, request: RunRequest, progress: bool
+) -> RunView:
+    """Run through an in-process run service: the same life cycle and record as `baton serve`."""
+    from orchestrator.service import ServiceLimits, open_service  # Ray and litellm: slow imports
+
+    env = {name: os.environ[name] for name in system.config.env if name in os.environ}
+    await (await _open_store(settings.store_url)).close()  # a clear error before Ray starts
+    async with open_service(
+        system,
+        store_url=settings.store_url,
+        ray_address=settings.ray_address,
+        namespace=settings.namespace,
+        owner=f"cli:{socket.gethostname()}:{os.getpid()}",
+        env=env,
+        export=_open_export(),
+        limits=ServiceLimits(max_concurrent_runs=1, max_queued_runs=0),
+        forbid_remote_models=settings.forbid_remote_models,
+    ) as service:
+        run, _ = await service.submit(request)
+        with console.status("starting Ray and the agents…") as status:
+            async for item in service.events(run.id):
+                if item is not None:
+                    status.update("running…")
+                    if progress:
+                        _show_event(item[1])
+        return run_view(await service.get(run.id))
+
+
+async def _run_there(
+    server: str, api_key: str | None, body: dict[str, Any], progress: bool
+) -> RunView:
+    """Submit to a running service and follow its events."""
+    async with BatonClient(server, api_key) as client:
+        try:
+            run = await client.submit(body)
+            with console.status("running…"):
+                async for event in client.events(run["id"]):
+                    if progress:
+                        _show_event(event)
+            return RunView.model_validate(await client.get(run["id"]))
+        except ApiError as exc:
+            err.print(f"{server}: {exc}", style="red")
+            raise typer.Exit(2) from None
+        except httpx.TransportError as exc:
+            err.print(f"cannot reach {server}: {type(exc).__name__}: {exc}", style="red")
+            raise typer.Exit(2) from None
+
+
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the team should do.")],
@@ -163,24 +160,108 @@ def run(
     config: ConfigOption = None,
     budget: Annotated[int | None, typer.Option(help="Run-wide token budget.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Run deadline in seconds.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Submit to a running Baton service at this URL (default: $BATON_SERVER) "
+            "instead of running here; its key comes from $BATON_API_KEY."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
 ) -> None:
-    """Run a task on Ray (a local instance unless RAY_ADDRESS is set) and print the result."""
+    """Run a task and print the answer and the delegation tree. Here: on Ray (a local instance
+    unless RAY_ADDRESS is set), recorded in the run store; with --server: on that service."""
     settings = Settings()
-    system = _load(config, settings)
-    if agent and agent != "auto" and agent not in system.topology.graph:
+    body = {"task": task, "agent": agent, "token_budget": budget, "deadline_s": deadline}
+    try:
+        request = RunRequest.model_validate(body)
+    except ValidationError as exc:
         err.print(
-            f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
+            f"invalid run: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", style="red"
+        )
+        raise typer.Exit(2) from None
+    server = server or settings.server
+    if server:
+        view = asyncio.run(
+            _run_there(server, settings.api_key, request.model_dump(exclude_none=True), not as_json)
+        )
+    else:
+        system = _load(config, settings)
+        if agent and agent != AUTO and agent not in system.topology.graph:
+            err.print(
+                f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
+            )
+            raise typer.Exit(2)
+        view = asyncio.run(_run_here(settings, system, request, not as_json))
+    if as_json:
+        typer.echo(view.model_dump_json(indent=2))
+    else:
+        print_run_view(console, view)
+    raise typer.Exit(0 if view.status == "succeeded" else 1)
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+) -> None:
+    """Serve the HTTP API (and its agents on Ray) until stopped."""
+    settings = Settings()
+    host = host or settings.host
+    port = settings.port if port is None else port
+    keys = settings.accepted_keys()
+    if not is_loopback(host) and not keys:
+        err.print(
+            f"refusing to listen on {host} without API keys: set BATON_API_KEYS "
+            "(comma-separated) or BATON_API_KEYS_FILE, or listen on 127.0.0.1",
+            style="red",
         )
         raise typer.Exit(2)
+    system = _load(config, settings)
+
+    import uvicorn  # slow imports (FastAPI, Ray, litellm), after the checks
+
+    from orchestrator.api import ApiOptions, create_app
+    from orchestrator.service import ServiceLimits, open_service
+
+    configure_tracing("orchestrator", keys)  # the keys are secrets: never in a log or span
     env = {name: os.environ[name] for name in system.config.env if name in os.environ}
-    options = {"agent": agent, "token_budget": budget, "deadline_s": deadline}
-    result = asyncio.run(_execute(settings, system, env, task, options, progress=not as_json))
-    if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
-    else:
-        print_run(console, result)
-    raise typer.Exit(0 if result.status == "succeeded" else 1)
+    export = _open_export()
+    limits = ServiceLimits(
+        max_concurrent_runs=settings.max_concurrent_runs,
+        max_queued_runs=settings.max_queued_runs,
+        lease_s=settings.lease_s,
+        heartbeat_s=settings.sse_heartbeat_s,
+    )
+
+    def service() -> AbstractAsyncContextManager[RunService]:
+        return open_service(
+            system,
+            store_url=settings.store_url,
+            ray_address=settings.ray_address,
+            namespace=settings.namespace,
+            owner=settings.instance_id or f"{socket.gethostname()}:{port}",
+            env=env,
+            export=export,
+            limits=limits,
+            detached=True,
+            forbid_remote_models=settings.forbid_remote_models,
+        )
+
+    api = create_app(
+        system,
+        service,
+        ApiOptions(
+            api_keys=keys,
+            rate_limit_per_s=settings.rate_limit_per_s,
+            rate_limit_burst=settings.rate_limit_burst,
+            max_body_bytes=settings.max_body_bytes,
+        ),
+    )
+    uvicorn.run(api, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
 
 
 @app.command()
@@ -216,7 +297,7 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.
     if stored is None:
         err.print(f"no run {run_id!r} in the store", style="red")
         raise typer.Exit(1)
-    print_stored_run(console, stored)
+    print_run_view(console, run_view(stored))
 
 
 @app.command("trace")

@@ -12,15 +12,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import ray
-from pydantic import BaseModel, Field
 from ray.exceptions import TaskCancelledError
 
 from agents.errors import DelegationRefused
 from agents.guard import check_delegation
-from agents.messages import AgentResult, Delegation, Outcome, RunContext, Usage
+from agents.ledger import RunState
+from agents.messages import AgentResult, Delegation, Outcome, RunContext
 from agents.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
-from orchestrator.routing import RoutingDecision, route
+from orchestrator.results import RunResult
+from orchestrator.routing import AUTO, RoutingDecision, route
 from tracing import (
     OtlpExport,
     SpanCollector,
@@ -31,32 +32,37 @@ from tracing import (
     workflow_span,
 )
 
-__all__ = ["AUTO", "Engine", "RunResult", "connect_ray"]
+__all__ = ["Engine", "connect_ray", "final_event", "run_event"]
 
 logger = logging.getLogger(__name__)
 
-AUTO = "auto"
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
 # How long a finished run waits for spans still on their way from agent actors.
 SPANS_WAIT_S = 3.0
 
 
-class RunResult(BaseModel):
-    """How a run ended, with the whole delegation tree."""
+def run_event(kind: str, agent: str, **data: Any) -> dict[str, Any]:
+    """A run-level progress event, shaped like the agents' own."""
+    return {"type": kind, "ts": time.time(), "agent": agent, "chain": [], **data}
 
-    run_id: str
-    task: str
-    entry_agent: str
-    routing: RoutingDecision | None = None
-    status: Outcome
-    output: str | None = None
-    error: str | None = None
-    usage: Usage = Field(default_factory=Usage)
-    started_at: float
-    duration_s: float
-    tree: AgentResult | None = None
-    spans: list[SpanRecord] = Field(default_factory=list)
+
+def final_event(result: RunResult | None, entry: str, error: str | None = None) -> dict[str, Any]:
+    """The `run_finished` event: how the run ended, its answer or error, usage and duration.
+    With no result (the run broke off), a failure with `error`."""
+    if result is None:
+        return run_event(
+            "run_finished", entry, status=Outcome.FAILED.value, error=error or "run broke off"
+        )
+    return run_event(
+        "run_finished",
+        entry,
+        status=result.status.value,
+        output=result.output,
+        error=result.error,
+        usage=result.usage.model_dump(),
+        duration_s=result.duration_s,
+    )
 
 
 def connect_ray(address: str | None, namespace: str) -> None:
@@ -84,6 +90,8 @@ class Engine:
         env: Mapping[str, str] | None = None,
         entry_grace_s: float = ENTRY_GRACE_S,
         export: OtlpExport | None = None,
+        detached: bool = False,
+        forbid_remote_models: bool = False,
     ) -> None:
         """
         Args:
@@ -94,14 +102,23 @@ class Engine:
             entry_grace_s: how long past the deadline to wait for an entry agent that has not
                 stopped by itself.
             export: where finished runs' spans go besides the result (an OTLP backend).
+            detached: start the actors detached from this process, so that they outlive it
+                (a service restarting, or several service replicas sharing them); without it,
+                the actors end with this process.
+            forbid_remote_models: the agents may call only Baton's built-in models and model
+                servers on loopback (test suites set it).
         """
         self.system = system
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
+        self._active: set[str] = set()  # runs between the start and the end of `run`
+        self._cancelled: set[str] = set()  # active runs asked to stop
         self._entry_grace_s = entry_grace_s
         self._export = export
+        self._detached = detached
+        self._forbid_remote = forbid_remote_models
         self._collector: SpanCollector = configure_tracing(
             "orchestrator", system.secrets(self._env)
         )
@@ -123,9 +140,19 @@ class Engine:
                 prefix=f"{config.name}-{self.system.fingerprint}",
                 env=self._env,
                 trace=config.tracing,
+                detached=self._detached,
+                forbid_remote=self._forbid_remote,
             )
             self._dispatcher = self._pool.dispatcher()
         return self._pool
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    async def ping(self, timeout_s: float = 2.0) -> None:
+        """Raise unless the system's ledger actor answers within `timeout_s` (Ray is up)."""
+        await asyncio.wait_for(self.pool.ledger_handle.events.remote("-"), timeout_s)
 
     def stop(self) -> None:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
@@ -151,8 +178,15 @@ class Engine:
         run_id: str | None = None,
         token_budget: int | None = None,
         deadline_s: float | None = None,
+        finish: bool = True,
     ) -> RunResult:
-        """Run `task` to its end; refusals and failures are results, not exceptions."""
+        """Run `task` to its end; refusals and failures are results, not exceptions.
+
+        Args:
+            finish: close the run's event log when it ends. False leaves it open for the
+                caller to record the result first and then call `finish` (so that whoever
+                sees the `run_finished` event finds the run recorded).
+        """
         pool = self.start()
         run_id = run_id or uuid.uuid4().hex
         limits = self.system.config.limits
@@ -165,35 +199,53 @@ class Engine:
         entry, decision = self.choose_entry(task, agent)
         started, clock = time.time(), time.perf_counter()
         ctx = RunContext(run_id=run_id, deadline=started + limits.deadline_s, limits=limits)
-        opened = pool.ledger_handle.open.remote(run_id, limits.token_budget)
-        if limits.token_budget is not None:
-            # Agents on other processes ask the ledger; it must know the budget first.
-            await opened
+        first = run_event(
+            "run_started",
+            entry,
+            routing=decision.model_dump(mode="json") if decision else None,
+        )
+        # Awaited: agents on other processes ask the ledger about the budget, and the first
+        # event must come before any agent's.
+        await pool.ledger_handle.open.remote(run_id, limits.token_budget, first)
         recorded = self.system.config.tracing.enabled
+        result: RunResult | None = None
+        self._active.add(run_id)
         try:
             with workflow_span(run_id, entry, self.system.config.name, record=recorded) as span:
                 trace_id = span.get_span_context().trace_id
                 tree = await self._dispatch_entry(task, entry, ctx)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
+            if self._export is not None and spans:
+                self._export.export(spans)
+            redact = self._collector.redactor
+            result = RunResult(
+                run_id=run_id,
+                task=task,
+                entry_agent=entry,
+                routing=decision,
+                status=tree.status,
+                output=redact.text(tree.output) if tree.output is not None else None,
+                error=redact.text(tree.error) if tree.error is not None else None,
+                usage=tree.total_usage(),
+                started_at=started,
+                duration_s=time.perf_counter() - clock,
+                tree=tree,
+                spans=spans,
+            )
         finally:
-            pool.ledger_handle.close.remote(run_id)  # ordered after open: same caller
-        if self._export is not None and spans:
-            self._export.export(spans)
-        redact = self._collector.redactor
-        return RunResult(
-            run_id=run_id,
-            task=task,
-            entry_agent=entry,
-            routing=decision,
-            status=tree.status,
-            output=redact.text(tree.output) if tree.output is not None else None,
-            error=redact.text(tree.error) if tree.error is not None else None,
-            usage=tree.total_usage(),
-            started_at=started,
-            duration_s=time.perf_counter() - clock,
-            tree=tree,
-            spans=spans,
+            self._active.discard(run_id)
+            self._cancelled.discard(run_id)
+            if finish:
+                await self.finish(run_id, final_event(result, entry))
+        return result
+
+    async def finish(self, run_id: str, final: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+        """Add the run's `run_finished` event, close its event log, and return every event of
+        the run with its id."""
+        events: list[tuple[int, dict[str, Any]]] = await self.pool.ledger_handle.finish.remote(
+            run_id, final
         )
+        return events
 
     async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
         known = entry in self.system.topology.graph
@@ -210,14 +262,21 @@ class Engine:
             return AgentResult(agent=entry, status=Outcome.FAILED, error=refused.message)
         delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
         run_id = ctx.run_id
+        started_at = ctx.deadline - ctx.limits.deadline_s
+        if run_id in self._cancelled:
+            return AgentResult(
+                agent=entry, status=Outcome.CANCELLED, error="run cancelled", started_at=started_at
+            )
+
+        def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
+            self._inflight[run_id] = ref
+            if run_id in self._cancelled:  # asked to stop while the call was being made
+                ray.cancel(ref, recursive=True)
+
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
             return await asyncio.wait_for(
-                self._dispatcher.dispatch(
-                    entry,
-                    delegation,
-                    on_submit=lambda ref: self._inflight.__setitem__(run_id, ref),
-                ),
+                self._dispatcher.dispatch(entry, delegation, on_submit=submitted),
                 ctx.time_left() + self._entry_grace_s,
             )
         except TimeoutError:
@@ -235,14 +294,14 @@ class Engine:
                 agent=entry,
                 status=Outcome.LIMIT_EXCEEDED,
                 error=f"{entry} did not return within {self._entry_grace_s:g}s after the deadline",
-                started_at=ctx.deadline - ctx.limits.deadline_s,
+                started_at=started_at,
             )
         except TaskCancelledError:
             return AgentResult(
                 agent=entry,
                 status=Outcome.CANCELLED,
                 error="run cancelled",
-                started_at=ctx.deadline - ctx.limits.deadline_s,
+                started_at=started_at,
             )
         finally:
             self._inflight.pop(run_id, None)
@@ -269,23 +328,27 @@ class Engine:
         return spans + kept
 
     def cancel(self, run_id: str) -> bool:
-        """Cancel a run in flight: every agent working on it, across actors, is stopped.
+        """Cancel a run in flight: every agent working on it, across actors, is stopped. A run
+        whose entry agent has not been called yet ends cancelled without calling it.
 
         Returns False when the run is not (or no longer) running here.
         """
-        ref = self._inflight.get(run_id)
-        if ref is None:
+        if run_id not in self._active:
             return False
-        # recursive: the delegations the entry agent started are cancelled too.
-        ray.cancel(ref, recursive=True)
+        self._cancelled.add(run_id)
+        ref = self._inflight.get(run_id)
+        if ref is not None:
+            # recursive: the delegations the entry agent started are cancelled too.
+            ray.cancel(ref, recursive=True)
         return True
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
-    ) -> list[dict[str, Any]]:
-        """Progress events of a run in flight, from index `after` on; with `wait_s`, wait up to
-        that long for the next one rather than return nothing."""
-        events: list[dict[str, Any]] = await self.pool.ledger_handle.events.remote(
-            run_id, after, wait_s
-        )
-        return events
+    ) -> tuple[list[tuple[int, dict[str, Any]]], RunState]:
+        """A run's progress events with ids above `after`, and the state of its event log
+        (`open`, `closed`, or `unknown`: not started, or finished long ago). With `wait_s`,
+        wait up to that long for a new event rather than return none."""
+        answer: tuple[
+            list[tuple[int, dict[str, Any]]], RunState
+        ] = await self.pool.ledger_handle.events.remote(run_id, after, wait_s)
+        return answer

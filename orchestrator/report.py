@@ -14,14 +14,13 @@ from rich.tree import Tree
 from agents.errors import ConfigIssue
 from agents.messages import AgentResult, Outcome
 from orchestrator.config import AgentSystem
-from orchestrator.engine import RunResult
-from orchestrator.store import RunPage, StoredRun
+from orchestrator.schemas import RunView
+from orchestrator.store import RunPage
 
 __all__ = [
     "print_issues",
-    "print_run",
+    "print_run_view",
     "print_runs",
-    "print_stored_run",
     "print_topology",
     "print_trace",
     "result_tree",
@@ -107,30 +106,6 @@ def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
     return branch
 
 
-def print_run(console: Console, result: RunResult) -> None:
-    style = _STYLE[result.status]
-    body = result.output if result.status == Outcome.SUCCEEDED else (result.error or "")
-    title = f"run {result.run_id} · {result.status.value} · {result.duration_s:.2f}s"
-    console.print(Panel(Text(body or "(empty)"), title=title, border_style=style))
-    if result.routing is not None:
-        console.print(
-            f"routed to {result.entry_agent}: {result.routing.reason} {result.routing.scores}",
-            style="dim",
-        )
-    if result.tree is not None:
-        usage = result.usage
-        console.print(
-            Group(
-                Text(
-                    f"delegation tree · {usage.model_calls} model calls · tokens "
-                    f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage.cost_usd)}",
-                    style="bold",
-                ),
-                result_tree(result.tree),
-            )
-        )
-
-
 def _status_style(status: str) -> str:
     try:
         return _STYLE[Outcome(status)]
@@ -166,7 +141,8 @@ def print_runs(console: Console, page: RunPage) -> None:
     console.print(table)
 
 
-def print_stored_run(console: Console, run: StoredRun) -> None:
+def print_run_view(console: Console, run: RunView) -> None:
+    """A run: its answer or error in a panel, then usage, routing and the delegation tree."""
     body = run.output if run.status == Outcome.SUCCEEDED.value else (run.error or "")
     duration = f" · {run.duration_s:.2f}s" if run.duration_s is not None else ""
     console.print(
@@ -176,14 +152,24 @@ def print_stored_run(console: Console, run: StoredRun) -> None:
             border_style=_status_style(run.status),
         )
     )
-    console.print(f"task: {run.task}", style="dim")
-    console.print(
-        f"tokens {run.input_tokens} in / {run.output_tokens} out · {run.model_calls} model calls"
-        + (f" · ${run.cost_usd:.4f}" if run.cost_usd else ""),
-        style="dim",
-    )
+    console.print(f"task: {run.task}", style="dim", soft_wrap=True)
+    if run.routing is not None:
+        console.print(
+            f"routed to {run.entry_agent}: {run.routing.get('reason')} {run.routing.get('scores')}",
+            style="dim",
+        )
+    usage = run.usage
     if run.tree is not None:
-        console.print(result_tree(AgentResult.model_validate(run.tree)))
+        console.print(
+            Group(
+                Text(
+                    f"delegation tree · {usage.model_calls} model calls · tokens "
+                    f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage.cost_usd)}",
+                    style="bold",
+                ),
+                result_tree(run.tree),
+            )
+        )
 
 
 def _span_label(span: dict[str, Any], origin_ns: int) -> Text:

@@ -13,7 +13,10 @@ from pydantic import BaseModel
 from agents.spec import AgentCard
 from agents.text import terms
 
-__all__ = ["RoutingDecision", "route"]
+__all__ = ["AUTO", "RoutingDecision", "route"]
+
+# The `agent` value that asks for routing by capabilities.
+AUTO = "auto"
 
 CAPABILITY_WEIGHT = 3
 NAME_WEIGHT = 2

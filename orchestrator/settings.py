@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "is_loopback"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps a service reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class Settings(BaseSettings):
@@ -24,3 +36,49 @@ class Settings(BaseSettings):
     ray_address: str | None = Field(
         default=None, validation_alias=AliasChoices("RAY_ADDRESS", "BATON_RAY_ADDRESS")
     )
+
+    # The HTTP service (`baton serve`).
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    api_keys: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="Accepted bearer keys, comma-separated."
+    )
+    api_keys_file: Path | None = Field(default=None, description="One accepted key per line.")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_concurrent_runs: int = Field(default=32, ge=1)
+    max_queued_runs: int = Field(default=1000, ge=0)
+    rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests per key.")
+    rate_limit_burst: int = Field(default=200, ge=1)
+    sse_heartbeat_s: float = Field(default=15.0, gt=0)
+    lease_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A run whose service instance has not renewed its lease for this long is "
+        "marked interrupted by another instance.",
+    )
+    instance_id: str | None = Field(
+        default=None, description="Names this service instance (default: host name and port)."
+    )
+    forbid_remote_models: bool = Field(
+        default=False,
+        description="Agents may call only built-in models and servers on loopback (tests).",
+    )
+    server: str | None = Field(default=None, description="`baton run --server` default URL.")
+    api_key: str | None = Field(default=None, description="The key `baton run --server` sends.")
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(k.strip() for k in value.split(",") if k.strip())
+        return value
+
+    def accepted_keys(self) -> tuple[str, ...]:
+        """`api_keys` plus the lines of `api_keys_file` (blank lines and `#` comments skipped)."""
+        keys = list(self.api_keys)
+        if self.api_keys_file is not None:
+            for line in self.api_keys_file.read_text(encoding="utf-8").splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    keys.append(line)
+        return tuple(keys)

@@ -10,9 +10,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest
 
-from agents.model import forbid_remote_models
+from agents.safety import forbid_remote_models
 
 forbid_remote_models()
+# And in every `baton` process the tests start (their agents included).
+os.environ["BATON_FORBID_REMOTE_MODELS"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +33,7 @@ def ray_address() -> Iterator[str]:
         logging_level="ERROR",
         log_to_driver=False,
         # Enforced in every worker too: no test reaches a real model provider.
-        runtime_env={"worker_process_setup_hook": "agents.model.forbid_remote_models"},
+        runtime_env={"worker_process_setup_hook": "agents.safety.forbid_remote_models"},
     )
     try:
         yield ray.get_runtime_context().gcs_address

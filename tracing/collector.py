@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from tracing.records import SpanRecord, resource_record, span_record
 from tracing.redaction import Redactor, install_log_redaction, secret_values_from_env
+from tracing.spans import TRACER_NAME
 
 __all__ = ["MAX_SPANS_PER_TRACE", "SpanCollector", "configure_tracing"]
 
@@ -32,7 +33,12 @@ MAX_TRACES = 4096
 
 
 class SpanCollector(SpanProcessor):
-    """Keeps finished spans per trace until they are drained, redacted and bounded."""
+    """Keeps finished spans per trace until they are drained, redacted and bounded.
+
+    Only traces that hold a Baton span (a run's) are kept: spans that other libraries make in
+    the same process (FastAPI's, for each HTTP request) would otherwise pile up undrained. A
+    library span inside a run (an MCP client call, say) is kept, being in the run's trace.
+    """
 
     def __init__(self, role: str, redactor: Redactor | None = None) -> None:
         # Also on each record, in case this collector joined a provider configured elsewhere.
@@ -43,19 +49,29 @@ class SpanCollector(SpanProcessor):
         self._resources: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._spans: OrderedDict[int, list[SpanRecord]] = OrderedDict()
+        self._runs: OrderedDict[int, None] = OrderedDict()  # traces with a Baton span
         self.dropped = 0
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        pass
+        scope = span.instrumentation_scope
+        if scope is not None and scope.name == TRACER_NAME:
+            trace_id = span.get_span_context().trace_id
+            with self._lock:
+                self._runs[trace_id] = None
+                self._runs.move_to_end(trace_id)
+                if len(self._runs) > MAX_TRACES:
+                    self._runs.popitem(last=False)
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
+            trace_id = span.get_span_context().trace_id  # type: ignore[union-attr]
+            if trace_id not in self._runs:
+                return  # not part of a run
             resource = self._resources.get(id(span.resource))
             if resource is None:
                 resource = {**resource_record(span), **self._process}
                 self._resources[id(span.resource)] = resource
             record = span_record(span, self.redactor, resource)
-            trace_id = span.get_span_context().trace_id  # type: ignore[union-attr]
             with self._lock:
                 bucket = self._spans.get(trace_id)
                 if bucket is None:

@@ -142,8 +142,10 @@ def install_log_redaction(redactor: Redactor) -> None:
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = base(*args, **kwargs)
         try:
-            record.msg = redactor.text(record.getMessage())
-            record.args = None
+            message = record.getMessage()
+            redacted = redactor.text(message)
+            if redacted != message:  # else untouched: some formatters read `args` themselves
+                record.msg, record.args = redacted, None
             if record.exc_info and record.exc_info[0] is not None:
                 record.exc_text = redactor.text(formatter.formatException(record.exc_info))
         except Exception:  # a record that cannot be formatted is left for logging to report

@@ -25,6 +25,7 @@ from opentelemetry.trace import (
 from tracing import attributes as attr
 
 __all__ = [
+    "TRACER_NAME",
     "agent_span",
     "chat_span",
     "clip",
@@ -34,7 +35,8 @@ __all__ = [
     "workflow_span",
 ]
 
-_tracer = trace.get_tracer("baton")
+TRACER_NAME = "baton"
+_tracer = trace.get_tracer(TRACER_NAME)
 
 
 def clip(text: str, limit: int) -> str:

@@ -3,9 +3,19 @@
 from orchestrator.store.store import (
     DEFAULT_STORE_URL,
     FINAL_STATUSES,
+    INTERRUPTED,
+    DuplicateIdempotencyKey,
     RunPage,
     RunStore,
     StoredRun,
 )
 
-__all__ = ["DEFAULT_STORE_URL", "FINAL_STATUSES", "RunPage", "RunStore", "StoredRun"]
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "FINAL_STATUSES",
+    "INTERRUPTED",
+    "DuplicateIdempotencyKey",
+    "RunPage",
+    "RunStore",
+    "StoredRun",
+]

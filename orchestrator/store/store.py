@@ -1,30 +1,47 @@
 """The run store: SQLAlchemy 2 (async), a SQLite file by default, PostgreSQL by URL.
 
 The schema is managed by the Alembic migrations shipped in `migrations/`; opening a store
-upgrades it to the newest revision.
+upgrades it to the newest revision. Several service instances may share one store: each run
+names its owner, which renews a lease on it while the run is in flight.
 """
 
 from __future__ import annotations
 
 import time
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Connection, event, func, insert, select, update
+from sqlalchemy import Connection, event, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.messages import Outcome
-from orchestrator.engine import RunResult
-from orchestrator.store.tables import RunRow, SpanRow
+from orchestrator.store.tables import EventRow, RunRow, SpanRow
 from tracing import SpanRecord
 
-__all__ = ["DEFAULT_STORE_URL", "FINAL_STATUSES", "RunPage", "RunStore", "StoredRun"]
+if TYPE_CHECKING:
+    from orchestrator.results import RunResult
+
+__all__ = [
+    "DEFAULT_STORE_URL",
+    "FINAL_STATUSES",
+    "DuplicateIdempotencyKey",
+    "RunPage",
+    "RunStore",
+    "StoredRun",
+]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
-FINAL_STATUSES = frozenset(o.value for o in Outcome) | {"interrupted"}
+INTERRUPTED = "interrupted"
+FINAL_STATUSES = frozenset(o.value for o in Outcome) | {INTERRUPTED}
+UNFINISHED = ("queued", "running")
+
+
+class DuplicateIdempotencyKey(Exception):
+    """Another run already holds this idempotency key."""
 
 
 class StoredRun(BaseModel):
@@ -51,6 +68,14 @@ class StoredRun(BaseModel):
     finished_at: float | None
     duration_s: float | None
     tree: dict[str, Any] | None
+    owner: str | None = None
+    request_hash: str | None = None
+    cancel_requested: bool = False
+    options: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
 
 
 class RunPage(BaseModel):
@@ -78,8 +103,11 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+_SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
+
+
 class RunStore:
-    """Runs, newest first, with their status, input, output, error, usage and config."""
+    """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
@@ -98,25 +126,62 @@ class RunStore:
     async def close(self) -> None:
         await self._engine.dispose()
 
+    async def ping(self) -> None:
+        """Raise unless the database answers."""
+        async with self._engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+
     async def add(
-        self, run_id: str, task: str, *, agent: str | None, system: str, config: dict[str, Any]
+        self,
+        run_id: str,
+        task: str,
+        *,
+        agent: str | None,
+        system: str,
+        config: dict[str, Any],
+        owner: str | None = None,
+        idempotency_key: str | None = None,
+        request_hash: str | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
-        """Record a new run as `queued`."""
-        async with self._sessions.begin() as session:
-            session.add(
-                RunRow(
-                    id=run_id,
-                    status="queued",
-                    task=task,
-                    requested_agent=agent,
-                    system=system,
-                    config=config,
-                    created_at=time.time(),
-                    input_tokens=0,
-                    output_tokens=0,
-                    model_calls=0,
+        """Record a new run as `queued`.
+
+        Raises:
+            DuplicateIdempotencyKey: `idempotency_key` is taken (by a concurrent twin, say).
+        """
+        now = time.time()
+        try:
+            async with self._sessions.begin() as session:
+                session.add(
+                    RunRow(
+                        id=run_id,
+                        status="queued",
+                        task=task,
+                        requested_agent=agent,
+                        system=system,
+                        config=config,
+                        created_at=now,
+                        input_tokens=0,
+                        output_tokens=0,
+                        model_calls=0,
+                        cost_usd=0.0,
+                        owner=owner,
+                        heartbeat_at=now if owner else None,
+                        idempotency_key=idempotency_key,
+                        request_hash=request_hash,
+                        cancel_requested=False,
+                        options=options,
+                    )
                 )
-            )
+        except IntegrityError as exc:
+            if idempotency_key is not None and await self.by_idempotency_key(idempotency_key):
+                raise DuplicateIdempotencyKey(idempotency_key) from None
+            raise exc
+
+    async def by_idempotency_key(self, key: str) -> StoredRun | None:
+        async with self._sessions() as session:
+            row = await session.scalar(select(RunRow).where(RunRow.idempotency_key == key))
+            return StoredRun.model_validate(row) if row is not None else None
 
     async def start(self, run_id: str) -> None:
         await self._set(run_id, status="running", started_at=time.time())
@@ -141,36 +206,105 @@ class RunStore:
             tree=result.tree.model_dump(mode="json") if result.tree else None,
         )
 
+    async def end(self, run_id: str, status: str, error: str) -> None:
+        """Record a run that ended before the engine could report a result."""
+        await self._set(run_id, status=status, error=error, finished_at=time.time())
+
+    async def fail(self, run_id: str, error: str) -> None:
+        await self.end(run_id, Outcome.FAILED.value, error)
+
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         if not spans:
             return
-        columns = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
-        rows = [{"run_id": run_id, **{c: span.get(c) for c in columns}} for span in spans]
+        rows = [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
         async with self._sessions.begin() as session:
             await session.execute(insert(SpanRow), rows)
 
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
-        columns = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
         async with self._sessions() as session:
             rows = await session.scalars(
                 select(SpanRow).where(SpanRow.run_id == run_id).order_by(SpanRow.start_ns)
             )
-            return [{c: getattr(row, c) for c in columns} for row in rows]
+            return [{c: getattr(row, c) for c in _SPAN_COLUMNS} for row in rows]
 
-    async def fail(self, run_id: str, error: str) -> None:
-        """Record a run that ended before the engine could report a result."""
-        await self._set(run_id, status=Outcome.FAILED.value, error=error, finished_at=time.time())
+    async def add_events(self, run_id: str, events: list[tuple[int, dict[str, Any]]]) -> None:
+        """Keep a finished run's progress events with the ids clients saw them under."""
+        if not events:
+            return
+        rows = [
+            {"run_id": run_id, "seq": seq, "type": str(data.get("type", "")), "data": data}
+            for seq, data in events
+        ]
+        async with self._sessions.begin() as session:
+            await session.execute(insert(EventRow), rows)
+
+    async def events(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """A finished run's events with ids above `after`, in order."""
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(EventRow.seq, EventRow.data)
+                .where(EventRow.run_id == run_id, EventRow.seq > after)
+                .order_by(EventRow.seq)
+            )
+            return [(int(seq), dict(data)) for seq, data in rows]
+
+    async def renew(self, owner: str, run_ids: list[str]) -> None:
+        """Renew `owner`'s lease on its runs in flight."""
+        if not run_ids:
+            return
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id.in_(run_ids), RunRow.owner == owner)
+                .values(heartbeat_at=time.time())
+            )
+
+    async def interrupt_owned(self, owner: str, reason: str) -> list[str]:
+        """Mark `owner`'s unfinished runs `interrupted` (it restarted); return their ids."""
+        return await self._interrupt((RunRow.owner == owner,), reason)
+
+    async def interrupt_expired(self, lease_s: float, reason: str) -> list[str]:
+        """Mark unfinished runs whose owner has not renewed its lease for `lease_s` seconds."""
+        stale = time.time() - lease_s
+        return await self._interrupt(
+            (RunRow.owner.is_not(None), RunRow.heartbeat_at < stale), reason
+        )
 
     async def interrupt_unfinished(self, reason: str) -> int:
-        """Mark every queued or running run as `interrupted` (after a restart); return how many."""
+        """Mark every queued or running run as `interrupted`; return how many."""
+        return len(await self._interrupt((), reason))
+
+    async def _interrupt(self, where: tuple[Any, ...], reason: str) -> list[str]:
         async with self._sessions.begin() as session:
-            done = await session.execute(
-                update(RunRow)
-                .where(RunRow.status.in_(("queued", "running")))
-                .values(status="interrupted", error=reason, finished_at=time.time())
+            ids = list(
+                await session.scalars(
+                    select(RunRow.id).where(RunRow.status.in_(UNFINISHED), *where)
+                )
             )
-            return int(getattr(done, "rowcount", 0) or 0)
+            if ids:
+                await session.execute(
+                    update(RunRow)
+                    .where(RunRow.id.in_(ids), RunRow.status.in_(UNFINISHED))
+                    .values(status=INTERRUPTED, error=reason, finished_at=time.time())
+                )
+            return ids
+
+    async def request_cancel(self, run_id: str) -> None:
+        await self._set(run_id, cancel_requested=True)
+
+    async def cancel_requests(self, owner: str) -> list[str]:
+        """Unfinished runs of `owner` that someone asked to cancel."""
+        async with self._sessions() as session:
+            return list(
+                await session.scalars(
+                    select(RunRow.id).where(
+                        RunRow.owner == owner,
+                        RunRow.cancel_requested.is_(True),
+                        RunRow.status.in_(UNFINISHED),
+                    )
+                )
+            )
 
     async def get(self, run_id: str) -> StoredRun | None:
         async with self._sessions() as session:
@@ -194,7 +328,7 @@ class RunStore:
         async with self._sessions() as session:
             total = await session.scalar(select(func.count()).select_from(query.subquery()))
             rows = await session.scalars(
-                query.order_by(RunRow.created_at.desc()).limit(limit).offset(offset)
+                query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)
             )
             return RunPage(runs=[StoredRun.model_validate(r) for r in rows], total=total or 0)
 

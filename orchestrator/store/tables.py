@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "RunRow", "SpanRow"]
+__all__ = ["Base", "EventRow", "RunRow", "SpanRow"]
 
 
 class Base(DeclarativeBase):
@@ -38,11 +49,23 @@ class RunRow(Base):
     finished_at: Mapped[float | None] = mapped_column(Float)
     duration_s: Mapped[float | None] = mapped_column(Float)
     tree: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The service instance running it, and when that instance last said it still is.
+    owner: Mapped[str | None] = mapped_column(String(255))
+    heartbeat_at: Mapped[float | None] = mapped_column(Float)
+    # Scoped by the caller's identity; the hash of the request body it came with.
+    idempotency_key: Mapped[str | None] = mapped_column(String(320))
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    # Set by any instance; the owner cancels the run when it sees it.
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What the request asked for besides the task (budget, deadline).
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_status", "status"),
         Index("ix_runs_entry_agent", "entry_agent"),
+        Index("ix_runs_owner_status", "owner", "status"),
+        UniqueConstraint("idempotency_key", name="uq_runs_idempotency_key"),
     )
 
 
@@ -66,3 +89,16 @@ class SpanRow(Base):
     attributes: Mapped[dict[str, Any]] = mapped_column(JSON)
     events: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     resource: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class EventRow(Base):
+    """One progress event of a finished run, in the order (and with the ids) clients saw."""
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    type: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)

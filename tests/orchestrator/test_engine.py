@@ -48,9 +48,13 @@ def default_engine(ray_address: str) -> Iterator[Engine]:
 async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> None:
     """Poll the run's progress events until `agent` emits `kind` (bounded)."""
     deadline = time.monotonic() + 30
-    while not any(e["type"] == kind and e["agent"] == agent for e in await engine.events(run_id)):
+    seen = 0
+    while True:  # the ledger answers as soon as there is news (or after 1 s)
+        events, _ = await engine.events(run_id, seen, wait_s=1.0)
+        if any(e["type"] == kind and e["agent"] == agent for _, e in events):
+            return
+        seen += len(events)
         assert time.monotonic() < deadline, f"{agent} never emitted {kind}"
-        await asyncio.sleep(0.05)
 
 
 def node(tree: AgentResult, *path: str) -> AgentResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -81,7 +82,7 @@ agents:
     assert '"status": "failed"' in ran.stdout and "AuthenticationError" in ran.stdout
     assert "[REDACTED]" in ran.stdout
 
-    run_id = __import__("json").loads(ran.stdout)["run_id"]
+    run_id = json.loads(ran.stdout)["id"]
     shown, traced, listed = baton("show", run_id), baton("trace", run_id), baton("runs")
     assert "trace ·" in traced.stdout and receiver.spans
     needles = (KEY, ENV_SECRET)

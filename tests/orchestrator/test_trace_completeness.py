@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from agents.messages import Outcome
-from orchestrator.engine import Engine, RunResult
+from orchestrator.engine import Engine
+from orchestrator.results import RunResult
 from orchestrator.store import RunStore
 from tests.testkit import config
 

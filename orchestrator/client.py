@@ -1,0 +1,132 @@
+"""A client of Baton's HTTP API: submit a run, follow its events, fetch it (--server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = ["ApiError", "BatonClient", "ServerEvent", "parse_sse"]
+
+RECONNECTS = 5
+
+
+class ApiError(Exception):
+    """The service answered with an error body."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status, self.code, self.message = status, code, message
+        super().__init__(f"{status} {code}: {message}")
+
+
+@dataclass
+class ServerEvent:
+    id: str | None = None
+    event: str = "message"
+    data: str = ""
+    _lines: list[str] = field(default_factory=list, repr=False)
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[ServerEvent]:
+    """Server-Sent Events from a stream of lines (the `text/event-stream` format)."""
+    current = ServerEvent()
+    async for line in lines:
+        if not line:
+            if current._lines:
+                current.data = "\n".join(current._lines)
+                yield current
+            current = ServerEvent()
+            continue
+        if line.startswith(":"):
+            continue  # a comment: keep-alive
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            current._lines.append(value)
+        elif name == "event":
+            current.event = value
+        elif name == "id":
+            current.id = value
+
+
+class BatonClient:
+    """Talks to one Baton service.
+
+    Args:
+        base_url: for example `http://127.0.0.1:8000`.
+        api_key: sent as a bearer token when set.
+    """
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 30) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
+        )
+
+    async def __aenter__(self) -> BatonClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._http.aclose()
+
+    async def _json(self, response: httpx.Response) -> Any:
+        if response.is_success:
+            return response.json()
+        try:
+            error = response.json()["error"]
+            raise ApiError(response.status_code, error["code"], error["message"])
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(response.status_code, "http_error", response.text[:300]) from None
+
+    async def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Submit a run; retried on connection errors with the same Idempotency-Key, so that a
+        retry never starts a second run."""
+        headers = {"Idempotency-Key": uuid.uuid4().hex}
+        for attempt in range(RECONNECTS):
+            try:
+                answer = await self._http.post("/v1/runs", json=body, headers=headers)
+                return await self._json(answer)  # type: ignore[no-any-return]
+            except httpx.TransportError:
+                if attempt == RECONNECTS - 1:
+                    raise
+                await asyncio.sleep(0.5 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def get(self, run_id: str) -> dict[str, Any]:
+        return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
+
+    async def events(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The run's events until `run_finished`, reconnecting (with `Last-Event-ID`) if the
+        connection drops."""
+        last: str | None = None
+        failures = 0
+        while True:
+            headers = {"Last-Event-ID": last} if last else {}
+            try:
+                async with self._http.stream(
+                    "GET", f"/v1/runs/{run_id}/events", headers=headers, timeout=None
+                ) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        await self._json(response)
+                    async for item in parse_sse(response.aiter_lines()):
+                        failures = 0
+                        last = item.id or last
+                        event: dict[str, Any] = item.json()
+                        yield event
+                        if item.event == "run_finished":
+                            return
+                return  # the server ended the stream
+            except (httpx.TransportError, httpx.StreamError):
+                failures += 1
+                if failures > RECONNECTS:
+                    raise
+                await asyncio.sleep(0.2 * 2**failures)

@@ -1,0 +1,59 @@
+"""What the run service refuses, and why: each error knows its HTTP status and a stable code.
+
+These stay in the service process (they never cross Ray), so they need no pickling support.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.errors import BatonError
+
+__all__ = [
+    "IdempotencyConflict",
+    "NotReady",
+    "Overloaded",
+    "RunNotFound",
+    "ServiceError",
+]
+
+
+class ServiceError(BatonError):
+    """A request the service cannot honour; `status` and `code` go to the client."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        self.message = message
+        self.details = details
+        super().__init__(message)
+
+
+class RunNotFound(ServiceError):
+    status = 404
+    code = "run_not_found"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no run {run_id!r}", run_id=run_id)
+
+
+class IdempotencyConflict(ServiceError):
+    status = 409
+    code = "idempotency_conflict"
+
+
+class Overloaded(ServiceError):
+    """Too many runs in flight and queued; try again after `retry_after_s`."""
+
+    status = 429
+    code = "overloaded"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self.retry_after_s = retry_after_s
+
+
+class NotReady(ServiceError):
+    status = 503
+    code = "not_ready"

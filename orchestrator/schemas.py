@@ -1,0 +1,250 @@
+"""What the HTTP API accepts and answers (these models make its OpenAPI document), and what
+`baton show` and `baton run --json` print."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from agents.messages import AgentResult, Usage
+from orchestrator.store import StoredRun
+from tracing import SpanRecord
+
+__all__ = [
+    "AgentView",
+    "AgentsView",
+    "ErrorBody",
+    "ErrorDetail",
+    "Health",
+    "Readiness",
+    "ReplicaView",
+    "RunLinks",
+    "RunPageView",
+    "RunRequest",
+    "RunView",
+    "SpanNode",
+    "TopologyView",
+    "TraceView",
+    "run_view",
+    "span_forest",
+]
+
+MAX_TASK_CHARS = 100_000
+MAX_DEADLINE_S = 86_400.0
+
+
+def _number_only(value: Any) -> Any:
+    # JSON Schema's `integer` and `number` admit 5.0 but not `true` or "5", which pydantic's
+    # lax mode would turn into numbers.
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+# (The bounds go before the validator: after it, pydantic leaves them out of the JSON schema.)
+_NUMBER_ONLY = BeforeValidator(_number_only)
+
+
+class RunRequest(BaseModel):
+    """A task to run, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(
+        min_length=1,
+        max_length=MAX_TASK_CHARS,
+        pattern=r"\S",
+        description="What the team should do.",
+    )
+    agent: str | None = Field(
+        default=None,
+        description="The entry agent; `auto` routes by capabilities; unset: the config's entry.",
+    )
+    token_budget: Annotated[int, Field(ge=1, le=10**9), _NUMBER_ONLY] | None = Field(
+        default=None, description="Tokens the whole delegation tree may spend."
+    )
+    deadline_s: Annotated[float, Field(gt=0, le=MAX_DEADLINE_S), _NUMBER_ONLY] | None = Field(
+        default=None, description="Wall-clock limit of the run, in seconds."
+    )
+
+    def fingerprint(self) -> str:
+        """Identifies the request body, for idempotent retries."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+
+RunStatus = Literal[
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "limit_exceeded",
+    "budget_exceeded",
+    "interrupted",
+]
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable, machine-readable: `unknown_agent`, `overloaded`...")
+    message: str = Field(description="What is wrong, for people.")
+    details: list[dict[str, Any]] | dict[str, Any] | None = Field(
+        default=None, description="Per-field problems (`field`, `message`), or context."
+    )
+
+
+class ErrorBody(BaseModel):
+    """Every error response has this shape."""
+
+    error: ErrorDetail
+
+
+class RunLinks(BaseModel):
+    self: str
+    events: str
+    trace: str
+    diagram: str
+    cancel: str
+
+
+class RunView(BaseModel):
+    """A run: what was asked, where it stands, and how it ended."""
+
+    id: str
+    status: RunStatus
+    task: str
+    requested_agent: str | None
+    entry_agent: str | None
+    routing: dict[str, Any] | None
+    output: str | None
+    error: str | None
+    usage: Usage
+    created_at: float = Field(description="Unix seconds.")
+    started_at: float | None
+    finished_at: float | None
+    duration_s: float | None
+    cancel_requested: bool
+    tree: AgentResult | None = Field(description="The delegation tree, once the run ended.")
+    links: RunLinks
+
+
+class RunPageView(BaseModel):
+    runs: list[RunView]
+    total: int
+    limit: int
+    offset: int
+
+
+class SpanNode(BaseModel):
+    """A span and the spans under it."""
+
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: str
+    start_ns: int
+    end_ns: int
+    duration_ms: float
+    status: str
+    status_message: str | None
+    attributes: dict[str, Any]
+    events: list[dict[str, Any]]
+    resource: dict[str, Any]
+    children: list[SpanNode]
+
+
+class TraceView(BaseModel):
+    run_id: str
+    trace_id: str | None
+    span_count: int
+    spans: list[SpanNode] = Field(description="Root spans, each with its subtree.")
+
+
+class ReplicaView(BaseModel):
+    actor: str
+    node_id: str | None = None
+    pid: int | None = None
+
+
+class AgentView(BaseModel):
+    name: str
+    description: str
+    capabilities: list[str]
+    model: str
+    tools: list[str]
+    delegates: list[str]
+    replicas: list[ReplicaView]
+
+
+class TopologyView(BaseModel):
+    entry: str
+    edges: list[tuple[str, str]]
+    cycles: list[list[str]]
+    max_static_depth: int | None = Field(description="None when a cycle is reachable.")
+    max_depth: int
+
+
+class AgentsView(BaseModel):
+    system: str
+    agents: list[AgentView]
+    topology: TopologyView
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str] = Field(description='Each part ("ray", "store"): "ok" or why not.')
+
+
+def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
+    base = f"{prefix}/runs/{run.id}"
+    return RunView(
+        id=run.id,
+        status=run.status,  # type: ignore[arg-type]
+        task=run.task,
+        requested_agent=run.requested_agent,
+        entry_agent=run.entry_agent,
+        routing=run.routing,
+        output=run.output,
+        error=run.error,
+        usage=Usage(
+            input_tokens=run.input_tokens,
+            output_tokens=run.output_tokens,
+            model_calls=run.model_calls,
+            cost_usd=run.cost_usd,
+        ),
+        created_at=run.created_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        duration_s=run.duration_s,
+        cancel_requested=run.cancel_requested,
+        tree=AgentResult.model_validate(run.tree) if run.tree else None,
+        links=RunLinks(
+            self=base,
+            events=f"{base}/events",
+            trace=f"{base}/trace",
+            diagram=f"{base}/diagram",
+            cancel=f"{base}/cancel",
+        ),
+    )
+
+
+def span_forest(spans: list[SpanRecord]) -> list[SpanNode]:
+    """Spans nested by parentage (a span whose parent is missing becomes a root), in start order."""
+    nodes = {
+        s["span_id"]: SpanNode(
+            **{k: s[k] for k in SpanNode.model_fields if k in s and k != "children"},
+            duration_ms=(s["end_ns"] - s["start_ns"]) / 1e6,
+            children=[],
+        )
+        for s in sorted(spans, key=lambda s: s["start_ns"])
+    }
+    roots: list[SpanNode] = []
+    for node in nodes.values():
+        parent = nodes.get(node.parent_span_id or "")
+        (parent.children if parent is not None else roots).append(node)
+    return roots

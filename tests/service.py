@@ -1,0 +1,98 @@
+"""`baton serve` as a real subprocess on 127.0.0.1, for tests that talk HTTP to it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+__all__ = ["SERVICE_CONFIG", "ServiceProcess", "free_port"]
+
+# Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way.
+SERVICE_CONFIG = """
+name: svc
+limits: {deadline_s: 60}
+agents:
+  - name: coordinator
+    description: Plans the work and hands each part to the right specialist.
+    capabilities: [planning]
+    delegates: [analyst, sleeper]
+  - name: analyst
+    description: Does arithmetic.
+    capabilities: [calculate, arithmetic]
+    tools: [agents.toolkit:calculate]
+  - name: sleeper
+    description: Waits a long time before answering.
+    capabilities: [wait, sleep]
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 3}}]}
+          - {content: rested}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServiceProcess:
+    """One `baton serve` process; its output goes to `log`."""
+
+    def __init__(self, config: Path, store_url: str, ray_address: str, log: Path, **env: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self._args = [
+            sys.executable, "-m", "orchestrator", "serve",
+            "--config", str(config), "--port", str(self.port),
+        ]  # fmt: skip
+        self._env = {
+            **os.environ,
+            "RAY_ADDRESS": ray_address,
+            "BATON_STORE_URL": store_url,
+            "BATON_NAMESPACE": "baton-tests",
+            **env,
+        }
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 180, headers: dict[str, str] | None = None) -> None:
+        with self.log.open("ab") as out:
+            self._process = subprocess.Popen(
+                self._args, env=self._env, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"baton serve exited: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/readyz", headers=headers, timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"baton serve not ready: {self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """Kill -9: no chance to record anything."""
+        if self._process is not None:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
