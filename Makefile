@@ -50,3 +50,4 @@ lint: setup ## Ruff (lint and format) and mypy --strict on the packages
 bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/delegation_overhead.py
 	$(PY) bench/fanout.py
+	$(PY) bench/http_throughput.py

@@ -67,7 +67,9 @@ def configure_litellm() -> None:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     litellm.drop_params = False
-    litellm.turn_off_message_logging = True  # contents are recorded only where Baton opts in
+    # Baton registers no litellm logging callbacks (spans are Baton's own, contents opt-in), so
+    # litellm's message redaction for them would only deep-copy every conversation.
+    litellm.turn_off_message_logging = False
     _configured = True
 
 

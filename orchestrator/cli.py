@@ -122,7 +122,7 @@ async def _run_here(
     ) as service:
         run, _ = await service.submit(request)
         with console.status("starting Ray and the agents…") as status:
-            async for item in service.events(run.id):
+            async for item in service.events(run):
                 if item is not None:
                     status.update("running…")
                     if progress:

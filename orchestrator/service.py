@@ -189,7 +189,7 @@ class RunService:
         self._admit()
         run_id = uuid.uuid4().hex
         try:
-            await self.store.add(
+            run = await self.store.add(
                 run_id,
                 request.task,
                 agent=request.agent,
@@ -210,7 +210,7 @@ class RunService:
         self._tasks[run_id] = asyncio.create_task(
             self._execute(run_id, request), context=contextvars.Context()
         )
-        return await self.get(run_id), True
+        return run, True
 
     async def get(self, run_id: str) -> StoredRun:
         run = await self.store.get(run_id)
@@ -309,7 +309,7 @@ class RunService:
     # Events --------------------------------------------------------------------------------
 
     async def events(
-        self, run_id: str, after: int = 0
+        self, run: StoredRun, after: int = 0
     ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
         """A run's progress events with ids above `after`, as they happen, ending with its
         `run_finished` event; `None` marks a quiet heartbeat period.
@@ -317,14 +317,14 @@ class RunService:
         While a run is in flight its events come from the system's ledger (shared by every
         instance); once it is finished and gone from there, from the store.
         """
-        await self.get(run_id)  # RunNotFound before anything is streamed
+        run_id = run.id
         last = after
         while True:
             if not self.ready:  # no ledger to read yet (or ever): only the store
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._ready.wait(), self.limits.heartbeat_s)
                 if not self.ready:
-                    run = await self.get(run_id)
+                    run = await self.get(run_id)  # no ledger: the store says how it stands
                     if run.finished:
                         async for item in self._stored_events(run, last):
                             yield item

@@ -200,6 +200,9 @@ def create_app(
         summary="Multi-agent orchestration on Ray, with flow tracing.",
         version="0.1.0",
         lifespan=lifespan,
+        # FastAPI would trace every request through Baton's provider, whose collector keeps
+        # run traces only; the run's trace is what Baton records and exports.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     _install_error_handlers(app)
@@ -354,7 +357,7 @@ def _v1_router(
         an increasing id; reconnect with `Last-Event-ID` to miss nothing. Comments keep an
         idle connection alive."""
         start = max(after, int(last_event_id) if last_event_id else 0)
-        async for item in service.events(run.id, start):
+        async for item in service.events(run, start):
             if item is None:
                 yield ServerSentEvent(comment="heartbeat")
             else:

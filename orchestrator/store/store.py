@@ -106,6 +106,10 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
 
 
+def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
+    return [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
+
+
 class RunStore:
     """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
@@ -143,8 +147,8 @@ class RunStore:
         idempotency_key: str | None = None,
         request_hash: str | None = None,
         options: dict[str, Any] | None = None,
-    ) -> None:
-        """Record a new run as `queued`.
+    ) -> StoredRun:
+        """Record a new run as `queued`, and return it as stored.
 
         Raises:
             DuplicateIdempotencyKey: `idempotency_key` is taken (by a concurrent twin, say).
@@ -152,31 +156,31 @@ class RunStore:
         now = time.time()
         try:
             async with self._sessions.begin() as session:
-                session.add(
-                    RunRow(
-                        id=run_id,
-                        status="queued",
-                        task=task,
-                        requested_agent=agent,
-                        system=system,
-                        config=config,
-                        created_at=now,
-                        input_tokens=0,
-                        output_tokens=0,
-                        model_calls=0,
-                        cost_usd=0.0,
-                        owner=owner,
-                        heartbeat_at=now if owner else None,
-                        idempotency_key=idempotency_key,
-                        request_hash=request_hash,
-                        cancel_requested=False,
-                        options=options,
-                    )
+                row = RunRow(
+                    id=run_id,
+                    status="queued",
+                    task=task,
+                    requested_agent=agent,
+                    system=system,
+                    config=config,
+                    created_at=now,
+                    input_tokens=0,
+                    output_tokens=0,
+                    model_calls=0,
+                    cost_usd=0.0,
+                    owner=owner,
+                    heartbeat_at=now if owner else None,
+                    idempotency_key=idempotency_key,
+                    request_hash=request_hash,
+                    cancel_requested=False,
+                    options=options,
                 )
+                session.add(row)
         except IntegrityError as exc:
             if idempotency_key is not None and await self.by_idempotency_key(idempotency_key):
                 raise DuplicateIdempotencyKey(idempotency_key) from None
             raise exc
+        return StoredRun.model_validate(row)
 
     async def by_idempotency_key(self, key: str) -> StoredRun | None:
         async with self._sessions() as session:
@@ -187,10 +191,8 @@ class RunStore:
         await self._set(run_id, status="running", started_at=time.time())
 
     async def finish(self, result: RunResult) -> None:
-        """Record how a run ended, with its usage, delegation tree and spans."""
-        await self.add_spans(result.run_id, result.spans)
-        await self._set(
-            result.run_id,
+        """Record how a run ended, with its usage, delegation tree and spans (one transaction)."""
+        values = dict(
             status=result.status.value,
             entry_agent=result.entry_agent,
             routing=result.routing.model_dump(mode="json") if result.routing else None,
@@ -205,6 +207,10 @@ class RunStore:
             duration_s=result.duration_s,
             tree=result.tree.model_dump(mode="json") if result.tree else None,
         )
+        async with self._sessions.begin() as session:
+            if result.spans:
+                await session.execute(insert(SpanRow), _span_rows(result.run_id, result.spans))
+            await session.execute(update(RunRow).where(RunRow.id == result.run_id).values(**values))
 
     async def end(self, run_id: str, status: str, error: str) -> None:
         """Record a run that ended before the engine could report a result."""
@@ -216,9 +222,8 @@ class RunStore:
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         if not spans:
             return
-        rows = [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
         async with self._sessions.begin() as session:
-            await session.execute(insert(SpanRow), rows)
+            await session.execute(insert(SpanRow), _span_rows(run_id, spans))
 
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
