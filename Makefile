@@ -6,8 +6,10 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-# Debian packages the test suite talks to (a real PostgreSQL server).
-SYSTEM_PACKAGES := postgresql
+# Debian packages the test suite talks to: a real PostgreSQL server, and headless Chromium (the
+# web UI's browser tests, and rendering diagrams to SVG/PNG).
+SYSTEM_PACKAGES := postgresql chromium
+WEB := orchestrator/web
 
 .PHONY: help setup system-deps run check test lint bench
 
@@ -20,7 +22,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 
-setup: $(VENV)/.installed ## Create .venv and install Baton with its dev tools
+# The web UI's browser dependencies (the npm mermaid package), exactly as locked.
+$(WEB)/node_modules/.package-lock.json: $(WEB)/package.json $(WEB)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is needed for the web UI's diagrams (apt-get install npm)"; exit 1; }
+	npm ci --prefix $(WEB) --no-audit --no-fund --loglevel=error
+
+setup: $(VENV)/.installed $(WEB)/node_modules/.package-lock.json ## Create .venv and install Baton, its dev tools and the UI's npm packages
 
 system-deps: ## Install the Debian packages the tests need (as root, or with sudo)
 	@missing=""; for p in $(SYSTEM_PACKAGES); do \

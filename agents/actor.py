@@ -17,14 +17,13 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from agents.delegate import DelegateTool
+from agents.delegate import build_tools
 from agents.ledger_actor import RayLedger
 from agents.messages import AgentResult, Delegation, Outcome
 from agents.model import LiteLLMClient, configure_litellm
 from agents.runtime import AgentRuntime
 from agents.safety import forbid_remote_models
 from agents.spec import AgentCard, AgentSpec, ModelSpec, TraceOptions
-from agents.tools import Tool, load_function_tool
 from tracing import (
     configure_tracing,
     lost_agent_span,
@@ -115,32 +114,6 @@ class RayDispatcher:
             )
 
 
-def _build_tools(
-    spec: AgentSpec,
-    roster: list[AgentCard],
-    delegates: list[str],
-    dispatcher: RayDispatcher,
-    ledger: RayLedger,
-) -> tuple[list[Tool], dict[str, Tool]]:
-    offered: list[Tool] = [load_function_tool(path) for path in spec.tools]
-    hidden: dict[str, Tool] = {}
-    for card in roster:
-        if card.name == spec.name:
-            continue
-        tool = DelegateTool(
-            caller=spec.name,
-            target=card,
-            allowed=card.name in delegates,
-            dispatcher=dispatcher,
-            ledger=ledger,
-        )
-        if tool.allowed:
-            offered.append(tool)
-        else:
-            hidden[tool.name] = tool
-    return offered, hidden
-
-
 @ray.remote
 class AgentActor:
     """One replica of one agent: an async actor, so delegations (even re-entrant ones) overlap."""
@@ -169,7 +142,7 @@ class AgentActor:
         collector = configure_tracing(self._name, secrets)
         dispatcher = RayDispatcher(system)
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
-        tools, hidden = _build_tools(spec, roster, delegates, dispatcher, ledger)
+        tools, hidden = build_tools(spec, roster, delegates, dispatcher, ledger)
         self._runtime = AgentRuntime(
             spec=spec,
             model=LiteLLMClient(spec.model),

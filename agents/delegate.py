@@ -8,11 +8,11 @@ from typing import Any, Protocol
 from agents.guard import check_delegation
 from agents.ledger import Ledger
 from agents.messages import AgentResult, Delegation, Outcome
-from agents.spec import AgentCard
-from agents.tools import ToolCallContext, ToolOutput
+from agents.spec import AgentCard, AgentSpec
+from agents.tools import Tool, ToolCallContext, ToolOutput, load_function_tool
 from tracing import inject_context
 
-__all__ = ["DELEGATE_PREFIX", "DelegateTool", "Dispatcher", "delegate_tool_name"]
+__all__ = ["DELEGATE_PREFIX", "DelegateTool", "Dispatcher", "build_tools", "delegate_tool_name"]
 
 DELEGATE_PREFIX = "delegate_to_"
 _MAX_RESULT_CHARS = 8_000
@@ -104,3 +104,32 @@ def _result_text(result: AgentResult) -> str:
     else:
         text = f"error: {result.agent} ended {result.status.value}: {result.error or 'no detail'}"
     return text if len(text) <= _MAX_RESULT_CHARS else text[:_MAX_RESULT_CHARS] + " [truncated]"
+
+
+def build_tools(
+    spec: AgentSpec,
+    roster: list[AgentCard],
+    delegates: list[str],
+    dispatcher: Dispatcher,
+    ledger: Ledger | None = None,
+) -> tuple[list[Tool], dict[str, Tool]]:
+    """An agent's tools: its function tools and a delegation tool per agent it may hand work
+    to (offered), plus one per other agent it may not (hidden: callable, so that a model that
+    names one is refused clearly rather than told the tool does not exist)."""
+    offered: list[Tool] = [load_function_tool(path) for path in spec.tools]
+    hidden: dict[str, Tool] = {}
+    for card in roster:
+        if card.name == spec.name:
+            continue
+        tool = DelegateTool(
+            caller=spec.name,
+            target=card,
+            allowed=card.name in delegates,
+            dispatcher=dispatcher,
+            ledger=ledger,
+        )
+        if tool.allowed:
+            offered.append(tool)
+        else:
+            hidden[tool.name] = tool
+    return offered, hidden

@@ -124,6 +124,11 @@ class RunLedger:
         book = self._book(run_id)
         return (book.started, book.agent_spans) if book is not None else (0, 0)
 
+    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Copies of the spans sent so far and of the events (what a live view reads)."""
+        book = self._book(run_id)
+        return (list(book.spans), list(book.events)) if book is not None else ([], [])
+
     def take_spans(self, run_id: str) -> list[dict[str, Any]]:
         """The spans sent so far (each handed out once)."""
         book = self._book(run_id)

@@ -61,6 +61,10 @@ class LedgerActor:
         self._ledger.close(run_id)
         self._changed(run_id)
 
+    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The run's spans sent so far and its events, without taking them."""
+        return self._ledger.snapshot(run_id)
+
     def tokens_left(self, run_id: str) -> int | None:
         return self._ledger.tokens_left(run_id)
 

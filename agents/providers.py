@@ -11,7 +11,6 @@ Both accept `latency_ms` to simulate a slow model.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import time
@@ -33,7 +32,6 @@ from agents.offline import estimate_tokens, offline_reply, scripted_reply
 __all__ = ["PROVIDER", "register_builtin_models"]
 
 PROVIDER = "baton"
-_call_ids = itertools.count(1)
 
 
 def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
@@ -52,13 +50,16 @@ def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -
 def _response(
     model: str, reply: dict[str, Any], messages: list[dict[str, Any]], response: ModelResponse
 ) -> ModelResponse:
+    # Ids unique within the conversation, and the same for the same conversation (so are the
+    # token counts, which are estimated from the messages).
+    turn = 1 + sum(1 for m in messages if m.get("role") == "assistant")
     calls = [
         ChatCompletionMessageToolCall(
-            id=f"call_{next(_call_ids)}",
+            id=f"call_{turn}_{i}",
             type="function",
             function=Function(name=c["name"], arguments=json.dumps(c["arguments"])),
         )
-        for c in reply.get("tool_calls") or []
+        for i, c in enumerate(reply.get("tool_calls") or [], 1)
     ]
     content = reply.get("content")
     message = Message(role="assistant", content=content, tool_calls=calls or None)

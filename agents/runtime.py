@@ -28,6 +28,7 @@ from tracing import (
     chat_span,
     extract_context,
     record_content,
+    span_ids,
     tool_span,
 )
 from tracing import attributes as attr
@@ -123,8 +124,8 @@ class AgentRuntime:
         """Run the tool loop for one delegation and report how it ended."""
         ctx = delegation.context
         inv = _Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
-        self._emit(ctx, "agent_started", call_id=delegation.call_id, caller=delegation.caller)
         trace_id = 0
+        ids: dict[str, Any] = {}
         try:
             with agent_span(
                 self.spec.name,
@@ -134,6 +135,14 @@ class AgentRuntime:
                 extract_context(ctx.trace_context),
             ) as span:
                 trace_id = span.get_span_context().trace_id
+                ids = span_ids(span)
+                self._emit(
+                    ctx,
+                    "agent_started",
+                    call_id=delegation.call_id,
+                    caller=delegation.caller,
+                    **ids,
+                )
                 self._content(span, attr.GEN_AI_INPUT_MESSAGES, delegation.task)
                 try:
                     result = await self._loop(inv)
@@ -159,6 +168,9 @@ class AgentRuntime:
             duration_s=result.duration_s,
             steps=result.steps,
             error=result.error,
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            **ids,
         )
         self._ship_spans(ctx, trace_id, result)
         return result
@@ -295,6 +307,9 @@ class AgentRuntime:
             step=inv.steps,
             tool_calls=len(reply.tool_calls),
             tokens=reply.input_tokens + reply.output_tokens,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            **span_ids(span),
         )
         return reply
 
@@ -311,17 +326,18 @@ class AgentRuntime:
 
     async def _run_tool(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
         ctx = inv.ctx
-        self._emit(ctx, "tool_started", tool=call.name, call_id=call.id)
         tool = self._by_name.get(call.name)
         target = tool.target.name if isinstance(tool, DelegateTool) else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
+            ids = span_ids(span)
+            self._emit(ctx, "tool_started", tool=call.name, call_id=call.id, target=target, **ids)
             self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
             out = await self._execute(inv, call)
             self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             if out.is_error:
                 span.set_status(Status(StatusCode.ERROR, out.content[:200]))
                 span.set_attribute(attr.ERROR_TYPE, "tool_error")
-        self._emit(ctx, "tool_finished", tool=call.name, call_id=call.id, error=out.is_error)
+        self._emit(ctx, "tool_finished", tool=call.name, call_id=call.id, error=out.is_error, **ids)
         return out
 
     async def _execute(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
@@ -355,6 +371,7 @@ class AgentRuntime:
                 reason=refused.reason,
                 message=refused.message,
                 call_id=call.id,
+                **span_ids(trace.get_current_span()),
             )
             trace.get_current_span().add_event(
                 "delegation_refused",

@@ -7,7 +7,7 @@ import os
 import socket
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import httpx
 import typer
@@ -259,6 +259,7 @@ def serve(
             rate_limit_per_s=settings.rate_limit_per_s,
             rate_limit_burst=settings.rate_limit_burst,
             max_body_bytes=settings.max_body_bytes,
+            mermaid_dist=settings.mermaid_dist,
         ),
     )
     uvicorn.run(api, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
@@ -300,12 +301,11 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.
     print_run_view(console, run_view(stored))
 
 
-@app.command("trace")
-def trace_(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.")]) -> None:
-    """Print a stored run's span tree with timings, status and tokens."""
+def _stored_spans(settings: Settings, run_id: str) -> tuple[StoredRun, list[dict[str, Any]]]:
+    """A stored run and its spans, or exit 1 saying it is not there."""
 
     async def fetch() -> tuple[StoredRun | None, list[dict[str, Any]]]:
-        store = await _open_store(Settings().store_url)
+        store = await _open_store(settings.store_url)
         try:
             return await store.get(run_id), await store.spans(run_id)
         finally:
@@ -315,7 +315,74 @@ def trace_(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs
     if stored is None:
         err.print(f"no run {run_id!r} in the store", style="red")
         raise typer.Exit(1)
+    return stored, spans
+
+
+RunIdArgument = Annotated[str, typer.Argument(help="A run id from `baton runs`.")]
+
+
+@app.command("trace")
+def trace_(run_id: RunIdArgument) -> None:
+    """Print a stored run's span tree with timings, status and tokens."""
+    _, spans = _stored_spans(Settings(), run_id)
     print_trace(console, spans)
+
+
+@app.command()
+def diagram(
+    run_id: RunIdArgument,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file: .mmd (Mermaid text), .svg or .png (rendered in headless "
+            "Chromium with the npm mermaid package, or by $MERMAID_INK_SERVER when set). "
+            "Default: the text on stdout.",
+        ),
+    ] = None,
+    detail: Annotated[
+        str, typer.Option(help="agents; tools: function tools too; full: models too.")
+    ] = "agents",
+    page: Annotated[int, typer.Option(min=1, help="Page of a run too large for one.")] = 1,
+) -> None:
+    """Draw a stored run as a Mermaid sequence diagram, from its spans."""
+    from orchestrator.render import RenderError, render_diagram
+    from tracing.sequence import Detail, sequence_diagram
+
+    if detail not in ("agents", "tools", "full"):
+        err.print(f"--detail must be agents, tools or full, not {detail!r}", style="red")
+        raise typer.Exit(2)
+    settings = Settings()
+    stored, spans = _stored_spans(settings, run_id)
+    drawn = sequence_diagram(
+        spans, detail=cast("Detail", detail), page=page, title=f"Run {stored.id[:12]}"
+    )
+    for fold in drawn.folded:
+        err.print(f"note: {fold}", style="dim")
+    suffix = output.suffix.lower() if output is not None else ""
+    if output is None:
+        typer.echo(drawn.text, nl=False)
+        return
+    if suffix in (".mmd", ".mermaid"):
+        output.write_text(drawn.text, encoding="utf-8")
+    elif suffix in (".svg", ".png"):
+        try:
+            picture = render_diagram(
+                drawn.text,
+                "svg" if suffix == ".svg" else "png",
+                ink_server=settings.mermaid_ink_server,
+                chromium=settings.chromium,
+                mermaid_dist=settings.mermaid_dist,
+            )
+        except RenderError as exc:
+            err.print(f"cannot render {output}: {exc}", style="red")
+            raise typer.Exit(2) from None
+        output.write_bytes(picture)
+    else:
+        err.print(f"{output}: write .mmd, .svg or .png", style="red")
+        raise typer.Exit(2)
+    err.print(f"wrote {output} (page {drawn.page} of {drawn.pages})")
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ from tracing import (
     configure_tracing,
     inject_context,
     lost_agent_span,
+    span_ids,
     workflow_span,
 )
 
@@ -199,20 +200,21 @@ class Engine:
         entry, decision = self.choose_entry(task, agent)
         started, clock = time.time(), time.perf_counter()
         ctx = RunContext(run_id=run_id, deadline=started + limits.deadline_s, limits=limits)
-        first = run_event(
-            "run_started",
-            entry,
-            routing=decision.model_dump(mode="json") if decision else None,
-        )
-        # Awaited: agents on other processes ask the ledger about the budget, and the first
-        # event must come before any agent's.
-        await pool.ledger_handle.open.remote(run_id, limits.token_budget, first)
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
         self._active.add(run_id)
         try:
             with workflow_span(run_id, entry, self.system.config.name, record=recorded) as span:
                 trace_id = span.get_span_context().trace_id
+                first = run_event(
+                    "run_started",
+                    entry,
+                    routing=decision.model_dump(mode="json") if decision else None,
+                    **span_ids(span),
+                )
+                # Awaited: agents on other processes ask the ledger about the budget, and the
+                # first event must come before any agent's.
+                await pool.ledger_handle.open.remote(run_id, limits.token_budget, first)
                 tree = await self._dispatch_entry(task, entry, ctx)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
@@ -341,6 +343,14 @@ class Engine:
             # recursive: the delegations the entry agent started are cancelled too.
             ray.cancel(ref, recursive=True)
         return True
+
+    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[dict[str, Any]]]:
+        """What the ledger holds of a run in flight: the spans sub-agents have sent, and the
+        progress events (which carry the ids of the spans still open)."""
+        answer: tuple[
+            list[SpanRecord], list[dict[str, Any]]
+        ] = await self.pool.ledger_handle.snapshot.remote(run_id)
+        return answer
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0

@@ -125,7 +125,13 @@ def print_runs(console: Console, page: RunPage) -> None:
         "cost",
         "task",
     ):
-        table.add_column(column, no_wrap=column != "task", overflow="ellipsis")
+        # Ids are what people copy: never shortened; the task gives way first.
+        table.add_column(
+            column,
+            no_wrap=column != "task",
+            overflow="fold" if column == "id" else "ellipsis",
+            min_width=32 if column == "id" else None,
+        )
     for run in page.runs:
         created = time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at))
         table.add_row(

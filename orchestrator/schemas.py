@@ -15,6 +15,7 @@ from tracing import SpanRecord
 __all__ = [
     "AgentView",
     "AgentsView",
+    "DiagramView",
     "ErrorBody",
     "ErrorDetail",
     "Health",
@@ -144,14 +145,27 @@ class SpanNode(BaseModel):
     name: str
     kind: str
     start_ns: int
-    end_ns: int
-    duration_ms: float
+    end_ns: int | None = Field(description="None while the span is open (the run goes on).")
+    duration_ms: float | None
     status: str
     status_message: str | None
     attributes: dict[str, Any]
     events: list[dict[str, Any]]
     resource: dict[str, Any]
     children: list[SpanNode]
+
+
+class DiagramView(BaseModel):
+    """A run's sequence diagram (one page of it), and the span behind each numbered arrow."""
+
+    run_id: str
+    status: RunStatus
+    detail: Literal["agents", "tools", "full"]
+    mermaid: str = Field(description="Mermaid sequence diagram text.")
+    arrows: list[str] = Field(description="Span id of arrow n at index n - 1.")
+    page: int
+    pages: int
+    folded: list[str] = Field(description="What the diagram drew once for many, or paged.")
 
 
 class TraceView(BaseModel):
@@ -238,7 +252,7 @@ def span_forest(spans: list[SpanRecord]) -> list[SpanNode]:
     nodes = {
         s["span_id"]: SpanNode(
             **{k: s[k] for k in SpanNode.model_fields if k in s and k != "children"},
-            duration_ms=(s["end_ns"] - s["start_ns"]) / 1e6,
+            duration_ms=(s["end_ns"] - s["start_ns"]) / 1e6 if s.get("end_ns") else None,
             children=[],
         )
         for s in sorted(spans, key=lambda s: s["start_ns"])

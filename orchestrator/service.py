@@ -23,10 +23,11 @@ from typing import Any
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine, connect_ray, final_event, run_event
 from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
+from orchestrator.live_trace import live_spans
 from orchestrator.results import RunResult
 from orchestrator.schemas import RunRequest
 from orchestrator.store import INTERRUPTED, DuplicateIdempotencyKey, RunStore, StoredRun
-from tracing import OtlpExport
+from tracing import OtlpExport, SpanRecord
 
 __all__ = ["RunService", "ServiceLimits", "open_service"]
 
@@ -217,6 +218,15 @@ class RunService:
         if run is None:
             raise RunNotFound(run_id)
         return run
+
+    async def spans(self, run: StoredRun) -> list[SpanRecord]:
+        """The run's spans: as stored once it is finished; while it goes on, those finished so
+        far with the open ones rebuilt from its events (`orchestrator.live_trace`)."""
+        if not run.finished and self.ready:
+            finished, events = await self.engine.snapshot(run.id)
+            if events:
+                return live_spans(finished, events)
+        return await self.store.spans(run.id)
 
     async def cancel(self, run_id: str) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance

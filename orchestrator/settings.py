@@ -64,6 +64,15 @@ class Settings(BaseSettings):
         description="Agents may call only built-in models and servers on loopback (tests).",
     )
     server: str | None = Field(default=None, description="`baton run --server` default URL.")
+    mermaid_ink_server: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MERMAID_INK_SERVER", "BATON_MERMAID_INK_SERVER"),
+        description="Render SVG/PNG diagrams on this mermaid-ink server instead of Chromium.",
+    )
+    chromium: str | None = Field(default=None, description="The browser that renders diagrams.")
+    mermaid_dist: Path | None = Field(
+        default=None, description="The npm mermaid package's dist folder (default: make setup's)."
+    )
     api_key: str | None = Field(default=None, description="The key `baton run --server` sends.")
 
     @field_validator("api_keys", mode="before")

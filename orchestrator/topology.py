@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import networkx as nx
 
 from agents.spec import AgentSpec
+from tracing.mermaid_text import label, mermaid_modules
+from tracing.mermaid_text import title as diagram_title
 
-__all__ = ["Topology", "build_topology"]
+__all__ = ["Topology", "build_topology", "topology_flowchart"]
 
 MAX_REPORTED_CYCLES = 10
 
@@ -65,3 +67,49 @@ def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
         )
         graph.add_edges_from((agent.name, t) for t in targets)
     return Topology(graph=graph, entry=entry)
+
+
+def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents") -> str:
+    """Who may delegate to whom, as Mermaid flowchart text: the entry agent first, each agent
+    with its depth on the shortest chain from the entry, edges on a cycle drawn thick and
+    labelled, unreachable agents dashed, and the runtime depth limit in the title."""
+    _, flowchart = mermaid_modules()
+    graph = topology.graph
+    depth = (
+        nx.single_source_shortest_path_length(graph, topology.entry)
+        if topology.entry in graph
+        else {}
+    )
+    cyclic = {
+        (a, b)
+        for cycle in topology.cycles()
+        for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)
+    }
+    entry_style = flowchart.Style("entry", fill="#dbeafe", stroke="#1d4ed8", stroke_width="2px")
+    lost_style = flowchart.Style("unreachable", fill="#f3f4f6", other="stroke-dasharray: 4 4")
+    nodes = {}
+    for i, name in enumerate(sorted(graph.nodes, key=lambda n: (depth.get(n, 1_000), n)), 1):
+        where = f"depth {depth[name] + 1}" if name in depth else "unreachable"
+        styles = [entry_style] if name == topology.entry else []
+        if name not in depth:
+            styles = [lost_style]
+        nodes[name] = flowchart.Node(
+            f"n{i}",  # never a Mermaid keyword, whatever the agent is called
+            f"{label(name, 48)} · {where}",
+            shape="stadium-shape" if name == topology.entry else "round-edge",
+            styles=styles,
+        )
+    links = [
+        flowchart.Link(
+            nodes[a],
+            nodes[b],
+            shape="thick" if (a, b) in cyclic else "normal",
+            message="cycle" if (a, b) in cyclic else "",
+        )
+        for a, b in graph.edges
+    ]
+    longest = topology.max_static_depth()
+    chain = f"longest chain {longest}" if longest is not None else "cycles, unbounded chains"
+    heading = diagram_title(f"{title} · entry {topology.entry} · {chain} · max_depth {max_depth}")
+    chart = flowchart.FlowChart(heading, list(nodes.values()), links, orientation="LR")
+    return str(chart.script)

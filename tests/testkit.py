@@ -219,3 +219,22 @@ class OtlpReceiver:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+async def local_trace(
+    yaml_text: str, task: str, entry: str | None = None, run_id: str = "local-run"
+) -> tuple[object, list[dict[str, object]]]:
+    """Run a team in this process (no Ray) and return its result and the run's spans."""
+    from agents.local import LocalTeam
+    from tracing import configure_tracing, workflow_span
+
+    system = config(yaml_text)
+    agents = list(system.config.agents)
+    team = LocalTeam(
+        agents, {a.name: system.topology.delegates(a.name) for a in agents}, system.config.tracing
+    )
+    collector = configure_tracing("test")
+    first = entry or system.entry
+    with workflow_span(run_id, first, system.config.name) as root:
+        result = await team.run(task, first, run_id=run_id, limits=system.config.limits)
+    return result, collector.drain(root.get_span_context().trace_id)

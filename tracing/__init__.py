@@ -20,6 +20,7 @@ from tracing.spans import (
     clip,
     lost_agent_span,
     record_content,
+    span_ids,
     tool_span,
     workflow_span,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "record_content",
     "secret_values_from_env",
     "secret_values_in",
+    "span_ids",
     "span_record",
     "tool_span",
     "workflow_span",

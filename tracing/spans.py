@@ -31,6 +31,7 @@ __all__ = [
     "clip",
     "lost_agent_span",
     "record_content",
+    "span_ids",
     "tool_span",
     "workflow_span",
 ]
@@ -44,6 +45,26 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit} more chars]"
+
+
+def span_ids(span: Span) -> dict[str, Any]:
+    """The ids (and, once ended, the times) of a recording span, for progress events that
+    refer to it; empty when tracing is off."""
+    if not span.is_recording() and getattr(span, "end_time", None) is None:
+        return {}
+    context = span.get_span_context()
+    if not context.is_valid or not context.trace_flags.sampled:
+        return {}
+    parent = getattr(span, "parent", None)
+    ids: dict[str, Any] = {
+        "trace_id": f"{context.trace_id:032x}",
+        "span_id": f"{context.span_id:016x}",
+        "parent_span_id": f"{parent.span_id:016x}" if parent is not None else None,
+    }
+    start, end = getattr(span, "start_time", None), getattr(span, "end_time", None)
+    if end is not None:
+        ids["start_ns"], ids["end_ns"] = start, end
+    return ids
 
 
 def record_content(span: Span, key: str, value: Any, limit: int) -> None:

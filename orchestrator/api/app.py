@@ -1,9 +1,11 @@
 """The FastAPI application: the HTTP face of a `RunService`."""
 
+import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path as FilePath
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
@@ -16,12 +18,15 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from orchestrator.api.guards import BodyLimit, KeyRing, RateLimiter, retry_after
+from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.config import AgentSystem
 from orchestrator.errors import Overloaded, ServiceError
+from orchestrator.render import default_mermaid_dist
 from orchestrator.routing import AUTO
 from orchestrator.schemas import (
     AgentsView,
     AgentView,
+    DiagramView,
     ErrorBody,
     Health,
     Readiness,
@@ -36,11 +41,14 @@ from orchestrator.schemas import (
 )
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
+from orchestrator.topology import topology_flowchart
+from tracing.sequence import sequence_diagram
 
 __all__ = ["ApiOptions", "create_app"]
 
 logger = logging.getLogger(__name__)
 
+MERMAID = "text/vnd.mermaid"
 RUN_ID = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="A run id.")]
 
 
@@ -52,6 +60,7 @@ class ApiOptions:
     rate_limit_per_s: float = 50.0
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
+    mermaid_dist: FilePath | None = None  # the npm mermaid package for the UI (setup's)
 
 
 def _error(status: int, code: str, message: str, details: Any = None, **headers: str) -> Response:
@@ -205,9 +214,11 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
     _install_error_handlers(app)
     app.include_router(_health_router())
     app.include_router(_v1_router(system, caller, authenticated=keys.enabled))
+    mount_ui(app, options.mermaid_dist or default_mermaid_dist())
     return app
 
 
@@ -325,8 +336,9 @@ def _v1_router(
 
     @v1.get("/runs/{run_id}/trace", tags=["runs"], responses=_NOT_FOUND)
     async def trace(run: Run, service: Service) -> TraceView:
-        """The run's spans, nested by parentage."""
-        spans = await service.store.spans(run.id)
+        """The run's spans, nested by parentage; while it goes on, the spans so far (open ones
+        without an end)."""
+        spans = await service.spans(run)
         return TraceView(
             run_id=run.id,
             trace_id=spans[0]["trace_id"] if spans else None,
@@ -364,12 +376,77 @@ def _v1_router(
                 seq, event = item
                 yield ServerSentEvent(data=event, event=str(event.get("type")), id=str(seq))
 
+    _add_diagram_route(v1, Run)
+    _add_agent_routes(v1, system, Caller)
+
+    return v1
+
+
+def _add_diagram_route(v1: APIRouter, Run: Any) -> None:
+    @v1.get(
+        "/runs/{run_id}/diagram",
+        tags=["runs"],
+        response_model=DiagramView,
+        responses={
+            **_NOT_FOUND,
+            200: {
+                "description": "Mermaid text (default), or with `format=json` the text and "
+                "the span of each arrow.",
+                "content": {MERMAID: {"schema": {"type": "string"}}},
+            },
+        },
+    )
+    async def diagram(
+        run: Run,
+        service: Service,
+        detail: Annotated[
+            Literal["agents", "tools", "full"],
+            Query(description="agents; tools: function tools too; full: models too."),
+        ] = "agents",
+        page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+        format: Annotated[Literal["mermaid", "json"], Query()] = "mermaid",
+    ) -> Response:
+        """The run as a Mermaid sequence diagram, computed from its spans (live while it goes
+        on). Large runs fold alike calls into loops and come in pages."""
+        spans = await service.spans(run)
+        drawn = await asyncio.to_thread(
+            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
+        )
+        if format == "mermaid":
+            return Response(drawn.text, media_type=MERMAID)
+        view = DiagramView(
+            run_id=run.id,
+            status=run.status,
+            detail=detail,
+            mermaid=drawn.text,
+            arrows=drawn.arrows,
+            page=drawn.page,
+            pages=drawn.pages,
+            folded=drawn.folded,
+        )
+        return JSONResponse(view.model_dump())
+
+
+def _add_agent_routes(v1: APIRouter, system: AgentSystem, Caller: Any) -> None:
+    topology = topology_flowchart(
+        system.topology, system.config.limits.max_depth, f"{system.config.name} agents"
+    )
+
+    @v1.get(
+        "/agents/diagram",
+        tags=["agents"],
+        response_class=Response,
+        responses={200: {"content": {MERMAID: {"schema": {"type": "string"}}}}},
+    )
+    async def agents_diagram(caller: Caller) -> Response:
+        """Who may delegate to whom, as a Mermaid flowchart: depth of each agent from the entry
+        agent, cycles drawn thick, unreachable agents dashed."""
+        return Response(topology, media_type=MERMAID)
+
     @v1.get("/agents", tags=["agents"])
     async def agents(service: Service, caller: Caller) -> AgentsView:
         """The configured agents, where their replicas run, and who may delegate to whom."""
         return _agents_view(service)
-
-    return v1
 
 
 def _agents_view(service: RunService) -> AgentsView:

@@ -1,0 +1,76 @@
+"""A team of agents in this process, without Ray: for tests, benchmarks and notebooks.
+
+Each delegation is handed over in a fresh context, so that, as between Ray actors, only the W3C
+trace context inside the `Delegation` links the callee's spans to the caller's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from opentelemetry import context as otel_context
+
+from agents.delegate import build_tools
+from agents.messages import AgentResult, Delegation, RunContext
+from agents.model import LiteLLMClient
+from agents.runtime import AgentRuntime
+from agents.spec import AgentSpec, Limits, TraceOptions
+from tracing import inject_context
+
+__all__ = ["LocalDispatcher", "LocalTeam"]
+
+
+class LocalDispatcher:
+    """Dispatches delegations to runtimes in this process."""
+
+    def __init__(self, runtimes: Mapping[str, AgentRuntime]) -> None:
+        self._runtimes = runtimes
+
+    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+        token = otel_context.attach(otel_context.Context())
+        try:
+            return await self._runtimes[target].invoke(delegation)
+        finally:
+            otel_context.detach(token)
+
+
+class LocalTeam:
+    """Runtimes for every agent of a system, delegating to each other in this process.
+
+    Args:
+        agents: the agents.
+        delegates: for each agent, the agents it may delegate to.
+        trace: what spans record.
+    """
+
+    def __init__(
+        self,
+        agents: list[AgentSpec],
+        delegates: Mapping[str, list[str]],
+        trace: TraceOptions | None = None,
+    ) -> None:
+        self.runtimes: dict[str, AgentRuntime] = {}
+        dispatcher = LocalDispatcher(self.runtimes)
+        roster = [a.card() for a in agents]
+        for spec in agents:
+            tools, hidden = build_tools(
+                spec, roster, list(delegates.get(spec.name, [])), dispatcher
+            )
+            self.runtimes[spec.name] = AgentRuntime(
+                spec=spec,
+                model=LiteLLMClient(spec.model),
+                tools=tools,
+                hidden_tools=hidden,
+                trace_options=trace or TraceOptions(),
+            )
+
+    async def run(
+        self, task: str, entry: str, *, run_id: str = "local", limits: Limits | None = None
+    ) -> AgentResult:
+        """Hand `task` to `entry`, under the current span (the caller opens the run's)."""
+        limits = limits or Limits()
+        ctx = RunContext(run_id=run_id, deadline=time.time() + limits.deadline_s, limits=limits)
+        return await self.runtimes[entry].invoke(
+            Delegation(task=task, context=ctx.enter(entry, inject_context()))
+        )

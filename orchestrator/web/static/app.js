@@ -1,0 +1,406 @@
+// Baton's web UI: plain ES module over the JSON API. User data only ever enters the page as
+// text (textContent); the only HTML inserted is the SVG that Mermaid renders in strict mode.
+
+const KEY = "baton.apiKey";
+
+// --- API -----------------------------------------------------------------------------------
+
+function authHeaders() {
+  const key = sessionStorage.getItem(KEY);
+  return key ? { Authorization: `Bearer ${key}` } : {};
+}
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, {
+    ...options,
+    headers: { ...authHeaders(), ...(options.headers || {}) },
+  });
+  if (response.status === 401) askForKey();
+  const type = response.headers.get("content-type") || "";
+  const body = type.includes("json") ? await response.json() : await response.text();
+  if (!response.ok) {
+    const error = body && body.error ? body.error : { code: "http_error", message: String(body) };
+    throw new ApiError(response.status, error.code, error.message);
+  }
+  return body;
+}
+
+// Server-Sent Events over fetch (EventSource cannot send an Authorization header).
+async function* events(path, after = 0) {
+  let last = after;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const response = await fetch(path, {
+      headers: { ...authHeaders(), ...(last ? { "Last-Event-ID": String(last) } : {}) },
+    });
+    if (!response.ok) throw new ApiError(response.status, "events", await response.text());
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    let event = { id: null, type: "message", data: [] };
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let cut;
+        while ((cut = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, cut).replace(/\r$/, "");
+          buffer = buffer.slice(cut + 1);
+          if (line === "") {
+            if (event.data.length) {
+              if (event.id) last = Number(event.id);
+              const data = JSON.parse(event.data.join("\n"));
+              yield { id: last, type: event.type, data };
+              if (event.type === "run_finished") return;
+            }
+            event = { id: null, type: "message", data: [] };
+          } else if (!line.startsWith(":")) {
+            const colon = line.indexOf(":");
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+            if (field === "data") event.data.push(text);
+            else if (field === "event") event.type = text;
+            else if (field === "id") event.id = text;
+          }
+        }
+      }
+      return; // the server ended the stream
+    } catch (error) {
+      await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+    }
+  }
+}
+
+// --- DOM helpers ---------------------------------------------------------------------------
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "style") node.style.cssText = value; // CSSOM: allowed by the CSP
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (id) => document.getElementById(id);
+
+function statusBadge(status) {
+  return el("span", { class: `status status-${status}` }, status);
+}
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  return seconds < 10 ? `${(seconds * 1000).toFixed(0)} ms` : `${seconds.toFixed(1)} s`;
+}
+
+function when(epoch) {
+  return new Date(epoch * 1000).toLocaleString();
+}
+
+function cost(usd) {
+  return usd ? `$${usd.toFixed(4)}` : "–";
+}
+
+function askForKey() {
+  const form = $("key-form");
+  if (form) form.hidden = false;
+}
+
+function setUpKeyForm() {
+  const form = $("key-form");
+  if (!form) return;
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(KEY, $("key-input").value.trim());
+    location.reload();
+  });
+}
+
+let renderCount = 0;
+async function drawMermaid(container, text) {
+  if (!window.mermaid) {
+    throw new Error("Mermaid is not installed on this server: run `make setup` (npm ci in orchestrator/web).");
+  }
+  window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", maxTextSize: 100000 });
+  renderCount += 1;
+  const { svg } = await window.mermaid.render(`mermaid-${renderCount}`, text);
+  container.innerHTML = svg; // Mermaid's own output, sanitized in strict mode
+  return container.querySelector("svg");
+}
+
+function showError(container, error) {
+  container.replaceChildren(el("p", { class: "error" }, error.message || String(error)));
+}
+
+// --- Runs page -----------------------------------------------------------------------------
+
+async function runsPage() {
+  const limit = 25;
+  let offset = 0;
+  try {
+    const agents = await api("/v1/agents");
+    for (const agent of agents.agents) {
+      $("agent").append(el("option", { value: agent.name }, agent.name));
+      $("agent-filter").append(el("option", { value: agent.name }, agent.name));
+    }
+  } catch (error) {
+    $("submit-error").textContent = error.message;
+  }
+
+  async function load() {
+    const query = new URLSearchParams({ limit, offset });
+    if ($("status-filter").value) query.set("status", $("status-filter").value);
+    if ($("agent-filter").value) query.set("agent", $("agent-filter").value);
+    const page = await api(`/v1/runs?${query}`);
+    const rows = page.runs.map((run) =>
+      el(
+        "tr",
+        { "data-run": run.id },
+        el("td", {}, el("a", { href: `/runs/${run.id}` }, run.id.slice(0, 12))),
+        el("td", {}, statusBadge(run.status)),
+        el("td", {}, run.entry_agent || run.requested_agent || "–"),
+        el("td", {}, when(run.created_at)),
+        el("td", {}, duration(run.duration_s)),
+        el("td", {}, `${run.usage.input_tokens}/${run.usage.output_tokens}`),
+        el("td", {}, cost(run.usage.cost_usd)),
+        el("td", { class: "task" }, run.task.slice(0, 140)),
+      ),
+    );
+    $("runs").tBodies[0].replaceChildren(...rows);
+    const last = Math.min(offset + limit, page.total);
+    $("page-info").textContent = page.total ? `${offset + 1}–${last} of ${page.total}` : "no runs";
+    $("prev").disabled = offset === 0;
+    $("next").disabled = last >= page.total;
+  }
+
+  $("prev").addEventListener("click", () => { offset = Math.max(0, offset - limit); load(); });
+  $("next").addEventListener("click", () => { offset += limit; load(); });
+  $("status-filter").addEventListener("change", () => { offset = 0; load(); });
+  $("agent-filter").addEventListener("change", () => { offset = 0; load(); });
+  $("submit-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("submit-error").textContent = "";
+    const body = { task: $("task").value };
+    if ($("agent").value) body.agent = $("agent").value;
+    if ($("token_budget").value) body.token_budget = Number($("token_budget").value);
+    if ($("deadline_s").value) body.deadline_s = Number($("deadline_s").value);
+    $("run-button").disabled = true;
+    try {
+      const run = await api("/v1/runs", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID() },
+        body: JSON.stringify(body),
+      });
+      location.assign(`/runs/${run.id}`);
+    } catch (error) {
+      $("submit-error").textContent = error.message;
+      $("run-button").disabled = false;
+    }
+  });
+  await load();
+  setInterval(() => load().catch(() => {}), 5000);
+}
+
+// --- Run page ------------------------------------------------------------------------------
+
+const FINAL = new Set([
+  "succeeded", "failed", "cancelled", "limit_exceeded", "budget_exceeded", "interrupted",
+]);
+
+async function runPage(runId) {
+  let diagramPage = 1;
+  let arrows = [];
+  let spansById = new Map();
+  let selected = null;
+  let refreshing = null;
+  let again = false;
+
+  function selectSpan(spanId) {
+    const span = spansById.get(spanId);
+    if (!span) return;
+    selected = spanId;
+    for (const row of $("waterfall").children) {
+      row.classList.toggle("selected", row.dataset.span === spanId);
+    }
+    const shown = { ...span };
+    delete shown.children;
+    $("span-details").replaceChildren(
+      el("h3", {}, span.name),
+      el("p", { class: "meta" }, `span ${span.span_id}`, span.parent_span_id ? ` · parent ${span.parent_span_id}` : ""),
+      el("pre", { class: "text" }, JSON.stringify(shown, null, 2)),
+    );
+    const row = $("waterfall").querySelector(`[data-span="${spanId}"]`);
+    if (row) row.scrollIntoView({ block: "nearest" });
+  }
+
+  function drawWaterfall(trace) {
+    const rows = [];
+    spansById = new Map();
+    const flat = [];
+    const walk = (nodes, depth) => {
+      for (const node of nodes) {
+        flat.push([node, depth]);
+        spansById.set(node.span_id, node);
+        walk(node.children, depth + 1);
+      }
+    };
+    walk(trace.spans, 0);
+    const now = Date.now() * 1e6;
+    const start = Math.min(...flat.map(([s]) => s.start_ns));
+    const end = Math.max(...flat.map(([s]) => s.end_ns || now));
+    const total = Math.max(end - start, 1);
+    for (const [span, depth] of flat) {
+      const left = ((span.start_ns - start) / total) * 100;
+      const width = Math.max((((span.end_ns || now) - span.start_ns) / total) * 100, 0.4);
+      const state = span.end_ns === null ? "open" : span.status === "ERROR" ? "error" : "ok";
+      rows.push(
+        el(
+          "div",
+          {
+            class: `span-row ${state}`,
+            role: "listitem",
+            "data-span": span.span_id,
+            tabindex: 0,
+            onclick: () => selectSpan(span.span_id),
+          },
+          el("span", { class: "span-name", style: `padding-left:${depth * 14}px` }, span.name),
+          el("span", { class: "span-bar-track" },
+            el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
+          el("span", { class: "span-time" }, span.duration_ms === null ? "running" : `${span.duration_ms.toFixed(1)} ms`),
+        ),
+      );
+    }
+    $("waterfall").replaceChildren(...rows);
+    $("span-count").textContent = `${trace.span_count} spans`;
+    if (selected) selectSpan(selected);
+  }
+
+  async function drawDiagram() {
+    const detail = $("detail").value;
+    const view = await api(`/v1/runs/${runId}/diagram?format=json&detail=${detail}&page=${diagramPage}`);
+    arrows = view.arrows;
+    diagramPage = view.page;
+    $("diagram-page").textContent = `page ${view.page} of ${view.pages}`;
+    $("diagram-prev").disabled = view.page <= 1;
+    $("diagram-next").disabled = view.page >= view.pages;
+    $("folded").replaceChildren(...view.folded.map((text) => el("li", {}, text)));
+    const svg = await drawMermaid($("diagram"), view.mermaid);
+    // Each numbered arrow is a span: click its number or its text to see the span.
+    const numbers = svg.querySelectorAll(".sequenceNumber");
+    const texts = svg.querySelectorAll(".messageText");
+    numbers.forEach((number, index) => {
+      const spanId = arrows[Number(number.textContent) - 1];
+      for (const node of [number, texts[index]]) {
+        if (!node || !spanId) continue;
+        node.dataset.span = spanId;
+        node.classList.add("arrow-link");
+        node.addEventListener("click", () => selectSpan(spanId));
+      }
+    });
+  }
+
+  async function refresh() {
+    if (refreshing) { again = true; return refreshing; }
+    refreshing = (async () => {
+      const run = await api(`/v1/runs/${runId}`);
+      document.title = `Baton · run ${run.id.slice(0, 12)}`;
+      $("run-title").textContent = `Run ${run.id.slice(0, 12)}`;
+      $("run-status").replaceWith(Object.assign(statusBadge(run.status), { id: "run-status" }));
+      $("run-meta").textContent = [
+        `entry ${run.entry_agent || run.requested_agent || "(config's entry)"}`,
+        `created ${when(run.created_at)}`,
+        `duration ${duration(run.duration_s)}`,
+        `tokens ${run.usage.input_tokens}/${run.usage.output_tokens}`,
+        `model calls ${run.usage.model_calls}`,
+        `cost ${cost(run.usage.cost_usd)}`,
+      ].join(" · ");
+      $("run-task").textContent = run.task;
+      const failed = run.status !== "succeeded" && FINAL.has(run.status);
+      $("answer-heading").textContent = failed ? "Error" : "Answer";
+      $("run-answer").textContent = failed ? run.error || "" : run.output || (FINAL.has(run.status) ? "" : "…");
+      $("cancel-button").hidden = FINAL.has(run.status);
+      const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram()]);
+      drawWaterfall(trace);
+      return run;
+    })();
+    try {
+      return await refreshing;
+    } finally {
+      refreshing = null;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  $("detail").addEventListener("change", () => { diagramPage = 1; drawDiagram(); });
+  $("diagram-prev").addEventListener("click", () => { diagramPage -= 1; drawDiagram(); });
+  $("diagram-next").addEventListener("click", () => { diagramPage += 1; drawDiagram(); });
+  $("cancel-button").addEventListener("click", () => api(`/v1/runs/${runId}/cancel`, { method: "POST" }));
+
+  const run = await refresh();
+  document.body.dataset.state = FINAL.has(run.status) ? "finished" : "live";
+  if (FINAL.has(run.status)) return;
+  // Live: the diagram and the waterfall grow with each event (at most a few redraws a second).
+  let timer = null;
+  for await (const event of events(`/v1/runs/${runId}/events`)) {
+    $("run-status").textContent = event.type === "run_finished" ? event.data.status : "running";
+    if (event.type === "run_finished") break;
+    if (!timer) timer = setTimeout(() => { timer = null; refresh(); }, 250);
+  }
+  clearTimeout(timer);
+  await refresh();
+  document.body.dataset.state = "finished";
+}
+
+// --- Agents page ---------------------------------------------------------------------------
+
+async function agentsPage() {
+  try {
+    const [text, agents] = await Promise.all([api("/v1/agents/diagram"), api("/v1/agents")]);
+    await drawMermaid($("topology"), text);
+    const rows = agents.agents.map((agent) =>
+      el(
+        "tr",
+        {},
+        el("td", {}, agent.name, agent.name === agents.topology.entry ? " (entry)" : ""),
+        el("td", {}, agent.description),
+        el("td", {}, agent.capabilities.join(", ")),
+        el("td", {}, agent.model),
+        el("td", {}, agent.tools.map((t) => t.split(":").pop()).join(", ") || "–"),
+        el("td", {}, agent.delegates.join(", ") || "–"),
+        el("td", {}, `${agent.replicas.length}`,
+          agent.replicas.length ? el("span", { class: "meta" }, ` on ${[...new Set(agent.replicas.map((r) => (r.node_id || "?").slice(0, 8)))].join(", ")}`) : null),
+      ),
+    );
+    $("agents").tBodies[0].replaceChildren(...rows);
+  } catch (error) {
+    showError($("topology"), error);
+  }
+}
+
+// --- Start ---------------------------------------------------------------------------------
+
+setUpKeyForm();
+const page = document.body.dataset.page;
+const started =
+  page === "runs" ? runsPage()
+  : page === "run" ? runPage(location.pathname.split("/").pop())
+  : page === "agents" ? agentsPage()
+  : Promise.resolve();
+started.catch((error) => {
+  const main = document.querySelector("main");
+  main.prepend(el("p", { class: "error" }, error.message || String(error)));
+});

@@ -1,0 +1,422 @@
+"""A run as a Mermaid sequence diagram, computed from its spans (the trace is the only source).
+
+Participants are the client, the orchestrator and each agent (with `detail="tools"` each
+function tool too, with `detail="full"` each model too). A delegation is an arrow that activates
+its agent; its return is a dashed arrow with the status, the duration and the tokens; a failure
+returns with a cross and a note; a refused delegation is a note; the tool calls of one model step
+are a `par` block. Arrows are numbered (`autonumber`) and `Diagram.arrows[n - 1]` is the id of
+the span arrow `n` stands for. Open spans (a run still going) end in a "running…" note.
+
+Large runs stay within Mermaid's text limit: three or more alike calls in one step fold into
+one `loop` block, alike steps in a row likewise, and what still does not fit is split into
+pages. Every fold is said in the diagram and listed in `Diagram.folded`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from tracing.mermaid_text import label, mermaid_modules
+from tracing.mermaid_text import title as diagram_title
+from tracing.records import SpanRecord
+
+__all__ = ["DEFAULT_MAX_CHARS", "Detail", "Diagram", "sequence_diagram"]
+
+Detail = Literal["agents", "tools", "full"]
+# Mermaid refuses diagrams over 50,000 characters unless configured otherwise; keep a margin.
+DEFAULT_MAX_CHARS = 40_000
+COLLAPSE_AT = 3  # alike calls (or steps) from this many on are folded into one loop
+
+_AGENT = "invoke_agent "
+_TOOL = "execute_tool "
+_CHAT = "chat "
+_DELEGATE = "delegate_to_"
+_TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+class _Arrow(Enum):
+    """Arrow types, with Mermaid's activation shorthand (+ activates the target, - deactivates
+    the sender)."""
+
+    CALL = "->>+"
+    RETURN = "-->>-"
+    FAIL = "--x-"
+    SEND = "->>"
+    REPLY = "-->>"
+    CROSS = "--x"
+
+
+@dataclass
+class Diagram:
+    """Mermaid text of one page, and the span behind each numbered arrow."""
+
+    text: str
+    arrows: list[str]
+    page: int = 1
+    pages: int = 1
+    folded: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Node:
+    span: SpanRecord
+    children: list[_Node] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.span["name"])
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.span.get("attributes") or {}
+
+    @property
+    def failed(self) -> bool:
+        return self.span.get("status") == "ERROR"
+
+    @property
+    def open(self) -> bool:
+        return self.span.get("end_ns") is None
+
+    def duration(self) -> str:
+        if self.open:
+            return "running"
+        ms = (int(self.span["end_ns"]) - int(self.span["start_ns"])) / 1e6
+        return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+    def tokens(self) -> str:
+        inp = self.attrs.get("gen_ai.usage.input_tokens")
+        out = self.attrs.get("gen_ai.usage.output_tokens")
+        return f"{inp}/{out} tok" if inp is not None else ""
+
+
+@dataclass
+class _Chunk:
+    """Diagram elements with the spans of their arrows, in text order."""
+
+    elements: list[Any] = field(default_factory=list)
+    arrows: list[str] = field(default_factory=list)
+    shape: int = 0  # equal for calls that look the same (what folding compares)
+    chars: int = 0
+
+    def add(self, other: _Chunk) -> None:
+        self.elements += other.elements
+        self.arrows += other.arrows
+        self.chars += other.chars
+
+
+def _forest(spans: Iterable[SpanRecord]) -> list[_Node]:
+    nodes = {s["span_id"]: _Node(s) for s in sorted(spans, key=lambda s: s["start_ns"])}
+    roots: list[_Node] = []
+    for node in nodes.values():
+        parent = nodes.get(node.span.get("parent_span_id") or "")
+        (parent.children if parent is not None else roots).append(node)
+    return roots
+
+
+class _Builder:
+    def __init__(self, detail: Detail) -> None:
+        self.sequence, _ = mermaid_modules()
+        self.detail = detail
+        self.cast: dict[tuple[str, str], Any] = {}
+        self.folded: list[str] = []
+        self.totals: dict[str, list[int]] = {}
+
+    # Participants ------------------------------------------------------------------------
+
+    def who(self, kind: str, name: str) -> Any:
+        key = (kind, name)
+        if key not in self.cast:
+            participant = self.sequence.Participant(label(name, 40))
+            participant.id_ = f"{kind[0]}{len(self.cast) + 1}"  # never a Mermaid keyword
+            self.cast[key] = participant
+        return self.cast[key]
+
+    # Elements ----------------------------------------------------------------------------
+
+    def arrow(self, src: Any, dst: Any, kind: _Arrow, text: str, span: SpanRecord) -> _Chunk:
+        link = self.sequence.Link(src, dst, kind, label(text))
+        return _Chunk([link], [str(span["span_id"])], chars=len(str(link)))
+
+    def note(self, over: Any, text: str, limit: int = 120) -> _Chunk:
+        note = self.sequence.Note(label(text, limit), over)
+        return _Chunk([note], chars=len(str(note)))
+
+    def loop(self, title: str, inner: _Chunk) -> _Chunk:
+        block = self.sequence.Loop(label(title), inner.elements)
+        return _Chunk([block], inner.arrows, inner.shape, len(str(block)))
+
+    def parallel(self, branches: list[tuple[str, _Chunk]]) -> _Chunk:
+        block = self.sequence.Parallel({label(t): c.elements for t, c in branches})
+        arrows = [a for _, c in branches for a in c.arrows]
+        return _Chunk([block], arrows, hash(tuple(c.shape for _, c in branches)), len(str(block)))
+
+    # Runs --------------------------------------------------------------------------------
+
+    @property
+    def orchestrator(self) -> Any:
+        return self.who("orchestrator", "Orchestrator")
+
+    def run(self, root: _Node) -> tuple[_Chunk, list[_Chunk], _Chunk]:
+        """(opening arrows, the entry agent's steps, closing arrows and totals)."""
+        client, orch = self.who("client", "Client"), self.orchestrator
+        head, tail = _Chunk(), _Chunk()
+        run_id = str(root.attrs.get("baton.run.id", ""))[:12]
+        head.add(self.arrow(client, orch, _Arrow.SEND, f"run {run_id}", root.span))
+        entries = [c for c in root.children if c.name.startswith(_AGENT)]
+        steps: list[_Chunk] = []
+        for entry in entries:
+            agent = self.who("agent", _agent_name(entry))
+            head.add(self.arrow(orch, agent, _Arrow.CALL, "task", entry.span))
+            self.count(entry)
+            steps += self.steps(entry, agent)
+            tail.add(self.returning(entry, agent, orch))
+        if not root.open:
+            status = "failed" if root.failed else "done"
+            tail.add(
+                self.arrow(orch, client, _Arrow.REPLY, f"{status} · {root.duration()}", root.span)
+            )
+        for (kind, name), participant in self.cast.items():
+            if kind == "agent" and name in self.totals:
+                calls, inp, out = self.totals[name]
+                calls_text = f"{calls} call{'s' if calls != 1 else ''}"
+                tail.add(self.note(participant, f"{name}: {calls_text} · {inp}/{out} tokens"))
+        return head, steps, tail
+
+    def count(self, node: _Node) -> None:
+        totals = self.totals.setdefault(_agent_name(node), [0, 0, 0])
+        totals[0] += 1
+        totals[1] += int(node.attrs.get("gen_ai.usage.input_tokens") or 0)
+        totals[2] += int(node.attrs.get("gen_ai.usage.output_tokens") or 0)
+
+    def returning(self, node: _Node, agent: Any, caller: Any) -> _Chunk:
+        chunk = _Chunk()
+        if node.open:
+            chunk.add(self.note(agent, "running…"))
+            return chunk
+        if node.failed:
+            kind = node.attrs.get("error.type") or "error"
+            chunk.add(
+                self.arrow(agent, caller, _Arrow.FAIL, f"{kind} · {node.duration()}", node.span)
+            )
+            chunk.add(self.note(agent, f"✗ {node.span.get('status_message') or kind}"))
+        else:
+            parts = ["ok", node.duration(), node.tokens()]
+            chunk.add(
+                self.arrow(agent, caller, _Arrow.RETURN, " · ".join(filter(None, parts)), node.span)
+            )
+        chunk.shape = hash(("return", node.failed, str(node.attrs.get("error.type"))))
+        return chunk
+
+    def steps(self, node: _Node, agent: Any) -> list[_Chunk]:
+        """The agent's model steps, each with the tool calls it asked for; alike steps in a
+        row folded into a loop."""
+        grouped: list[tuple[_Node | None, list[_Node]]] = []
+        for child in node.children:
+            if child.name.startswith(_CHAT) or not grouped:
+                grouped.append((child if child.name.startswith(_CHAT) else None, []))
+            if child.name.startswith(_TOOL):
+                grouped[-1][1].append(child)
+        chunks = [self.step(agent, chat, tools) for chat, tools in grouped]
+        return self.fold_runs([c for c in chunks if c.elements], "steps", agent)
+
+    def step(self, agent: Any, chat: _Node | None, tools: list[_Node]) -> _Chunk:
+        chunk = _Chunk()
+        if chat is not None and self.detail == "full":
+            model = self.who("model", chat.name.removeprefix(_CHAT))
+            chunk.add(self.arrow(agent, model, _Arrow.SEND, "chat", chat.span))
+            if not chat.open:
+                back = _Arrow.CROSS if chat.failed else _Arrow.REPLY
+                chunk.add(
+                    self.arrow(model, agent, back, chat.tokens() or chat.duration(), chat.span)
+                )
+        calls = [(t, self.tool(agent, t)) for t in tools]
+        calls = [(t, c) for t, c in calls if c.elements]
+        branches = self.fold_alike(calls, agent)
+        if len(branches) >= 2:
+            chunk.add(self.parallel(branches))
+        elif branches:
+            chunk.add(branches[0][1])
+        chunk.shape = hash((chunk.shape, tuple(c.shape for _, c in branches)))
+        return chunk
+
+    def tool(self, agent: Any, node: _Node) -> _Chunk:
+        tool = node.name.removeprefix(_TOOL)
+        target = node.attrs.get("baton.delegation.target") or (
+            tool.removeprefix(_DELEGATE) if tool.startswith(_DELEGATE) else None
+        )
+        refusals = [
+            e for e in node.span.get("events") or [] if e.get("name") == "delegation_refused"
+        ]
+        if refusals:
+            attrs = refusals[0].get("attributes") or {}
+            reason = attrs.get("baton.refusal.reason", "refused")
+            text = f"⊘ {target} refused ({reason}): {attrs.get('message', '')}"
+            chunk = self.note(agent, text)
+            chunk.shape = hash(("refused", target, reason))
+            return chunk
+        if target is not None:
+            return self.delegation(agent, node, str(target))
+        return self.function(agent, node, tool)
+
+    def delegation(self, agent: Any, node: _Node, target: str) -> _Chunk:
+        callee = self.who("agent", target)
+        chunk = self.arrow(
+            agent, callee, _Arrow.CALL, f"{node.name.removeprefix(_TOOL)}", node.span
+        )
+        invocations = [c for c in node.children if c.name.startswith(_AGENT)]
+        if not invocations:  # dispatched, not started yet (or its spans are still on the way)
+            chunk.add(self.note(callee, "running…" if node.open else "no record of the call"))
+            return chunk
+        child = invocations[0]
+        self.count(child)
+        inner = self.steps(child, callee)
+        for step in inner:
+            chunk.add(step)
+        back = self.returning(child, callee, agent)
+        chunk.add(back)
+        chunk.shape = hash(("delegate", target, tuple(s.shape for s in inner), back.shape))
+        return chunk
+
+    def function(self, agent: Any, node: _Node, tool: str) -> _Chunk:
+        message = str(node.span.get("status_message") or "error")
+        if self.detail == "agents":  # tools are not drawn; their failures are
+            chunk = self.note(agent, f"✗ {tool}: {message}") if node.failed else _Chunk()
+        else:
+            participant = self.who("tool", tool)
+            chunk = self.arrow(agent, participant, _Arrow.SEND, tool, node.span)
+            if node.open:
+                chunk.add(self.note(participant, "running…"))
+            elif node.failed:
+                chunk.add(self.arrow(participant, agent, _Arrow.CROSS, "error", node.span))
+                chunk.add(self.note(participant, f"✗ {message}"))
+            else:
+                chunk.add(
+                    self.arrow(
+                        participant, agent, _Arrow.REPLY, f"ok · {node.duration()}", node.span
+                    )
+                )
+        chunk.shape = hash(("tool", tool, node.failed))
+        return chunk
+
+    # Folding -----------------------------------------------------------------------------
+
+    def fold_alike(self, calls: list[tuple[_Node, _Chunk]], agent: Any) -> list[tuple[str, _Chunk]]:
+        """One branch per call; calls that look alike, from `COLLAPSE_AT` on, as one loop."""
+        counts = Counter(c.shape for _, c in calls)
+        done: set[int] = set()
+        branches: list[tuple[str, _Chunk]] = []
+        for i, (node, chunk) in enumerate(calls, 1):
+            tool = node.name.removeprefix(_TOOL)
+            if counts[chunk.shape] < COLLAPSE_AT:
+                branches.append((f"{tool} #{i}", chunk))
+            elif chunk.shape not in done:
+                done.add(chunk.shape)
+                n = counts[chunk.shape]
+                self.folded.append(f"{n} alike {tool} calls of {agent.name} drawn once")
+                folded = self.loop(f"{_TIMES}{n} alike {tool} calls", chunk)
+                folded.shape = hash((chunk.shape, n))  # 3 alike calls are not 11
+                branches.append((f"{tool} {_TIMES}{n}", folded))
+        return branches
+
+    def fold_runs(self, chunks: list[_Chunk], what: str, agent: Any) -> list[_Chunk]:
+        """Alike chunks in a row, from `COLLAPSE_AT` on, as one loop."""
+        out: list[_Chunk] = []
+        i = 0
+        while i < len(chunks):
+            j = i
+            while j + 1 < len(chunks) and chunks[j + 1].shape == chunks[i].shape:
+                j += 1
+            n = j - i + 1
+            if n >= COLLAPSE_AT:
+                self.folded.append(f"{n} alike {what} of {agent.name} drawn once")
+                folded = self.loop(f"{_TIMES}{n} alike {what}", chunks[i])
+                folded.shape = hash((chunks[i].shape, n))
+                out.append(folded)
+            else:
+                out += chunks[i : j + 1]
+            i = j + 1
+        return out
+
+
+def _agent_name(node: _Node) -> str:
+    return str(node.attrs.get("gen_ai.agent.name") or node.name.removeprefix(_AGENT))
+
+
+def _pages(steps: list[_Chunk], budget: int) -> list[list[_Chunk]]:
+    pages: list[list[_Chunk]] = [[]]
+    used = 0
+    for step in steps:
+        if pages[-1] and used + step.chars > budget:
+            pages.append([])
+            used = 0
+        pages[-1].append(step)
+        used += step.chars
+    return pages
+
+
+def sequence_diagram(
+    spans: list[SpanRecord],
+    *,
+    detail: Detail = "agents",
+    page: int = 1,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    title: str = "Run",
+) -> Diagram:
+    """The run whose spans these are, as a Mermaid sequence diagram (one page of it).
+
+    Args:
+        spans: span records (`tracing.records.span_record` dicts); open spans have no `end_ns`.
+        detail: `agents`, `tools` (function tools as participants) or `full` (models too).
+        page: which page, when the run does not fit in `max_chars`.
+        max_chars: the size a page may take.
+        title: the diagram's title.
+    """
+    sequence, _ = mermaid_modules()
+    builder = _Builder(detail)
+    roots = _forest(spans)
+    workflow = next((r for r in roots if r.name == "invoke_workflow baton"), None)
+    if workflow is None:
+        if roots:  # no run span (an odd trace): show what there is under a synthetic root
+            workflow = _Node({"span_id": "", "name": "run", "start_ns": 0, "end_ns": None}, roots)
+        else:
+            orch = builder.orchestrator
+            note = sequence.Note("no spans were recorded for this run", orch)
+            empty = sequence.SequenceDiagram(diagram_title(title), [orch, note])
+            return Diagram(str(empty.script), [])
+    head, steps, tail = builder.run(workflow)
+    budget = max(max_chars - head.chars - tail.chars - 2_000, 1_000)
+    pages = _pages(steps, budget)
+    page = min(max(page, 1), len(pages))
+    body = _Chunk()
+    for chunk in pages[page - 1]:
+        body.add(chunk)
+    folded = list(builder.folded)
+    if len(pages) > 1:
+        before = sum(len(p) for p in pages[: page - 1])
+        shown = len(pages[page - 1])
+        text = (
+            f"page {page} of {len(pages)}: steps {before + 1} to {before + shown} of {len(steps)}"
+        )
+        folded.append(text)
+        body.elements.insert(0, sequence.Note(label(text), builder.orchestrator))
+    if builder.folded:
+        summary = sequence.Note(
+            label(f"folded: {len(builder.folded)} groups of alike calls or steps (loops)", 120),
+            builder.orchestrator,
+        )
+        tail.elements.append(summary)
+    participants = list(builder.cast.values())
+    elements = participants + head.elements + body.elements + tail.elements
+    diagram = sequence.SequenceDiagram(diagram_title(title), elements, auto_number=True)
+    return Diagram(
+        text=str(diagram.script),
+        arrows=head.arrows + body.arrows + tail.arrows,
+        page=page,
+        pages=len(pages),
+        folded=folded,
+    )
