@@ -58,3 +58,4 @@ bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/delegation_overhead.py
 	$(PY) bench/fanout.py
 	$(PY) bench/http_throughput.py
+	$(PY) bench/diagram_generation.py

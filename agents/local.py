@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from opentelemetry import context as otel_context
 
 from agents.delegate import build_tools
+from agents.ledger import EventSink
 from agents.messages import AgentResult, Delegation, RunContext
 from agents.model import LiteLLMClient
 from agents.runtime import AgentRuntime
@@ -42,6 +43,7 @@ class LocalTeam:
         agents: the agents.
         delegates: for each agent, the agents it may delegate to.
         trace: what spans record.
+        events: where the agents' progress events go.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class LocalTeam:
         agents: list[AgentSpec],
         delegates: Mapping[str, list[str]],
         trace: TraceOptions | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.runtimes: dict[str, AgentRuntime] = {}
         dispatcher = LocalDispatcher(self.runtimes)
@@ -62,6 +65,7 @@ class LocalTeam:
                 model=LiteLLMClient(spec.model),
                 tools=tools,
                 hidden_tools=hidden,
+                events=events,
                 trace_options=trace or TraceOptions(),
             )
 

@@ -12,11 +12,14 @@ from pathlib import Path
 from orchestrator.config import AgentSystem, parse_config
 
 __all__ = [
+    "EventList",
     "FakeOpenAI",
+    "OtlpReceiver",
     "block_loop",
     "config",
     "fail_loudly",
     "leak_env",
+    "local_trace",
     "slow_step",
     "slow_touch",
     "stamp",
@@ -221,8 +224,28 @@ class OtlpReceiver:
         self._server.server_close()
 
 
+class EventList:
+    """An event sink that keeps every event, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, object]] = []
+
+    def emit(self, run_id: str, event: dict[str, object]) -> None:
+        self.events.append(event)
+
+    def keep_spans(self, run_id: str, spans: list[dict[str, object]]) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
 async def local_trace(
-    yaml_text: str, task: str, entry: str | None = None, run_id: str = "local-run"
+    yaml_text: str,
+    task: str,
+    entry: str | None = None,
+    run_id: str = "local-run",
+    events: EventList | None = None,
 ) -> tuple[object, list[dict[str, object]]]:
     """Run a team in this process (no Ray) and return its result and the run's spans."""
     from agents.local import LocalTeam
@@ -231,7 +254,10 @@ async def local_trace(
     system = config(yaml_text)
     agents = list(system.config.agents)
     team = LocalTeam(
-        agents, {a.name: system.topology.delegates(a.name) for a in agents}, system.config.tracing
+        agents,
+        {a.name: system.topology.delegates(a.name) for a in agents},
+        system.config.tracing,
+        events,  # type: ignore[arg-type]
     )
     collector = configure_tracing("test")
     first = entry or system.entry

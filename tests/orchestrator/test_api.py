@@ -14,33 +14,9 @@ import httpx
 import pytest
 
 from orchestrator.client import parse_sse
-from tests.service import SERVICE_CONFIG, ServiceProcess
+from tests.service import ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("service")
-    (root / "svc.yaml").write_text(SERVICE_CONFIG)
-    return root
-
-
-@pytest.fixture(scope="module")
-def api(ray_address: str, service_dir: Path) -> Iterator[str]:
-    service = ServiceProcess(
-        service_dir / "svc.yaml",
-        f"sqlite+aiosqlite:///{service_dir / 'api.db'}",
-        ray_address,
-        service_dir / "api.log",
-        BATON_SSE_HEARTBEAT_S="1",
-        # Rate limits are tested on the guarded service; schemathesis would only wait here.
-        BATON_RATE_LIMIT_PER_S="10000",
-        BATON_RATE_LIMIT_BURST="10000",
-    )
-    service.start()
-    yield service.url
-    service.stop()
 
 
 async def submit(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
@@ -121,6 +97,11 @@ async def test_cancelling_mid_run_stops_it_and_keeps_its_spans(api: str) -> None
             if kind == "tool_started":
                 # The event arrived while the run is going on: streamed live, not at the end.
                 assert (await client.get(f"/v1/runs/{run['id']}")).json()["status"] == "running"
+                # The trace and the diagram are live too: open spans, a running note.
+                live = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
+                assert live["spans"][0]["end_ns"] is None
+                diagram = (await client.get(f"/v1/runs/{run['id']}/diagram")).text
+                assert "Note over a3: running…" in diagram
                 cancelled = await client.post(f"/v1/runs/{run['id']}/cancel")
                 assert cancelled.status_code == 202
             if kind == "run_finished":
@@ -137,6 +118,27 @@ async def test_cancelling_mid_run_stops_it_and_keeps_its_spans(api: str) -> None
     assert {"invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"} <= set(
         names(trace["spans"])
     )
+
+
+async def test_a_run_and_the_agents_come_as_mermaid_diagrams(api: str) -> None:
+    run = (await submit(api, {"task": "calculate 6 * 7", "agent": "coordinator"})).json()
+    await all_events(api, run["id"])
+    async with httpx.AsyncClient(base_url=api) as client:
+        text = await client.get(f"/v1/runs/{run['id']}/diagram")
+        full = await client.get(
+            f"/v1/runs/{run['id']}/diagram", params={"detail": "full", "format": "json"}
+        )
+        agents = await client.get("/v1/agents/diagram")
+        wrong = await client.get(f"/v1/runs/{run['id']}/diagram", params={"detail": "all"})
+    assert text.headers["content-type"].startswith("text/vnd.mermaid")
+    assert "sequenceDiagram" in text.text and "participant a3 as coordinator" in text.text
+    view = full.json()
+    assert view["status"] == "succeeded" and view["pages"] == 1
+    assert "as baton/offline" in view["mermaid"] and "as calculate" in view["mermaid"]
+    assert len(view["arrows"]) == view["mermaid"].count("->>") + view["mermaid"].count("--x")
+    assert agents.headers["content-type"].startswith("text/vnd.mermaid")
+    assert "flowchart LR" in agents.text and "coordinator · depth 1" in agents.text
+    assert wrong.status_code == 422
 
 
 async def test_twenty_identical_submissions_with_one_key_make_one_run(api: str) -> None:

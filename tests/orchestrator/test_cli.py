@@ -94,6 +94,17 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     for name in ("invoke_workflow baton", "invoke_agent fact_checker", "execute_tool calculate"):
         assert f"✓ {name}" in traced.output
 
+    # And drawn: Mermaid text on stdout, an SVG rendered in Chromium.
+    drawn = runner.invoke(app, ["diagram", run_id], env={"BATON_STORE_URL": store_url})
+    assert drawn.exit_code == 0, drawn.output
+    assert "participant a5 as fact_checker" in drawn.output and "autonumber" in drawn.output
+    picture = tmp_path / "run.svg"
+    rendered = runner.invoke(
+        app, ["diagram", run_id, "-o", str(picture)], env={"BATON_STORE_URL": store_url}
+    )
+    assert rendered.exit_code == 0, rendered.output
+    assert picture.read_text().startswith("<svg") and "fact_checker" in picture.read_text()
+
     # The same spans went to the OTLP backend over HTTP, as one trace with the same tree.
     stored = asyncio.run(_stored_spans(store_url, run_id))
     exported = {s["span_id"]: s for s in receiver.spans}
