@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import socket
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -41,6 +43,10 @@ class SystemRef:
     namespace: str
     prefix: str
     replicas: dict[str, int]
+    max_restarts: dict[str, int] = field(default_factory=dict)
+
+    def restartable(self, agent: str) -> bool:
+        return self.max_restarts.get(agent, 0) != 0
 
     def actor_name(self, agent: str, replica: int) -> str:
         return f"{self.prefix}.{agent}.{replica}"
@@ -51,10 +57,20 @@ class SystemRef:
 
 
 class RayDispatcher:
-    """Dispatches delegations to agent actors, spreading them round-robin over replicas."""
+    """Dispatches delegations to agent actors, spreading them round-robin over replicas.
 
-    def __init__(self, system: SystemRef) -> None:
+    When the actor of an agent with restarts on dies during a delegation, the delegation is
+    tried once more (on the restarted actor, or another replica), unless the failed attempt had
+    started a tool that must run at most once: then the caller is told, and nothing is re-run.
+
+    Args:
+        system: where the actors are.
+        ledger: the run ledger, which knows what each attempt started (no retries without it).
+    """
+
+    def __init__(self, system: SystemRef, ledger: RayLedger | None = None) -> None:
         self._system = system
+        self._ledger = ledger
         self._handles: dict[str, list[Any]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
@@ -77,6 +93,44 @@ class RayDispatcher:
         delegation: Delegation,
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
     ) -> AgentResult:
+        ctx = delegation.context
+        retried = False
+        while True:
+            attempt = uuid.uuid4().hex[:16]
+            attempted = delegation.model_copy(
+                update={"context": ctx.model_copy(update={"attempts": (*ctx.attempts, attempt)})}
+            )
+            name, lost = await self._attempt(target, attempted, on_submit)
+            if not isinstance(lost, BaseException):
+                return lost
+            why = "retried once" if retried else "not retried"
+            if not retried and self._system.restartable(target):
+                started = await self._effects(ctx.run_id, attempt)
+                if not started:
+                    retried = True
+                    await self._until_back(name, ctx.time_left())
+                    continue
+                why = f"not retried: {', '.join(sorted(set(started)))} had started (at most once)"
+            elif not self._system.restartable(target):
+                why = "no restarts configured"
+            detail = str(lost).strip().splitlines()[0] if str(lost).strip() else ""
+            return AgentResult(
+                agent=target,
+                status=Outcome.FAILED,
+                call_id=delegation.call_id,
+                actor=name,
+                lost=True,
+                error=f"agent actor {name} is unavailable ({type(lost).__name__}: "
+                f"{detail[:300]}); {why}",
+            )
+
+    async def _attempt(
+        self,
+        target: str,
+        delegation: Delegation,
+        on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None,
+    ) -> tuple[str, AgentResult | BaseException]:
+        """One try: the result, or the error of an actor that died or cannot be found."""
         name = target
         submitted_ns = time.time_ns()
         try:
@@ -85,7 +139,7 @@ class RayDispatcher:
                 on_submit(ref)
             try:
                 result: AgentResult = await ref
-                return result
+                return name, result
             except asyncio.CancelledError:
                 # The caller stopped waiting (timeout, cancellation): stop the work too.
                 ray.cancel(ref, recursive=True)
@@ -93,7 +147,6 @@ class RayDispatcher:
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
             # A dead or missing actor is the caller's tool error, never a hung run.
             self._handles.pop(target, None)
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             # Its own spans died with it: record what the caller saw, where it saw it.
             ctx = delegation.context
             lost_agent_span(
@@ -105,13 +158,33 @@ class RayDispatcher:
                 type(exc).__name__,
                 f"actor unavailable: {type(exc).__name__}",
             )
-            return AgentResult(
-                agent=target,
-                status=Outcome.FAILED,
-                call_id=delegation.call_id,
-                actor=name,
-                error=f"agent actor {name} is unavailable ({type(exc).__name__}: {detail[:300]})",
-            )
+            return name, exc
+
+    async def _until_back(self, name: str, limit_s: float) -> None:
+        """Wait (at most `limit_s`) until the actor `name` answers again after a restart: Ray
+        fails calls made while an actor is restarting rather than queueing them."""
+        deadline = time.monotonic() + max(limit_s, 0.0)
+        pause = 0.05
+        while time.monotonic() < deadline:
+            try:
+                handle = ray.get_actor(name, namespace=self._system.namespace)
+                await asyncio.wait_for(
+                    handle.stats.remote(), max(deadline - time.monotonic(), 0.01)
+                )
+                return
+            except (ActorUnavailableError, ValueError, TimeoutError):
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+            except RayActorError:
+                return  # dead for good: the retry will say so
+
+    async def _effects(self, run_id: str, attempt: str) -> list[str]:
+        if self._ledger is None:
+            return ["(unknown: no ledger)"]
+        try:
+            return await self._ledger.effects(run_id, attempt)
+        except Exception:
+            return ["(unknown: the ledger did not answer)"]
 
 
 @ray.remote
@@ -139,9 +212,16 @@ class AgentActor:
         secrets = secret_values_from_env(os.environ, env or ()) | secret_values_in(
             spec.model.params
         )
-        collector = configure_tracing(self._name, secrets)
-        dispatcher = RayDispatcher(system)
+        context = ray.get_runtime_context()
+        collector = configure_tracing(
+            self._name,
+            secrets,
+            {"baton.ray.node_id": context.get_node_id(), "host.name": socket.gethostname()},
+        )
+        self._inflight = 0
+        self._invocations = 0
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
+        dispatcher = RayDispatcher(system, ledger)
         tools, hidden = build_tools(spec, roster, delegates, dispatcher, ledger)
         self._runtime = AgentRuntime(
             spec=spec,
@@ -188,8 +268,25 @@ class AgentActor:
             ],
             [tool],
         )
+        return self.stats()
+
+    def stats(self) -> dict[str, Any]:
+        """Where this replica runs and how busy it is."""
         context = ray.get_runtime_context()
-        return {"actor": self._name, "pid": os.getpid(), "node_id": context.get_node_id()}
+        return {
+            "actor": self._name,
+            "pid": os.getpid(),
+            "node_id": context.get_node_id(),
+            "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+            "inflight": self._inflight,
+            "invocations": self._invocations,
+            "restarted": context.was_current_actor_reconstructed,
+        }
 
     async def invoke(self, delegation: Delegation) -> AgentResult:
-        return await self._runtime.invoke(delegation)
+        self._inflight += 1
+        self._invocations += 1
+        try:
+            return await self._runtime.invoke(delegation)
+        finally:
+            self._inflight -= 1

@@ -9,7 +9,7 @@ from agents.guard import check_delegation
 from agents.ledger import Ledger
 from agents.messages import AgentResult, Delegation, Outcome
 from agents.spec import AgentCard, AgentSpec
-from agents.tools import Tool, ToolCallContext, ToolOutput, load_function_tool
+from agents.tools import Tool, ToolCallContext, ToolOutput, load_tool
 from tracing import inject_context
 
 __all__ = ["DELEGATE_PREFIX", "DelegateTool", "Dispatcher", "build_tools", "delegate_tool_name"]
@@ -116,7 +116,7 @@ def build_tools(
     """An agent's tools: its function tools and a delegation tool per agent it may hand work
     to (offered), plus one per other agent it may not (hidden: callable, so that a model that
     names one is refused clearly rather than told the tool does not exist)."""
-    offered: list[Tool] = [load_function_tool(path) for path in spec.tools]
+    offered: list[Tool] = [load_tool(ref) for ref in spec.tools]
     hidden: dict[str, Tool] = {}
     for card in roster:
         if card.name == spec.name:

@@ -11,12 +11,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from tracing import agent_span_counts
+
 __all__ = ["EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
-_AGENT_SPAN = "invoke_agent "
 
 # Whether the ledger is counting a run, has finished it (events still readable), or has never
 # heard of it (not started yet, or finished long ago).
@@ -24,11 +25,15 @@ RunState = Literal["open", "closed", "unknown"]
 
 
 class Ledger(Protocol):
-    """The budget as seen by an agent: ask before spending, report after."""
+    """The run-wide record as seen by an agent: ask before spending, report after; record a
+    call that must run at most once before making it."""
 
     async def tokens_left(self, run_id: str) -> int | None: ...
 
     def charge(self, run_id: str, tokens: int) -> None: ...
+
+    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
 
 
 class SpanSource(Protocol):
@@ -57,7 +62,9 @@ class _RunBook:
     dropped: int = 0
     started: int = 0  # agent invocations begun (counted even when events are dropped)
     spans: list[dict[str, Any]] = field(default_factory=list)
-    agent_spans: int = 0  # finished `invoke_agent` spans among `spans`
+    agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
+    lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
+    effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
 
 
 class RunLedger:
@@ -112,17 +119,31 @@ class RunLedger:
         if book is not None:
             book.spent += tokens
 
+    def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        book = self._open_book(run_id)
+        for attempt in attempts:
+            book.effects.setdefault(attempt, []).append(tool)
+
+    def effects(self, run_id: str, attempt: str) -> list[str]:
+        """The tools that must run at most once started under this delegation attempt (at any
+        depth below it)."""
+        book = self._book(run_id)
+        return list(book.effects.get(attempt, ())) if book is not None else []
+
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         if run_id in self._closed:
             return  # too late for the run's record
         book = self._open_book(run_id)
         book.spans.extend(spans)
-        book.agent_spans += sum(s["name"].startswith(_AGENT_SPAN) for s in spans)
+        own, lost = agent_span_counts(spans)
+        book.agent_spans += own
+        book.lost_spans += lost
 
-    def span_progress(self, run_id: str) -> tuple[int, int]:
-        """How many agent invocations have started, and how many have sent their spans."""
+    def span_progress(self, run_id: str) -> tuple[int, int, int]:
+        """How many agent invocations have started, how many have sent their spans, and how
+        many were lost (their spans made by their callers instead)."""
         book = self._book(run_id)
-        return (book.started, book.agent_spans) if book is not None else (0, 0)
+        return (book.started, book.agent_spans, book.lost_spans) if book else (0, 0, 0)
 
     def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""

@@ -71,6 +71,12 @@ class LedgerActor:
     def charge(self, run_id: str, tokens: int) -> None:
         self._ledger.charge(run_id, tokens)
 
+    def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        self._ledger.record_effect(run_id, attempts, tool)
+
+    def effects(self, run_id: str, attempt: str) -> list[str]:
+        return self._ledger.effects(run_id, attempt)
+
     def emit_many(
         self,
         events: list[tuple[str, dict[str, Any]]],
@@ -99,14 +105,15 @@ class LedgerActor:
                 return found, state
 
     async def collect_spans(
-        self, run_id: str, have: int, expected: int, wait_s: float
+        self, run_id: str, have: int, lost: int, expected: int, wait_s: float
     ) -> tuple[list[dict[str, Any]], int]:
         """Take the spans agents sent for the run, once every invocation has sent its own.
 
         Args:
-            have: `invoke_agent` spans the caller already holds (those of the entry agent).
-            expected: invocations the caller knows of (its result tree); the ledger also
-                counts every invocation that has started.
+            have: the invocations' own `invoke_agent` spans the caller already holds.
+            lost: the spans the caller holds for invocations whose own were lost (dead actors).
+            expected: invocations the caller knows of (its result tree, lost ones left out);
+                the ledger also counts every invocation that has started.
             wait_s: how long to wait for stragglers.
 
         Returns:
@@ -114,8 +121,9 @@ class LedgerActor:
         """
         until = time.monotonic() + wait_s
         while True:
-            started, sent = self._ledger.span_progress(run_id)
-            missing = max(expected, started) - have - sent
+            started, sent, lost_here = self._ledger.span_progress(run_id)
+            # An invocation that died sends nothing; its caller's lost span stands for it.
+            missing = max(expected, started - lost - lost_here) - have - sent
             if missing <= 0 or not await self._wait_for_change(run_id, until):
                 return self._ledger.take_spans(run_id), max(missing, 0)
 
@@ -139,6 +147,14 @@ class RayLedger:
 
     def charge(self, run_id: str, tokens: int) -> None:
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
+
+    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        # Awaited: the record must exist before the call is made.
+        await self._handle.record_effect.remote(run_id, attempts, tool)
+
+    async def effects(self, run_id: str, attempt: str) -> list[str]:
+        found: list[str] = await self._handle.effects.remote(run_id, attempt)
+        return found
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         if spans:

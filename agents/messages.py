@@ -59,6 +59,11 @@ class RunContext(BaseModel):
     deadline: float = Field(description="Wall-clock epoch seconds at which the run must stop.")
     limits: Limits = Field(default_factory=Limits)
     trace_context: dict[str, str] = Field(default_factory=dict)
+    attempts: tuple[str, ...] = Field(
+        default=(),
+        description="One id per delegation attempt on the chain, innermost last: the tools "
+        "that must run at most once are recorded under each, so that a retry can tell.",
+    )
 
     @property
     def depth(self) -> int:
@@ -123,6 +128,9 @@ class AgentResult(BaseModel):
     duration_s: float = 0.0
     call_id: str | None = None
     actor: str | None = None
+    lost: bool = Field(
+        default=False, description="Made by the caller: the actor died and took its record."
+    )
     children: list[AgentResult] = Field(default_factory=list)
     refusals: list[Refusal] = Field(default_factory=list)
     spans: list[dict[str, Any]] = Field(

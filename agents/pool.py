@@ -19,6 +19,8 @@ from agents.spec import AgentSpec, TraceOptions
 __all__ = ["AgentPool", "start_pool"]
 
 READY_TIMEOUT_S = 120.0
+# Ray gives the head node this resource (and no other node).
+HEAD_NODE_RESOURCE = "node:__internal_head__"
 
 
 @dataclass
@@ -33,7 +35,7 @@ class AgentPool:
         return RayLedger(self.ledger_handle)
 
     def dispatcher(self) -> RayDispatcher:
-        return RayDispatcher(self.system)
+        return RayDispatcher(self.system, self.ledger)
 
 
 def _actor_options(spec: AgentSpec, name: str, namespace: str, detached: bool) -> dict[str, Any]:
@@ -75,13 +77,19 @@ def start_pool(
         forbid_remote: the agents may call only built-in models and servers on loopback.
     """
     system = SystemRef(
-        namespace=namespace, prefix=prefix, replicas={a.name: a.ray.replicas for a in agents}
+        namespace=namespace,
+        prefix=prefix,
+        replicas={a.name: a.ray.replicas for a in agents},
+        max_restarts={a.name: a.ray.max_restarts for a in agents},
     )
     ledger = LedgerActor.options(  # type: ignore[attr-defined]
         name=system.ledger_name,
         namespace=namespace,
         get_if_exists=True,
         lifetime="detached" if detached else None,
+        # On the head node, which the cluster cannot lose anyway: worker nodes may come and go.
+        resources={HEAD_NODE_RESOURCE: 0.001},
+        max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
     ).remote()
     ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]

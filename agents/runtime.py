@@ -21,7 +21,7 @@ from agents.ledger import EventSink, Ledger, SpanSource
 from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
 from agents.model import ModelClient, ModelReply, ToolCall
 from agents.spec import AgentSpec, TraceOptions
-from agents.tools import Tool, ToolCallContext, ToolOutput
+from agents.tools import FunctionTool, Tool, ToolCallContext, ToolOutput
 from tracing import (
     Redactor,
     agent_span,
@@ -357,42 +357,65 @@ class AgentRuntime:
             if is_delegation
             else min(self.spec.timeouts.tool, ctx.time_left())
         )
-        try:
-            return await asyncio.wait_for(
-                tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
-                max(timeout, 0.001),
-            )
-        except DelegationRefused as refused:
-            inv.refusals.append(Refusal.of(refused, call.id))
-            self._emit(
-                ctx,
-                "delegation_refused",
-                target=refused.target,
-                reason=refused.reason,
-                message=refused.message,
-                call_id=call.id,
-                **span_ids(trace.get_current_span()),
-            )
-            trace.get_current_span().add_event(
-                "delegation_refused",
-                {attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message},
-            )
-            return ToolOutput(
-                json.dumps(
-                    {
-                        "error": "delegation_refused",
-                        "reason": refused.reason,
-                        "message": refused.message,
-                    }
-                ),
-                is_error=True,
-            )
-        except TimeoutError:
-            return ToolOutput(
-                f"error: tool {call.name} timed out after {timeout:.1f}s", is_error=True
-            )
-        except Exception as exc:
-            return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
+        retries = 0
+        if isinstance(tool, FunctionTool):
+            retries = tool.retries
+            if not tool.idempotent and self.ledger is not None:
+                # At most once: the record comes first, so that a retried delegation can tell
+                # that this call may have happened.
+                try:
+                    await self.ledger.record_effect(ctx.run_id, ctx.attempts, call.name)
+                except Exception as exc:
+                    return ToolOutput(
+                        f"error: {call.name} was not run: its call could not be recorded "
+                        f"first ({type(exc).__name__})",
+                        is_error=True,
+                    )
+        for attempt in range(retries + 1):
+            try:
+                return await asyncio.wait_for(
+                    tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
+                    max(timeout, 0.001),
+                )
+            except DelegationRefused as refused:
+                return self._refused(inv, call, refused)
+            except Exception as exc:
+                if attempt < retries and ctx.time_left() > 0:  # idempotent: same key again
+                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+                    continue
+                if isinstance(exc, TimeoutError):
+                    return ToolOutput(
+                        f"error: tool {call.name} timed out after {timeout:.1f}s", is_error=True
+                    )
+                return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
+        raise AssertionError("unreachable")
+
+    def _refused(self, inv: _Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
+        ctx = inv.ctx
+        inv.refusals.append(Refusal.of(refused, call.id))
+        self._emit(
+            ctx,
+            "delegation_refused",
+            target=refused.target,
+            reason=refused.reason,
+            message=refused.message,
+            call_id=call.id,
+            **span_ids(trace.get_current_span()),
+        )
+        trace.get_current_span().add_event(
+            "delegation_refused",
+            {attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message},
+        )
+        return ToolOutput(
+            json.dumps(
+                {
+                    "error": "delegation_refused",
+                    "reason": refused.reason,
+                    "message": refused.message,
+                }
+            ),
+            is_error=True,
+        )
 
 
 def _reply_message(reply: ModelReply) -> dict[str, Any]:

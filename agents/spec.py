@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "DEFAULT_DEADLINE_S",
@@ -22,6 +22,7 @@ __all__ = [
     "ModelSpec",
     "RayOptions",
     "Timeouts",
+    "ToolRef",
     "TraceOptions",
 ]
 
@@ -66,6 +67,30 @@ class RayOptions(_Strict):
     max_restarts: int = Field(default=0, ge=-1)
 
 
+class ToolRef(_Strict):
+    """A function tool, and how it may be run again.
+
+    A tool that is not idempotent runs at most once per call: Baton records that it is about
+    to run before it runs, and never retries it, nor a delegation that had started it.
+    """
+
+    function: str = Field(min_length=1, description="`package.module:function`")
+    idempotent: bool | None = Field(
+        default=None,
+        description="Safe to run again with the same arguments (default: what the function "
+        "declares with `@agents.tools.idempotent`, else false).",
+    )
+    retries: int = Field(
+        default=0, ge=0, le=10, description="Retries after an error (idempotent tools only)."
+    )
+
+    @model_validator(mode="after")
+    def _retries_need_idempotence(self) -> ToolRef:
+        if self.retries and self.idempotent is False:
+            raise ValueError("retries need an idempotent tool (idempotent: true)")
+        return self
+
+
 class AgentCard(_Strict):
     """What other agents (and the router) see of an agent."""
 
@@ -79,11 +104,19 @@ class AgentSpec(AgentCard):
 
     model: ModelSpec = Field(default_factory=ModelSpec)
     instructions: str = ""
-    tools: tuple[str, ...] = ()
+    tools: tuple[ToolRef, ...] = ()
     delegates: tuple[str, ...] | Literal["*"] = ()
     max_steps: int | None = Field(default=None, ge=1)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     ray: RayOptions = Field(default_factory=RayOptions)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_from_strings(cls, value: Any) -> Any:
+        # `- pkg.mod:fn` is the common case; the mapping form adds a retry policy.
+        if isinstance(value, list | tuple):
+            return [{"function": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @field_validator("model", mode="before")
     @classmethod

@@ -1,7 +1,7 @@
 """Small, real function tools used by the example configs.
 
 Any importable function works as a tool; these exist so that the default team does something
-useful offline.
+useful offline. None has side effects, so all are declared idempotent (Baton may retry them).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import operator
 import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+from agents.tools import idempotent
 
 __all__ = ["calculate", "describe_numbers", "lookup_note", "utc_now", "word_count"]
 
@@ -45,6 +47,7 @@ def _evaluate(node: ast.AST) -> float:
     raise ValueError(f"unsupported expression element: {ast.dump(node)[:40]}")
 
 
+@idempotent
 def calculate(expression: str) -> float:
     """Evaluate an arithmetic expression (+, -, *, /, //, %, ** and parentheses).
 
@@ -54,6 +57,7 @@ def calculate(expression: str) -> float:
     return _evaluate(ast.parse(expression.strip(), mode="eval"))
 
 
+@idempotent
 def describe_numbers(numbers: list[float]) -> dict[str, float]:
     """Summary statistics of a list of numbers: count, mean, median, min, max."""
     if not numbers:
@@ -67,11 +71,13 @@ def describe_numbers(numbers: list[float]) -> dict[str, float]:
     }
 
 
+@idempotent
 def word_count(text: str) -> int:
     """Count the words in a text."""
     return len(text.split())
 
 
+@idempotent
 def utc_now() -> str:
     """The current date and time in UTC, ISO 8601."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -86,6 +92,7 @@ _NOTES = {
 }
 
 
+@idempotent
 def lookup_note(topic: str) -> str:
     """Look a topic up in the built-in knowledge notes (Ray, LiteLLM, OpenTelemetry, Mermaid)."""
     lowered = topic.lower()

@@ -1,7 +1,9 @@
 """Tools an agent can call: the protocol, and Python functions as tools.
 
 A function tool's JSON schema comes from its type hints (through pydantic), its description
-from its docstring; arguments from the model are validated against the same schema.
+from its docstring; arguments from the model are validated against the same schema. A function
+that takes an `idempotency_key` parameter gets `run_id:call_id` there (the model never sees it):
+the same key on every retry of one call.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -20,8 +22,29 @@ from agents.errors import ToolImportError
 
 if TYPE_CHECKING:
     from agents.messages import AgentResult, RunContext
+    from agents.spec import ToolRef
 
-__all__ = ["FunctionTool", "Tool", "ToolCallContext", "ToolOutput", "load_function_tool"]
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "FunctionTool",
+    "Tool",
+    "ToolCallContext",
+    "ToolOutput",
+    "idempotent",
+    "load_function_tool",
+    "load_tool",
+]
+
+IDEMPOTENCY_KEY = "idempotency_key"
+_IDEMPOTENT_MARK = "__baton_idempotent__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def idempotent(fn: F) -> F:
+    """Declare a tool function safe to run again with the same arguments (so Baton may retry
+    it, and need not record it before it runs)."""
+    setattr(fn, _IDEMPOTENT_MARK, True)
+    return fn
 
 
 @dataclass(frozen=True)
@@ -31,6 +54,11 @@ class ToolCallContext:
     run: RunContext
     caller: str
     call_id: str
+
+    @property
+    def idempotency_key(self) -> str:
+        """The same for every attempt at this one call."""
+        return f"{self.run.run_id}:{self.call_id}"
 
 
 @dataclass
@@ -77,14 +105,20 @@ class FunctionTool:
     parameters: dict[str, Any]
     fn: Callable[..., Any]
     _args_model: type[BaseModel] = field(repr=False, default=BaseModel)
+    idempotent: bool = False
+    retries: int = 0
+    _takes_key: bool = field(repr=False, default=False)
 
     @classmethod
     def from_callable(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
         signature = inspect.signature(fn)
         fields: dict[str, Any] = {}
+        takes_key = IDEMPOTENCY_KEY in signature.parameters
         for param in signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
+            if param.name == IDEMPOTENCY_KEY:
+                continue  # Baton's to give, not the model's
             annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[param.name] = (annotation, default)
@@ -106,6 +140,8 @@ class FunctionTool:
             parameters=schema,
             fn=fn,
             _args_model=args_model,
+            idempotent=bool(getattr(fn, _IDEMPOTENT_MARK, False)),
+            _takes_key=takes_key,
         )
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
@@ -118,6 +154,8 @@ class FunctionTool:
             )
             return ToolOutput(f"invalid arguments for {self.name}: {problems}", is_error=True)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if self._takes_key:
+            kwargs[IDEMPOTENCY_KEY] = ctx.idempotency_key
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(**kwargs)
         else:
@@ -146,3 +184,11 @@ def load_function_tool(path: str) -> FunctionTool:
         return FunctionTool.from_callable(fn)
     except Exception as exc:  # a hint pydantic cannot turn into a schema
         raise ToolImportError(path, f"cannot derive a JSON schema: {exc}") from exc
+
+
+def load_tool(ref: ToolRef) -> FunctionTool:
+    """The function tool `ref` names, with its run policy (idempotence, retries)."""
+    tool = load_function_tool(ref.function)
+    tool.idempotent = tool.idempotent if ref.idempotent is None else ref.idempotent
+    tool.retries = ref.retries if tool.idempotent else 0
+    return tool

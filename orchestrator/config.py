@@ -88,14 +88,19 @@ def default_config_path() -> Path:
 
 
 def _pydantic_issues(src: Located, exc: ValidationError) -> list[ConfigIssue]:
+    errors = exc.errors()
+    paths = [tuple(e["loc"]) for e in errors]
     issues = []
-    for error in exc.errors():
-        path = tuple(error["loc"])
-        message = error["msg"]
+    for error, path in zip(errors, paths, strict=True):
+        message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = f"unknown field {path[-1]!r}"
         elif error["type"] == "missing":
             message = f"required field {path[-1]!r} is missing"
+        elif error["type"] == "too_short" and any(
+            p[: len(path)] == path and p != path for p in paths
+        ):
+            continue  # a list is "too short" only because one of its items was invalid
         issues.append(src.issue(path, message))
     return issues
 
@@ -133,12 +138,21 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
     issues = []
     for i, agent in enumerate(config.agents):
         names: dict[str, str] = {}
-        for j, path in enumerate(agent.tools):
+        for j, ref in enumerate(agent.tools):
+            path = ref.function
             try:
                 tool = load_function_tool(path)
             except ToolImportError as exc:
                 issues.append(src.issue(("agents", i, "tools", j), f"unknown tool: {exc.reason}"))
                 continue
+            if ref.retries and ref.idempotent is None and not tool.idempotent:
+                issues.append(
+                    src.issue(
+                        ("agents", i, "tools", j, "retries"),
+                        f"retries need an idempotent tool: {path} does not declare itself "
+                        "idempotent; add idempotent: true if it is",
+                    )
+                )
             if tool.name in names:
                 issues.append(
                     src.issue(

@@ -26,6 +26,7 @@ from tracing import (
     OtlpExport,
     SpanCollector,
     SpanRecord,
+    agent_span_counts,
     configure_tracing,
     inject_context,
     lost_agent_span,
@@ -150,6 +151,33 @@ class Engine:
     @property
     def started(self) -> bool:
         return self._pool is not None
+
+    async def placement(self, timeout_s: float = 2.0) -> list[dict[str, Any]]:
+        """Each replica, asked now: where it runs (node id and address, pid), how busy it is
+        (delegations in flight, served), whether it was restarted; or why it does not answer."""
+        pool = self.pool
+
+        async def ask(agent: str, replica: int, handle: Any) -> dict[str, Any]:
+            name = pool.system.actor_name(agent, replica)
+            try:
+                stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
+            except Exception as exc:
+                return {
+                    "actor": name,
+                    "agent": agent,
+                    "state": f"unavailable: {type(exc).__name__}",
+                }
+            return {**stats, "agent": agent, "state": "alive"}
+
+        return list(
+            await asyncio.gather(
+                *(
+                    ask(agent, i, handle)
+                    for agent, handles in pool.actors.items()
+                    for i, handle in enumerate(handles)
+                )
+            )
+        )
 
     async def ping(self, timeout_s: float = 2.0) -> None:
         """Raise unless the system's ledger actor answers within `timeout_s` (Ray is up)."""
@@ -315,15 +343,18 @@ class Engine:
         those the sub-agents sent to the ledger before they returned (or were cancelled)."""
         spans = self._collector.drain(trace_id) + tree.spans
         tree.spans = []
-        have = sum(s["name"].startswith("invoke_agent ") for s in spans)
-        # Results made here (refused entry, cancellation) have no actor and no span of their own.
-        expected = sum(1 for node in tree.walk() if node.actor is not None)
-        if tree.status != Outcome.CANCELLED and have >= expected:
+        own, lost = agent_span_counts(spans)
+        # Results made here (refused entry, cancellation) or by a caller for a dead actor
+        # stand for no invocation that can send spans.
+        expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
+        if tree.status != Outcome.CANCELLED and own >= expected:
             return spans  # a single agent: complete without asking the ledger
         # Sent before the results were, but from other processes: wait (bounded) for them.
         collected: tuple[
             list[SpanRecord], int
-        ] = await self.pool.ledger_handle.collect_spans.remote(run_id, have, expected, SPANS_WAIT_S)
+        ] = await self.pool.ledger_handle.collect_spans.remote(
+            run_id, own, lost, expected, SPANS_WAIT_S
+        )
         kept, missing = collected
         if missing:
             logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)

@@ -60,7 +60,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
         table.add_row(
             agent.name,
             ", ".join(topology.delegates(agent.name)) or "-",
-            ", ".join(t.rpartition(":")[2] or t for t in agent.tools) or "-",
+            ", ".join(t.function.rpartition(":")[2] or t.function for t in agent.tools) or "-",
             agent.model.name,
             str(agent.ray.replicas),
         )

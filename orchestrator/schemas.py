@@ -176,9 +176,16 @@ class TraceView(BaseModel):
 
 
 class ReplicaView(BaseModel):
+    """One replica of an agent, as it answered just now."""
+
     actor: str
+    state: str = Field(description='"alive", or "unavailable: <why>".')
     node_id: str | None = None
+    node_ip: str | None = None
     pid: int | None = None
+    inflight: int | None = Field(default=None, description="Delegations it is working on.")
+    invocations: int | None = Field(default=None, description="Delegations it has taken.")
+    restarted: bool | None = Field(default=None, description="Ray restarted it after a failure.")
 
 
 class AgentView(BaseModel):

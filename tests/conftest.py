@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -23,22 +24,37 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
-    """Start Ray once for the whole session; every Ray test shares it."""
+def ray_cluster() -> Iterator[Any]:
+    """Ray for the whole session, started once: a real three-node cluster on this machine (a
+    head, and two worker nodes with custom resources `coder` and `writer`). Tests may add and
+    remove nodes of their own."""
     import ray
+    from ray.cluster_utils import Cluster
 
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
+    )
+    cluster.add_node(num_cpus=1, resources={"coder": 4})
+    cluster.add_node(num_cpus=1, resources={"writer": 4})
     ray.init(
+        address=cluster.address,
         namespace="baton-tests",
-        include_dashboard=False,
         logging_level="ERROR",
         log_to_driver=False,
         # Enforced in every worker too: no test reaches a real model provider.
         runtime_env={"worker_process_setup_hook": "agents.safety.forbid_remote_models"},
     )
+    cluster.wait_for_nodes()
     try:
-        yield ray.get_runtime_context().gcs_address
+        yield cluster
     finally:
         ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_address(ray_cluster: Any) -> str:
+    return str(ray_cluster.address)
 
 
 @pytest.fixture(scope="session")

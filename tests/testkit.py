@@ -18,8 +18,10 @@ __all__ = [
     "block_loop",
     "config",
     "fail_loudly",
+    "flaky",
     "leak_env",
     "local_trace",
+    "send_once",
     "slow_step",
     "slow_touch",
     "stamp",
@@ -264,3 +266,24 @@ async def local_trace(
     with workflow_span(run_id, first, system.config.name) as root:
         result = await team.run(task, first, run_id=run_id, limits=system.config.limits)
     return result, collector.drain(root.get_span_context().trace_id)
+
+
+async def send_once(path: str, seconds: float) -> str:
+    """A side effect (a line added to a file), then a wait: must run at most once."""
+    await asyncio.to_thread(_append, path, "sent\n")
+    await asyncio.sleep(seconds)
+    return "sent"
+
+
+def flaky(path: str, idempotency_key: str) -> str:
+    """Fail on the first try of each call; write down every try with its idempotency key."""
+    seen = Path(path).read_text().splitlines() if Path(path).exists() else []
+    _append(path, idempotency_key + "\n")
+    if idempotency_key not in seen:
+        raise ConnectionError("the service hiccuped")
+    return "done"
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(text)

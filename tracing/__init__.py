@@ -6,7 +6,7 @@ Imports neither agents nor orchestrator.
 from tracing.collector import SpanCollector, configure_tracing
 from tracing.export import OtlpExport, otlp_export_from_env, readable_span
 from tracing.propagation import extract_context, inject_context
-from tracing.records import SpanRecord, span_record
+from tracing.records import SpanRecord, agent_span_counts, span_record
 from tracing.redaction import (
     REDACTED,
     Redactor,
@@ -32,6 +32,7 @@ __all__ = [
     "SpanCollector",
     "SpanRecord",
     "agent_span",
+    "agent_span_counts",
     "chat_span",
     "clip",
     "configure_tracing",

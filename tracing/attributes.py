@@ -25,6 +25,7 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 __all__ = [
+    "BATON_AGENT_LOST",
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
@@ -56,6 +57,8 @@ BATON_RUN_ID = "baton.run.id"
 BATON_DELEGATION_DEPTH = "baton.delegation.depth"
 BATON_DELEGATION_CHAIN = "baton.delegation.chain"
 BATON_REFUSAL_REASON = "baton.refusal.reason"
+# On an `invoke_agent` span made by the caller for an invocation whose own spans were lost.
+BATON_AGENT_LOST = "baton.agent.lost"
 # The agent a delegation tool hands work to (on its `execute_tool` span, refused or not).
 BATON_DELEGATION_TARGET = "baton.delegation.target"
 # litellm's cost of a model call in USD, from its local price tables (the conventions have no

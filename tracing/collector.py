@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry import trace
@@ -40,11 +40,16 @@ class SpanCollector(SpanProcessor):
     library span inside a run (an MCP client call, say) is kept, being in the run's trace.
     """
 
-    def __init__(self, role: str, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        role: str,
+        redactor: Redactor | None = None,
+        resource: Mapping[str, Any] | None = None,
+    ) -> None:
         # Also on each record, in case this collector joined a provider configured elsewhere.
         self.role = role
         self.redactor = redactor or Redactor()
-        self._process = {"baton.process.role": role, "process.pid": os.getpid()}
+        self._process = {"baton.process.role": role, "process.pid": os.getpid(), **(resource or {})}
         # One per resource (that is, per provider): the same for every span of this process.
         self._resources: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -102,7 +107,9 @@ _lock = threading.Lock()
 _collector: SpanCollector | None = None
 
 
-def configure_tracing(role: str, secrets: Iterable[str] = ()) -> SpanCollector:
+def configure_tracing(
+    role: str, secrets: Iterable[str] = (), resource: Mapping[str, Any] | None = None
+) -> SpanCollector:
     """Install Baton's tracer provider and log redaction in this process (once) and return its
     collector.
 
@@ -111,6 +118,7 @@ def configure_tracing(role: str, secrets: Iterable[str] = ()) -> SpanCollector:
             every span's resource.
         secrets: values never to record. Later calls add theirs; the values of environment
             variables whose names say they hold credentials are always included.
+        resource: more attributes of this process for every span (its node, say).
     """
     global _collector
     with _lock:
@@ -120,11 +128,17 @@ def configure_tracing(role: str, secrets: Iterable[str] = ()) -> SpanCollector:
         redactor = Redactor(secret_values_from_env(os.environ))
         redactor.add(secrets)
         install_log_redaction(redactor)
-        collector = SpanCollector(role, redactor)
-        resource = Resource.create(
-            {"service.name": "baton", "baton.process.role": role, "process.pid": os.getpid()}
+        collector = SpanCollector(role, redactor, resource)
+        provider = TracerProvider(
+            resource=Resource.create(
+                {
+                    "service.name": "baton",
+                    "baton.process.role": role,
+                    "process.pid": os.getpid(),
+                    **(resource or {}),
+                }
+            )
         )
-        provider = TracerProvider(resource=resource)
         provider.add_span_processor(collector)
         current = trace.get_tracer_provider()
         if isinstance(current, TracerProvider):

@@ -9,7 +9,14 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from tracing.redaction import Redactor
 
-__all__ = ["MAX_ATTRIBUTES", "MAX_ATTRIBUTE_CHARS", "MAX_EVENTS", "SpanRecord", "span_record"]
+__all__ = [
+    "MAX_ATTRIBUTES",
+    "MAX_ATTRIBUTE_CHARS",
+    "MAX_EVENTS",
+    "SpanRecord",
+    "agent_span_counts",
+    "span_record",
+]
 
 SpanRecord = dict[str, Any]
 
@@ -32,6 +39,19 @@ def _attributes(attributes: Mapping[str, Any] | None, redact: Redactor | None) -
     if not attributes:
         return {}
     return {k: _value(v, redact) for k, v in list(attributes.items())[:MAX_ATTRIBUTES]}
+
+
+def agent_span_counts(records: list[SpanRecord]) -> tuple[int, int]:
+    """How many `invoke_agent` spans are an invocation's own, and how many were made for an
+    invocation whose own spans were lost (a dead actor)."""
+    own = lost = 0
+    for record in records:
+        if str(record["name"]).startswith("invoke_agent "):
+            if (record.get("attributes") or {}).get("baton.agent.lost"):
+                lost += 1
+            else:
+                own += 1
+    return own, lost
 
 
 def resource_record(span: ReadableSpan) -> dict[str, Any]:

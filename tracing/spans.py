@@ -177,6 +177,7 @@ def lost_agent_span(
         attributes={
             **_agent_attributes(agent, actor_id, run_id, chain),
             attr.ERROR_TYPE: error_type,
+            attr.BATON_AGENT_LOST: True,
         },
     )
     span.set_status(Status(StatusCode.ERROR, message))

@@ -445,21 +445,19 @@ def _add_agent_routes(v1: APIRouter, system: AgentSystem, Caller: Any) -> None:
 
     @v1.get("/agents", tags=["agents"])
     async def agents(service: Service, caller: Caller) -> AgentsView:
-        """The configured agents, where their replicas run, and who may delegate to whom."""
-        return _agents_view(service)
+        """The configured agents, where each replica runs and how busy it is (asked now), and
+        who may delegate to whom."""
+        return await _agents_view(service)
 
 
-def _agents_view(service: RunService) -> AgentsView:
+async def _agents_view(service: RunService) -> AgentsView:
     system = service.system
     topology = system.topology
     placement: dict[str, list[ReplicaView]] = {}
     if service.engine.started:
-        for replica in service.engine.pool.placement:
-            agent = str(replica["actor"]).split(".")[-2]
-            placement.setdefault(agent, []).append(
-                ReplicaView(
-                    actor=replica["actor"], node_id=replica.get("node_id"), pid=replica.get("pid")
-                )
+        for replica in await service.engine.placement():
+            placement.setdefault(replica["agent"], []).append(
+                ReplicaView.model_validate(replica, from_attributes=False)
             )
     return AgentsView(
         system=system.config.name,
@@ -469,7 +467,7 @@ def _agents_view(service: RunService) -> AgentsView:
                 description=a.description,
                 capabilities=list(a.capabilities),
                 model=a.model.name,
-                tools=list(a.tools),
+                tools=[t.function for t in a.tools],
                 delegates=topology.delegates(a.name),
                 replicas=placement.get(a.name, []),
             )

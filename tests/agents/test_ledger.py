@@ -57,16 +57,19 @@ def test_spans_and_started_invocations_are_reported_together() -> None:
     ledger.emit("r", {"type": "agent_started"})
     ledger.emit("r", {"type": "agent_started"})
     ledger.keep_spans("r", [{"name": "invoke_agent b"}, {"name": "chat m"}])
-    assert ledger.span_progress("r") == (3, 2)
+    lost = {"name": "invoke_agent c", "attributes": {"baton.agent.lost": True}}
+    ledger.keep_spans("r", [lost])
+    assert ledger.span_progress("r") == (3, 2, 1)
     assert [s["name"] for s in ledger.take_spans("r")] == [
         "invoke_agent a",
         "invoke_agent b",
         "chat m",
+        "invoke_agent c",
     ]
     assert ledger.take_spans("r") == []  # handed out once
     ledger.close("r")
     ledger.keep_spans("r", [{"name": "invoke_agent late"}])  # too late for the record: dropped
-    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2)
+    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2, 1)
 
 
 def test_started_invocations_are_counted_past_the_event_bound() -> None:
@@ -74,4 +77,4 @@ def test_started_invocations_are_counted_past_the_event_bound() -> None:
     ledger.open("r", None)
     for _ in range(MAX_EVENTS_PER_RUN + 3):
         ledger.emit("r", {"type": "agent_started"})
-    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0)
+    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0, 0)

@@ -1,0 +1,200 @@
+"""Agents on a multi-node Ray cluster (the session's: a head and two worker nodes with custom
+resources), and runs that stay correct when actors and nodes fail."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+
+from agents.messages import Outcome
+from orchestrator.engine import Engine
+from tests.testkit import config
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+
+@pytest.fixture
+def started(ray_address: str) -> Iterator[list[Engine]]:
+    engines: list[Engine] = []
+    yield engines
+    for engine in engines:
+        engine.stop()
+
+
+def start(engines: list[Engine], yaml_text: str) -> Engine:
+    engine = Engine(config(yaml_text), namespace="baton-tests")
+    engine.start()
+    engines.append(engine)
+    return engine
+
+
+def node_of(cluster: Any, resource: str) -> str:
+    """The id of the (live) node that has `resource`."""
+    return str(next(n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]))
+
+
+async def wait_for(engine: Engine, run_id: str, kind: str, agent: str) -> None:
+    seen = 0
+    async with asyncio.timeout(60):
+        while True:
+            events, _ = await engine.events(run_id, seen, wait_s=1.0)
+            if any(e["type"] == kind and e["agent"] == agent for _, e in events):
+                return
+            seen += len(events)
+
+
+async def test_agents_land_where_their_resources_are_and_their_spans_join_one_trace(
+    ray_cluster: Any, started: list[Engine]
+) -> None:
+    engine = start(
+        started,
+        """
+        name: placed
+        agents:
+          - {name: lead, delegates: [coder, writer], description: leads}
+          - {name: coder, description: writes code, ray: {resources: {coder: 1}}}
+          - {name: writer, description: writes prose, ray: {resources: {writer: 1}}}
+        """,
+    )
+    placement = {r["agent"]: r for r in await engine.placement()}
+    assert placement["coder"]["node_id"] == node_of(ray_cluster, "coder")
+    assert placement["writer"]["node_id"] == node_of(ray_cluster, "writer")
+    assert placement["coder"]["node_ip"] and placement["coder"]["state"] == "alive"
+
+    result = await engine.run("write the code and write the prose")
+    assert result.status == Outcome.SUCCEEDED and result.tree is not None
+    assert {c.agent for c in result.tree.children} == {"coder", "writer"}
+    assert len({s["trace_id"] for s in result.spans}) == 1
+    agents = {
+        s["attributes"]["gen_ai.agent.name"]: s["resource"]["baton.ray.node_id"]
+        for s in result.spans
+        if s["name"].startswith("invoke_agent ")
+    }
+    assert agents["coder"] == node_of(ray_cluster, "coder")
+    assert agents["writer"] == node_of(ray_cluster, "writer")
+    by_id = {s["span_id"]: s for s in result.spans}
+    coder = next(s for s in result.spans if s["name"] == "invoke_agent coder")
+    assert by_id[coder["parent_span_id"]]["name"] == "execute_tool delegate_to_coder"
+    # Load, as the API reports it: every delegation counted where it ran.
+    after = {r["agent"]: r for r in await engine.placement()}
+    assert after["coder"]["invocations"] == 1 and after["coder"]["inflight"] == 0
+
+
+async def test_a_node_removed_mid_run_ends_the_run_with_its_spans(
+    ray_cluster: Any, started: list[Engine]
+) -> None:
+    doomed = ray_cluster.add_node(num_cpus=1, resources={"doomed": 1})
+    ray_cluster.wait_for_nodes()
+    engine = start(
+        started,
+        """
+        name: doomed
+        agents:
+          - name: boss
+            delegates: [remote]
+            description: boss
+            ray: {resources: {"node:__internal_head__": 0.01}}  # not on the node that goes
+          - name: remote
+            description: slow archive search on the doomed node
+            tools: [tests.testkit:slow_step]
+            ray: {resources: {doomed: 1}}
+            model:
+              name: baton/scripted
+              params: {replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]}
+        """,
+    )
+    job = asyncio.ensure_future(engine.run("search the archive", run_id="node-gone"))
+    await wait_for(engine, "node-gone", "tool_started", "remote")
+    ray_cluster.remove_node(doomed)
+    result = await asyncio.wait_for(job, timeout=60)
+    assert result.status == Outcome.SUCCEEDED, result.error  # the boss went on with the error
+    assert result.tree is not None
+    [remote] = result.tree.children
+    assert remote.status == Outcome.FAILED
+    assert "is unavailable" in (remote.error or "") and "no restarts configured" in remote.error
+    # The remote agent's own spans died with its node; its caller recorded the loss.
+    names = [s["name"] for s in result.spans]
+    assert names.count("invoke_agent remote") == 1
+    lost = next(s for s in result.spans if s["name"] == "invoke_agent remote")
+    assert lost["status"] == "ERROR" and lost["attributes"]["error.type"] in (
+        "ActorDiedError",
+        "RayActorError",
+        "ActorUnavailableError",
+    )
+    assert {"invoke_workflow baton", "invoke_agent boss", "execute_tool delegate_to_remote"} <= set(
+        names
+    )
+    assert len({s["trace_id"] for s in result.spans}) == 1
+
+
+RESTARTABLE = """
+name: restartable-{tag}
+agents:
+  - {{name: boss, delegates: [helper], description: boss}}
+  - name: helper
+    description: helps with the archive
+    tools: [{tool}]
+    ray: {{max_restarts: 1}}
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {{tool_calls: [{{name: {name}, arguments: {arguments}}}]}}
+          - {{content: helped}}
+"""
+
+
+async def kill_helper_mid_tool(engine: Engine, run_id: str) -> Any:
+    job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
+    await wait_for(engine, run_id, "tool_started", "helper")
+    ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it
+    return await asyncio.wait_for(job, timeout=60)
+
+
+async def test_a_restartable_agent_killed_mid_delegation_is_retried_once(
+    started: list[Engine],
+) -> None:
+    engine = start(
+        started,
+        RESTARTABLE.format(
+            tag="idempotent",
+            tool="{function: 'tests.testkit:slow_step', idempotent: true}",
+            name="slow_step",
+            arguments="{seconds: 1.5}",
+        ),
+    )
+    result = await kill_helper_mid_tool(engine, "killed-retried")
+    assert result.tree is not None
+    [helper] = result.tree.children
+    assert result.status == Outcome.SUCCEEDED, (result.error, helper.status, helper.error)
+    assert helper.status == Outcome.SUCCEEDED and helper.output == "helped", helper.error
+    helpers = [s for s in result.spans if s["name"] == "invoke_agent helper"]
+    assert sorted(s["status"] for s in helpers) == ["ERROR", "UNSET"]  # the lost try, the retry
+    stats = {r["agent"]: r for r in await engine.placement()}
+    assert stats["helper"]["restarted"] is True
+
+
+async def test_a_call_that_must_run_at_most_once_is_never_run_again(
+    started: list[Engine], tmp_path: Path
+) -> None:
+    outbox = tmp_path / "outbox"
+    engine = start(
+        started,
+        RESTARTABLE.format(
+            tag="effects",
+            tool="tests.testkit:send_once",
+            name="send_once",
+            arguments=f'{{path: "{outbox}", seconds: 1.5}}',
+        ),
+    )
+    result = await kill_helper_mid_tool(engine, "killed-not-retried")
+    assert result.tree is not None
+    [helper] = result.tree.children
+    assert helper.status == Outcome.FAILED
+    assert "not retried: send_once had started (at most once)" in (helper.error or "")
+    assert outbox.read_text() == "sent\n"  # once, not twice

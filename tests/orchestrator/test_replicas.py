@@ -1,0 +1,77 @@
+"""Two service replicas on one cluster and one PostgreSQL store: either serves any run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import _fresh_postgres_database
+from tests.orchestrator.test_api import all_events, follow, submit
+from tests.service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+
+@pytest.fixture(scope="module")
+def replicas(
+    ray_address: str, service_dir: Path, postgres_url: str
+) -> Iterator[tuple[ServiceProcess, ServiceProcess]]:
+    store = _fresh_postgres_database(postgres_url, "replicas")
+    a, b = (
+        ServiceProcess(
+            service_dir / "svc.yaml",
+            store,
+            ray_address,
+            service_dir / f"replica-{name}.log",
+            BATON_INSTANCE_ID=f"replica-{name}",
+            BATON_LEASE_S="3",
+            BATON_SSE_HEARTBEAT_S="1",
+        )
+        for name in ("a", "b")
+    )
+    a.start()
+    b.start()
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+async def test_a_run_submitted_to_one_replica_is_followed_and_cancelled_through_the_other(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = replicas
+    run = (await submit(a.url, {"task": "wait", "agent": "sleeper"})).json()
+    async with httpx.AsyncClient(base_url=b.url, timeout=30) as client:
+        seen = []
+        async for _, kind, data in follow(b.url, run["id"]):  # events through B
+            seen.append(kind)
+            if kind == "tool_started":
+                answer = await client.post(f"/v1/runs/{run['id']}/cancel")
+                assert answer.status_code == 202 and answer.json()["cancel_requested"]
+            if kind == "run_finished":
+                assert data["status"] == "cancelled"  # A saw the request and stopped it
+        stored = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert seen[0] == "run_started" and "tool_started" in seen
+    assert stored["status"] == "cancelled" and stored["duration_s"] < 3
+
+
+async def test_when_a_replica_dies_the_other_marks_its_runs_interrupted(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = replicas
+    run = (await submit(a.url, {"task": "wait", "agent": "sleeper"})).json()
+    async for _, kind, _ in follow(b.url, run["id"]):
+        if kind == "tool_started":
+            break
+    a.kill()
+    # B notices once A's lease (3 s) runs out, and ends the run's event stream.
+    events = await asyncio.wait_for(all_events(b.url, run["id"]), 30)
+    assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "interrupted"
+    async with httpx.AsyncClient(base_url=b.url) as client:
+        stored = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert stored["status"] == "interrupted"
+    assert stored["error"] == "the service instance running it stopped responding"
