@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import socket
 import time
 import uuid
@@ -19,8 +20,10 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from agents.delegate import build_tools
+from agents.delegate import DELEGATE_PREFIX, build_tools
+from agents.file_tools import FILE_TOOL_NAMES
 from agents.ledger_actor import RayLedger
+from agents.mcp_tools import McpServer, open_mcp_tools
 from agents.messages import AgentResult, Delegation, Outcome
 from agents.model import LiteLLMClient, configure_litellm
 from agents.runtime import AgentRuntime
@@ -34,6 +37,9 @@ from tracing import (
 )
 
 __all__ = ["AgentActor", "RayDispatcher", "SystemRef"]
+
+# What model providers accept as a function name.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,10 @@ class AgentActor:
         )
         self._inflight = 0
         self._invocations = 0
+        self._spec = spec
+        self._mcp_opened: asyncio.Task[None] | None = None
+        self._mcp_servers: list[McpServer] = []
+        self._tool_problems: list[str] = []
         ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
         dispatcher = RayDispatcher(system, ledger)
         tools, hidden = build_tools(spec, roster, delegates, dispatcher, ledger)
@@ -236,8 +246,46 @@ class AgentActor:
             redactor=collector.redactor,
         )
 
+    async def _open_mcp(self) -> None:
+        """Connect this replica's MCP servers, once (here or, after a restart, on first use).
+        A server that fails is reported, and the agent works on without its tools."""
+        if self._mcp_opened is None:
+            self._mcp_opened = asyncio.get_running_loop().create_task(self._connect_mcp())
+        await asyncio.shield(self._mcp_opened)
+
+    async def _connect_mcp(self) -> None:
+        if not self._spec.mcp:
+            return
+        self._mcp_servers, tools, problems = await open_mcp_tools(self._spec.mcp)
+        for server, problem in problems.items():
+            self._tool_problems.append(f"MCP server {server}: {problem}")
+        taken = self._runtime.tool_names()
+        usable = []
+        for tool in tools:
+            if not _TOOL_NAME.match(tool.name):
+                self._tool_problems.append(
+                    f"MCP server {tool.server.spec.name}: tool name {tool.name!r} is not a valid "
+                    "tool name (letters, digits, _ and -, at most 64); skipped"
+                )
+            elif (
+                tool.name in taken
+                or tool.name in FILE_TOOL_NAMES
+                or (tool.name.startswith(DELEGATE_PREFIX))
+            ):
+                self._tool_problems.append(
+                    f"MCP server {tool.server.spec.name}: tool {tool.name!r} collides with "
+                    f"another or a reserved tool name of {self._spec.name}; skipped (set a "
+                    "prefix)"
+                )
+            else:
+                taken.add(tool.name)
+                usable.append(tool)
+        self._runtime.add_tools(usable)
+
     async def ready(self) -> dict[str, Any]:
-        """Warm litellm's lazy imports now rather than inside the first run."""
+        """Warm litellm's lazy imports now rather than inside the first run, and connect the
+        agent's MCP servers."""
+        await self._open_mcp()
         configure_litellm()
         warm = LiteLLMClient(ModelSpec())
         # With a tool, so that litellm's tool-call code paths are imported too.
@@ -281,12 +329,23 @@ class AgentActor:
             "inflight": self._inflight,
             "invocations": self._invocations,
             "restarted": context.was_current_actor_reconstructed,
+            "tool_problems": list(self._tool_problems)
+            + [
+                f"MCP server {server.spec.name}: tool {name} disabled: {why}"
+                for server in self._mcp_servers
+                for name, why in server.disabled.items()
+            ],
         }
 
     async def invoke(self, delegation: Delegation) -> AgentResult:
         self._inflight += 1
         self._invocations += 1
         try:
+            await self._open_mcp()
             return await self._runtime.invoke(delegation)
         finally:
             self._inflight -= 1
+
+    async def close(self) -> None:
+        """Close the MCP sessions (stdio servers stop) before the actor goes away."""
+        await asyncio.gather(*(server.close() for server in self._mcp_servers))

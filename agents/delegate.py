@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agents.file_tools import FileTools
 from agents.guard import check_delegation
 from agents.ledger import Ledger
 from agents.messages import AgentResult, Delegation, Outcome
@@ -117,6 +118,8 @@ def build_tools(
     to (offered), plus one per other agent it may not (hidden: callable, so that a model that
     names one is refused clearly rather than told the tool does not exist)."""
     offered: list[Tool] = [load_tool(ref) for ref in spec.tools]
+    if spec.files is not None:
+        offered.extend(FileTools(spec.files).tools())
     hidden: dict[str, Tool] = {}
     for card in roster:
         if card.name == spec.name:

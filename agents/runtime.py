@@ -90,17 +90,19 @@ class AgentRuntime:
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
-        self._schemas = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in self.tools
-        ]
+        self._schemas = [_schema(t) for t in self.tools]
+
+    def tool_names(self) -> set[str]:
+        """Every name a model may call, hidden delegations included."""
+        return set(self._by_name)
+
+    def add_tools(self, tools: Sequence[Tool]) -> None:
+        """Offer more tools (found after start, such as an MCP server's); names must be new."""
+        for tool in tools:
+            if tool.name in self._by_name:
+                raise ValueError(f"tool name {tool.name!r} is taken")
+            self._by_name[tool.name] = tool
+            self._schemas.append(_schema(tool))
 
     def _emit(self, ctx: RunContext, kind: str, **data: Any) -> None:
         if self.events is not None:
@@ -416,6 +418,17 @@ class AgentRuntime:
             ),
             is_error=True,
         )
+
+
+def _schema(tool: Tool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
 
 
 def _reply_message(reply: ModelReply) -> dict[str, Any]:

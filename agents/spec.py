@@ -6,7 +6,7 @@ These models are the boundary between a YAML file and the runtime; the loader in
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,7 +18,9 @@ __all__ = [
     "OFFLINE_MODEL",
     "AgentCard",
     "AgentSpec",
+    "FileToolsSpec",
     "Limits",
+    "McpServerSpec",
     "ModelSpec",
     "RayOptions",
     "Timeouts",
@@ -91,6 +93,75 @@ class ToolRef(_Strict):
         return self
 
 
+# A stdio server's command is run directly, never through a shell: a command that looks like
+# shell syntax is refused rather than passed on to fail (or worse) somewhere else.
+_SHELL_CHARACTERS = set(";&|<>$`\\\"'*?(){}[]!~#\n\r\t ")
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_HEADER_NAME = r"^[A-Za-z0-9-]{1,64}$"
+
+
+class McpServerSpec(_Strict):
+    """An MCP server whose tools an agent may call: a stdio command or a streamable-HTTP URL."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,47}$", description="Names the server.")
+    command: str | None = Field(
+        default=None, description="stdio: the program to start (no shell; arguments in args)."
+    )
+    args: tuple[str, ...] = Field(default=(), description="stdio: its arguments, passed as-is.")
+    env: tuple[Annotated[str, Field(pattern=_ENV_NAME)], ...] = Field(
+        default=(),
+        description="stdio: variables passed on from Baton's environment; the server gets only "
+        "these and a minimal set (PATH, HOME, USER, ...).",
+    )
+    cwd: str | None = Field(default=None, description="stdio: the working directory.")
+    url: str | None = Field(default=None, description="streamable HTTP: the endpoint URL.")
+    headers: dict[Annotated[str, Field(pattern=_HEADER_NAME)], str] = Field(
+        default_factory=dict,
+        description="streamable HTTP: header name -> the environment variable holding its value.",
+    )
+    include: tuple[str, ...] = Field(default=(), description="Only these tools (default: all).")
+    exclude: tuple[str, ...] = Field(default=(), description="Never these tools.")
+    prefix: str = Field(
+        default="", pattern=r"^[A-Za-z0-9_-]{0,32}$", description="Put before each tool's name."
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    timeout_s: float = Field(default=60.0, gt=0, description="Per tool call.")
+    confirm: bool = Field(default=False, description="Ask a person before each call.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (stdio) or url (streamable HTTP), not both")
+        if self.command is not None:
+            bad = sorted(set(self.command) & _SHELL_CHARACTERS)
+            if bad or not self.command:
+                raise ValueError(
+                    f"command {self.command!r} contains shell syntax ({''.join(bad)!r}); it is "
+                    "run without a shell: name the program only and put arguments in args"
+                )
+            if self.headers:
+                raise ValueError("headers apply to url servers only")
+        else:
+            assert self.url is not None
+            if not self.url.startswith(("http://", "https://")):
+                raise ValueError(f"url {self.url!r} must start with http:// or https://")
+            if self.args or self.env or self.cwd:
+                raise ValueError("args, env and cwd apply to command (stdio) servers only")
+        if self.confirm:
+            # Approvals are not implemented yet; accepting the flag would promise a check that
+            # never happens.
+            raise ValueError("confirm: true (approval before each call) is not supported yet")
+        return self
+
+
+class FileToolsSpec(_Strict):
+    """Read-only file tools over one directory tree."""
+
+    base_dir: str = Field(min_length=1, description="Every path is resolved inside it.")
+    max_read_bytes: int = Field(default=262_144, ge=1, le=16 * 1024 * 1024)
+    max_results: int = Field(default=200, ge=1, le=10_000)
+
+
 class AgentCard(_Strict):
     """What other agents (and the router) see of an agent."""
 
@@ -107,6 +178,8 @@ class AgentSpec(AgentCard):
     tools: tuple[ToolRef, ...] = ()
     delegates: tuple[str, ...] | Literal["*"] = ()
     max_steps: int | None = Field(default=None, ge=1)
+    mcp: tuple[McpServerSpec, ...] = ()
+    files: FileToolsSpec | None = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
     ray: RayOptions = Field(default_factory=RayOptions)
 

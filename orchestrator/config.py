@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.delegate import DELEGATE_PREFIX
 from agents.errors import ConfigError, ConfigIssue, ToolImportError
+from agents.file_tools import FILE_TOOL_NAMES
 from agents.spec import AgentSpec, Limits, TraceOptions
 from agents.tools import load_function_tool
 from orchestrator.topology import Topology, build_topology
@@ -160,8 +162,76 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                         f"tool name {tool.name!r} from {path} collides with {names[tool.name]}",
                     )
                 )
+            reserved = _reserved_by(tool.name)
+            if reserved:
+                issues.append(
+                    src.issue(
+                        ("agents", i, "tools", j),
+                        f"tool name {tool.name!r} from {path} collides with {reserved} "
+                        "(a reserved name)",
+                    )
+                )
             names[tool.name] = path
+        issues += _check_mcp(src, config, i, agent)
     return issues
+
+
+def _reserved_by(name: str) -> str | None:
+    if name in FILE_TOOL_NAMES:
+        return f"the built-in file tool {name!r}"
+    if name.startswith(DELEGATE_PREFIX):
+        return f"the delegation tools ({DELEGATE_PREFIX}<agent>)"
+    return None
+
+
+def _check_mcp(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> list[ConfigIssue]:
+    issues = []
+    seen: dict[str, int] = {}
+    for j, server in enumerate(agent.mcp):
+        if server.name in seen:
+            issues.append(
+                src.issue(
+                    ("agents", i, "mcp", j, "name"),
+                    f"MCP server name {server.name!r} is used twice by {agent.name} "
+                    f"(also mcp[{seen[server.name]}])",
+                )
+            )
+        seen[server.name] = j
+        # Agent actors on other nodes receive only the variables the config forwards.
+        needed = [("env", k, v) for k, v in enumerate(server.env)] + [
+            ("headers", h, v) for h, v in server.headers.items()
+        ]
+        for key, where, variable in needed:
+            if variable not in config.env:
+                issues.append(
+                    src.issue(
+                        ("agents", i, "mcp", j, key, where),
+                        f"{variable} must also be listed under the top-level env: (the "
+                        "variables forwarded to agent actors)",
+                    )
+                )
+    return issues
+
+
+def _resolve_files(
+    src: Located, config: SystemConfig, base: Path
+) -> tuple[SystemConfig, list[ConfigIssue]]:
+    """Make each agent's file-tool folder absolute (relative to the config file's folder), and
+    check that it exists."""
+    issues = []
+    agents = []
+    for i, agent in enumerate(config.agents):
+        if agent.files is not None:
+            folder = Path(agent.files.base_dir).expanduser()
+            folder = (folder if folder.is_absolute() else base / folder).resolve()
+            if not folder.is_dir():
+                issues.append(
+                    src.issue(("agents", i, "files", "base_dir"), f"{folder} is not a directory")
+                )
+            files = agent.files.model_copy(update={"base_dir": str(folder)})
+            agent = agent.model_copy(update={"files": files})
+        agents.append(agent)
+    return config.model_copy(update={"agents": tuple(agents)}), issues
 
 
 def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list[ConfigIssue]:
@@ -210,7 +280,11 @@ def parse_config(text: str, file: str = "<string>") -> AgentSystem:
         config = SystemConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(src.issues + _pydantic_issues(src, exc)) from None
-    issues = src.issues + _check_names(src, config) + _check_tools(src, config)
+    origin = Path(file)
+    config, file_issues = _resolve_files(
+        src, config, origin.parent if origin.is_file() else Path.cwd()
+    )
+    issues = src.issues + _check_names(src, config) + _check_tools(src, config) + file_issues
     entry = config.entry or config.agents[0].name
     topology = build_topology(list(config.agents), entry)
     issues += _check_graph(src, config, topology)

@@ -5,6 +5,7 @@ to the entry agent's actor, and collect the result tree.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -187,9 +188,12 @@ class Engine:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
         if self._pool is None:
             return
-        for handles in self._pool.actors.values():
-            for handle in handles:
-                ray.kill(handle)
+        everyone = [h for handles in self._pool.actors.values() for h in handles]
+        # Let them close their MCP sessions (stdio servers exit) before they are killed.
+        with contextlib.suppress(Exception):
+            ray.get([h.close.remote() for h in everyone], timeout=5)
+        for handle in everyone:
+            ray.kill(handle)
         ray.kill(self._pool.ledger_handle)
         self._pool = None
 

@@ -186,6 +186,10 @@ class ReplicaView(BaseModel):
     inflight: int | None = Field(default=None, description="Delegations it is working on.")
     invocations: int | None = Field(default=None, description="Delegations it has taken.")
     restarted: bool | None = Field(default=None, description="Ray restarted it after a failure.")
+    tool_problems: list[str] = Field(
+        default_factory=list,
+        description="MCP servers it could not use, and tools it disabled or skipped.",
+    )
 
 
 class AgentView(BaseModel):
@@ -218,7 +222,10 @@ class Health(BaseModel):
 
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
-    checks: dict[str, str] = Field(description='Each part ("ray", "store"): "ok" or why not.')
+    checks: dict[str, str] = Field(
+        description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
+        'decide readiness; "tools" reports MCP servers the agents could not use.'
+    )
 
 
 def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:

@@ -151,6 +151,12 @@ class RunService:
             status["store"] = "ok"
         except Exception as exc:
             status["store"] = _why(exc)
+        if status["ray"] == "ok":
+            # MCP servers that failed, tools disabled: the agents work on without them.
+            problems = sorted(
+                {p for r in await self.engine.placement() for p in r.get("tool_problems", [])}
+            )
+            status["tools"] = "ok" if not problems else "degraded: " + "; ".join(problems)
         return status
 
     # Runs ----------------------------------------------------------------------------------

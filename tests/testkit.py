@@ -287,3 +287,8 @@ def flaky(path: str, idempotency_key: str) -> str:
 def _append(path: str, text: str) -> None:
     with open(path, "a", encoding="utf-8") as out:
         out.write(text)
+
+
+def read_file(path: str) -> str:
+    """A user tool whose name is taken by Baton's built-in file tools (config tests)."""
+    return path
