@@ -244,6 +244,7 @@ class AgentActor:
             actor_id=self._name,
             trace_options=trace,
             redactor=collector.redactor,
+            approvals=ledger,
         )
 
     async def _open_mcp(self) -> None:

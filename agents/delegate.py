@@ -57,6 +57,10 @@ class DelegateTool:
         return _describe(self.target)
 
     @property
+    def confirm(self) -> bool:
+        return self.target.confirm
+
+    @property
     def parameters(self) -> dict[str, Any]:
         return {
             "type": "object",

@@ -7,13 +7,14 @@ waiting (for new events, for the spans of every invocation).
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from tracing import agent_span_counts
 
-__all__ = ["EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
+__all__ = ["Approvals", "Decision", "EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
@@ -34,6 +35,26 @@ class Ledger(Protocol):
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
+
+
+class Approvals(Protocol):
+    """Where a call waits for a person: it asks, then waits for the decision."""
+
+    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+        """Register the pending call and announce it (`event` is its `approval_requested`
+        event); return the id under which it is approved (the call id, made unique)."""
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None: ...
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]: ...
+
+
+# What a decision on a pending call did: taken, too late (already decided), or no such call.
+Decision = Literal["decided", "already_decided", "unknown"]
 
 
 class SpanSource(Protocol):
@@ -65,6 +86,8 @@ class _RunBook:
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> request
+    approvals_changed: int = 0
 
 
 class RunLedger:
@@ -129,6 +152,65 @@ class RunLedger:
         depth below it)."""
         book = self._book(run_id)
         return list(book.effects.get(attempt, ())) if book is not None else []
+
+    def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+        book = self._open_book(run_id)
+        unique, n = call_id, 1
+        while unique in book.approvals:  # built-in models reuse call ids across agents
+            n += 1
+            unique = f"{call_id}-{n}"
+        request = {**event, "type": "approval_requested", "call_id": unique, "decision": None}
+        book.approvals[unique] = request
+        book.approvals_changed += 1
+        self.emit(run_id, {k: v for k, v in request.items() if k != "decision"})
+        return unique
+
+    def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Approve or deny a pending call (by a person, or by expiry): the first word counts."""
+        book = self._runs.get(run_id)
+        request = book.approvals.get(call_id) if book is not None else None
+        if book is None or request is None:
+            return "unknown", None
+        if request["decision"] is not None:
+            return "already_decided", request["decision"]
+        decision = {"approved": approved, "message": message, "by": by}
+        request["decision"] = decision
+        book.approvals_changed += 1
+        self.emit(
+            run_id,
+            {
+                "type": "approval_decided",
+                "ts": time.time(),
+                "agent": request.get("agent", ""),
+                "chain": request.get("chain", []),
+                "call_id": call_id,
+                "tool": request.get("tool"),
+                **decision,
+            },
+        )
+        return "decided", decision
+
+    def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+        book = self._book(run_id)
+        request = book.approvals.get(call_id) if book is not None else None
+        return request["decision"] if request is not None else None
+
+    def pending(self, run_id: str) -> list[dict[str, Any]]:
+        """The calls of the run waiting for a decision, oldest first."""
+        book = self._runs.get(run_id)
+        if book is None:
+            return []
+        return [
+            {k: v for k, v in r.items() if k != "decision"}
+            for r in book.approvals.values()
+            if r["decision"] is None
+        ]
+
+    def approvals_version(self, run_id: str) -> int:
+        book = self._book(run_id)
+        return book.approvals_changed if book is not None else 0
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         if run_id in self._closed:

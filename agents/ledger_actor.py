@@ -11,7 +11,7 @@ from typing import Any
 
 import ray
 
-from agents.ledger import RunLedger, RunState
+from agents.ledger import Decision, RunLedger, RunState
 
 __all__ = ["EVENT_FLUSH_S", "LedgerActor", "RayLedger"]
 
@@ -76,6 +76,43 @@ class LedgerActor:
 
     def effects(self, run_id: str, attempt: str) -> list[str]:
         return self._ledger.effects(run_id, attempt)
+
+    def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+        unique = self._ledger.request_approval(run_id, call_id, event)
+        self._changed(run_id)
+        return unique
+
+    def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        outcome = self._ledger.decide(run_id, call_id, approved, message, by)
+        self._changed(run_id)
+        return outcome
+
+    def pending(self, run_id: str) -> list[dict[str, Any]]:
+        return self._ledger.pending(run_id)
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        """The decision on a pending call, waiting up to `wait_s` for one."""
+        until = time.monotonic() + wait_s
+        while True:
+            decision = self._ledger.decision(run_id, call_id)
+            if decision is not None or not await self._wait_for_change(run_id, until):
+                return decision
+
+    async def watch_pending(
+        self, run_id: str, seen: int, wait_s: float
+    ) -> tuple[int, int, RunState]:
+        """Wait up to `wait_s` for the run's approvals to change from version `seen`; return
+        the version, how many calls wait for a decision, and the run's state."""
+        until = time.monotonic() + wait_s
+        while True:
+            version = self._ledger.approvals_version(run_id)
+            state = self._ledger.state(run_id)
+            if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
+                return version, len(self._ledger.pending(run_id)), state
 
     def emit_many(
         self,
@@ -151,6 +188,27 @@ class RayLedger:
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         # Awaited: the record must exist before the call is made.
         await self._handle.record_effect.remote(run_id, attempts, tool)
+
+    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+        self.flush()  # the call's earlier events first
+        unique: str = await self._handle.request_approval.remote(run_id, call_id, event)
+        return unique
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        decision: dict[str, Any] | None = await self._handle.await_decision.remote(
+            run_id, call_id, wait_s
+        )
+        return decision
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
+            run_id, call_id, approved, message, by
+        )
+        return outcome
 
     async def effects(self, run_id: str, attempt: str) -> list[str]:
         found: list[str] = await self._handle.effects.remote(run_id, attempt)

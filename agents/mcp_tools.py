@@ -256,6 +256,10 @@ class McpTool:
     def name(self) -> str:
         return f"{self.server.spec.prefix}{self.remote_name}"
 
+    @property
+    def confirm(self) -> bool:
+        return self.server.spec.confirm
+
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         try:
             async with asyncio.timeout(self.server.spec.timeout_s):

@@ -17,7 +17,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from agents.delegate import DelegateTool
 from agents.errors import DelegationRefused
-from agents.ledger import EventSink, Ledger, SpanSource
+from agents.ledger import Approvals, EventSink, Ledger, SpanSource
 from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
 from agents.model import ModelClient, ModelReply, ToolCall
 from agents.spec import AgentSpec, TraceOptions
@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 # A child gets this long past the run deadline to report its own limit before its caller stops
 # waiting for it.
 _DELEGATION_GRACE_S = 2.0
+# How much of a call's arguments a person sees when asked to approve it.
+_APPROVAL_ARGUMENTS_CHARS = 4000
 
 
 @dataclass
@@ -75,6 +77,7 @@ class AgentRuntime:
         actor_id: which worker this is, for results and spans.
         trace_options: what spans record (message contents are opt-in).
         redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
+        approvals: where calls marked `confirm` wait for a person (None: they are not run).
     """
 
     spec: AgentSpec
@@ -87,6 +90,7 @@ class AgentRuntime:
     actor_id: str = "local"
     trace_options: TraceOptions = field(default_factory=TraceOptions)
     redactor: Redactor = field(default_factory=Redactor)
+    approvals: Approvals | None = None
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
@@ -353,6 +357,10 @@ class AgentRuntime:
             return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
         if not isinstance(arguments, dict):
             return ToolOutput("error: arguments must be a JSON object", is_error=True)
+        if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
+            not_approved = await self._approval(inv, call, arguments)
+            if not_approved is not None:
+                return not_approved
         is_delegation = isinstance(tool, DelegateTool)
         timeout = (
             ctx.time_left() + _DELEGATION_GRACE_S
@@ -391,6 +399,58 @@ class AgentRuntime:
                     )
                 return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
         raise AssertionError("unreachable")
+
+    async def _approval(
+        self, inv: _Invocation, call: ToolCall, arguments: dict[str, Any]
+    ) -> ToolOutput | None:
+        """Wait for a person to approve the call: None if approved, else what the model is
+        told (a denial is a tool result, so the model can change course)."""
+        ctx = inv.ctx
+        span = trace.get_current_span()
+        if self.approvals is None:
+            return ToolOutput(
+                f"error: {call.name} needs a person's approval, and this run has no one to ask "
+                "(submit it to the Baton service)",
+                is_error=True,
+            )
+        wait = max(0.0, min(ctx.limits.approval_timeout_s, ctx.time_left()))
+        shown = json.dumps(arguments, default=str)
+        event = {
+            "ts": time.time(),
+            "agent": self.spec.name,
+            "chain": list(ctx.chain),
+            "tool": call.name,
+            "tool_call_id": call.id,
+            "arguments": self.redactor.value(shown[:_APPROVAL_ARGUMENTS_CHARS]),
+            "expires_at": time.time() + wait,
+            **span_ids(span),
+        }
+        approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)
+        span.add_event("approval_requested", {"baton.approval.id": approval_id})
+        decision = await self.approvals.await_decision(ctx.run_id, approval_id, wait)
+        if decision is None:  # expired: deny, unless a person got there first
+            _, decision = await self.approvals.decide(
+                ctx.run_id, approval_id, False, f"no decision within {wait:.0f}s", "expiry"
+            )
+        assert decision is not None
+        span.add_event(
+            "approval_decided",
+            {"approved": bool(decision["approved"]), "by": str(decision["by"])},
+        )
+        if decision["approved"]:
+            return None
+        reason = "denied by a person" if decision["by"] == "person" else "approval expired"
+        return ToolOutput(
+            json.dumps(
+                {
+                    "error": "not_approved",
+                    "tool": call.name,
+                    "reason": reason,
+                    "message": decision.get("message") or "",
+                }
+            ),
+            is_error=True,
+        )
 
     def _refused(self, inv: _Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
         ctx = inv.ctx

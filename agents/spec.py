@@ -85,6 +85,9 @@ class ToolRef(_Strict):
     retries: int = Field(
         default=0, ge=0, le=10, description="Retries after an error (idempotent tools only)."
     )
+    confirm: bool = Field(
+        default=False, description="Each call waits for a person's approval (HTTP service)."
+    )
 
     @model_validator(mode="after")
     def _retries_need_idempotence(self) -> ToolRef:
@@ -126,7 +129,9 @@ class McpServerSpec(_Strict):
     )
     connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
     timeout_s: float = Field(default=60.0, gt=0, description="Per tool call.")
-    confirm: bool = Field(default=False, description="Ask a person before each call.")
+    confirm: bool = Field(
+        default=False, description="Each call waits for a person's approval (HTTP service)."
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSpec:
@@ -147,10 +152,6 @@ class McpServerSpec(_Strict):
                 raise ValueError(f"url {self.url!r} must start with http:// or https://")
             if self.args or self.env or self.cwd:
                 raise ValueError("args, env and cwd apply to command (stdio) servers only")
-        if self.confirm:
-            # Approvals are not implemented yet; accepting the flag would promise a check that
-            # never happens.
-            raise ValueError("confirm: true (approval before each call) is not supported yet")
         return self
 
 
@@ -168,6 +169,9 @@ class AgentCard(_Strict):
     name: str = Field(pattern=AGENT_NAME_PATTERN)
     description: str = ""
     capabilities: tuple[str, ...] = ()
+    confirm: bool = Field(
+        default=False, description="Delegations to this agent wait for a person's approval."
+    )
 
 
 class AgentSpec(AgentCard):
@@ -199,7 +203,10 @@ class AgentSpec(AgentCard):
 
     def card(self) -> AgentCard:
         return AgentCard(
-            name=self.name, description=self.description, capabilities=self.capabilities
+            name=self.name,
+            description=self.description,
+            capabilities=self.capabilities,
+            confirm=self.confirm,
         )
 
 
@@ -211,6 +218,12 @@ class Limits(_Strict):
     deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0)
     token_budget: int | None = Field(default=None, ge=1)
     max_parallel_tools: int = Field(default=DEFAULT_MAX_PARALLEL_TOOLS, ge=1, le=256)
+    approval_timeout_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="A call waiting for approval is denied after this long (the run's deadline "
+        "still applies).",
+    )
 
 
 class TraceOptions(_Strict):

@@ -107,6 +107,7 @@ class FunctionTool:
     _args_model: type[BaseModel] = field(repr=False, default=BaseModel)
     idempotent: bool = False
     retries: int = 0
+    confirm: bool = False  # each call waits for a person's approval
     _takes_key: bool = field(repr=False, default=False)
 
     @classmethod
@@ -191,4 +192,5 @@ def load_tool(ref: ToolRef) -> FunctionTool:
     tool = load_function_tool(ref.function)
     tool.idempotent = tool.idempotent if ref.idempotent is None else ref.idempotent
     tool.retries = ref.retries if tool.idempotent else 0
+    tool.confirm = ref.confirm
     return tool

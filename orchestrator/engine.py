@@ -17,7 +17,7 @@ from ray.exceptions import TaskCancelledError
 
 from agents.errors import DelegationRefused
 from agents.guard import check_delegation
-from agents.ledger import RunState
+from agents.ledger import Decision, RunState
 from agents.messages import AgentResult, Delegation, Outcome, RunContext
 from agents.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
@@ -179,6 +179,39 @@ class Engine:
                 )
             )
         )
+
+    @property
+    def needs_approvals(self) -> bool:
+        """Whether any tool, MCP server or delegation of the system waits for approval."""
+        return any(
+            a.confirm or any(t.confirm for t in a.tools) or any(m.confirm for m in a.mcp)
+            for a in self.system.config.agents
+        )
+
+    async def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's calls waiting for a person, oldest first."""
+        found: list[dict[str, Any]] = await self.pool.ledger_handle.pending.remote(run_id)
+        return found
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """A person's decision on a pending call: the first decision counts."""
+        outcome: tuple[
+            Decision, dict[str, Any] | None
+        ] = await self.pool.ledger_handle.decide.remote(
+            run_id, call_id, approved, message, "person"
+        )
+        return outcome
+
+    async def watch_approvals(
+        self, run_id: str, seen: int, wait_s: float
+    ) -> tuple[int, int, RunState]:
+        """Wait for the run's approvals to change from version `seen` (see the ledger)."""
+        found: tuple[int, int, RunState] = await self.pool.ledger_handle.watch_pending.remote(
+            run_id, seen, wait_s
+        )
+        return found
 
     async def ping(self, timeout_s: float = 2.0) -> None:
         """Raise unless the system's ledger actor answers within `timeout_s` (Ray is up)."""

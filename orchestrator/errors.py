@@ -10,6 +10,8 @@ from typing import Any
 from agents.errors import BatonError
 
 __all__ = [
+    "ApprovalConflict",
+    "ApprovalNotFound",
     "IdempotencyConflict",
     "NotReady",
     "Overloaded",
@@ -57,3 +59,22 @@ class Overloaded(ServiceError):
 class NotReady(ServiceError):
     status = 503
     code = "not_ready"
+
+
+class ApprovalNotFound(ServiceError):
+    status = 404
+    code = "approval_not_found"
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        super().__init__(
+            f"run {run_id!r} has no call {call_id!r} waiting for approval",
+            run_id=run_id,
+            call_id=call_id,
+        )
+
+
+class ApprovalConflict(ServiceError):
+    """The call was decided already (by someone else, or by expiry), or the run is over."""
+
+    status = 409
+    code = "approval_conflict"

@@ -78,6 +78,7 @@ class RunRequest(BaseModel):
 RunStatus = Literal[
     "queued",
     "running",
+    "waiting_for_approval",
     "succeeded",
     "failed",
     "cancelled",
@@ -173,6 +174,38 @@ class TraceView(BaseModel):
     trace_id: str | None
     span_count: int
     spans: list[SpanNode] = Field(description="Root spans, each with its subtree.")
+
+
+class ApprovalDecision(BaseModel):
+    """A person's answer to a call waiting for approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approve: bool = Field(description="true runs the call; false denies it.")
+    message: str = Field(
+        default="",
+        max_length=2000,
+        description="Told to the model with a denial (and recorded either way).",
+    )
+
+
+class PendingApproval(BaseModel):
+    """A call waiting for a person's decision."""
+
+    call_id: str = Field(description="Approve or deny it at .../approvals/{call_id}.")
+    agent: str
+    tool: str
+    arguments: str = Field(description="The call's arguments as JSON (redacted, cut).")
+    chain: list[str]
+    ts: float = Field(description="When it was asked (Unix seconds).")
+    expires_at: float = Field(description="When it is denied without a decision.")
+
+
+class ApprovalResult(BaseModel):
+    call_id: str
+    approved: bool
+    message: str
+    by: Literal["person", "expiry"]
 
 
 class ReplicaView(BaseModel):

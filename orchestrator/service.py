@@ -22,7 +22,14 @@ from typing import Any
 
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine, connect_ray, final_event, run_event
-from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
+from orchestrator.errors import (
+    ApprovalConflict,
+    ApprovalNotFound,
+    IdempotencyConflict,
+    NotReady,
+    Overloaded,
+    RunNotFound,
+)
 from orchestrator.live_trace import live_spans
 from orchestrator.results import RunResult
 from orchestrator.schemas import RunRequest
@@ -254,6 +261,46 @@ class RunService:
             task.cancel()  # still queued
         return True
 
+    # Approvals ---------------------------------------------------------------------------
+
+    async def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
+        run = await self.get(run_id)
+        if run.finished or not self.ready:
+            return []
+        return await self.engine.pending_approvals(run_id)
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str
+    ) -> dict[str, Any]:
+        """Approve or deny a call waiting in a run (whichever instance runs it)."""
+        run = await self.get(run_id)
+        if run.finished:
+            raise ApprovalConflict(f"run {run_id!r} is {run.status}", run_id=run_id)
+        if not self.ready:
+            raise NotReady("the agents are starting")
+        outcome, decision = await self.engine.decide(run_id, call_id, approved, message)
+        if outcome == "unknown":
+            raise ApprovalNotFound(run_id, call_id)
+        if outcome == "already_decided":
+            raise ApprovalConflict(
+                f"call {call_id!r} was decided already", call_id=call_id, decision=decision
+            )
+        assert decision is not None
+        return {"call_id": call_id, **decision}
+
+    async def _track_approvals(self, run_id: str) -> None:
+        """Keep the stored status `waiting_for_approval` while a call of the run waits."""
+        seen, waiting = 0, False
+        while True:
+            seen, pending, state = await self.engine.watch_approvals(
+                run_id, seen, self.limits.heartbeat_s
+            )
+            if state == "closed":
+                return
+            if (pending > 0) != waiting:
+                waiting = pending > 0
+                await self.store.set_waiting(run_id, waiting)
+
     async def _execute(self, run_id: str, request: RunRequest) -> None:
         began = time.monotonic()
         try:
@@ -275,6 +322,11 @@ class RunService:
         await self.store.start(run_id)
         result: RunResult | None = None
         error: str | None = None
+        tracker = (
+            asyncio.create_task(self._track_approvals(run_id))
+            if self.engine.needs_approvals
+            else None
+        )
         try:
             result = await self.engine.run(
                 request.task,
@@ -284,12 +336,16 @@ class RunService:
                 deadline_s=request.deadline_s,
                 finish=False,
             )
+            await _stop(tracker)
             await self.store.finish(result)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             logger.exception("run %s failed", run_id)
+            await _stop(tracker)
             await self.store.fail(run_id, error)
         finally:
+            if tracker is not None and not tracker.done():
+                tracker.cancel()
             # Recorded first, announced after: whoever sees `run_finished` finds the record.
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             events = await self.engine.finish(run_id, final_event(result, entry, error))
@@ -388,6 +444,13 @@ class RunService:
                 duration_s=run.duration_s,
             ),
         )
+
+
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
 
 
 def _replay(existing: StoredRun, digest: str) -> StoredRun:

@@ -26,9 +26,12 @@ from orchestrator.routing import AUTO
 from orchestrator.schemas import (
     AgentsView,
     AgentView,
+    ApprovalDecision,
+    ApprovalResult,
     DiagramView,
     ErrorBody,
     Health,
+    PendingApproval,
     Readiness,
     ReplicaView,
     RunPageView,
@@ -50,6 +53,13 @@ logger = logging.getLogger(__name__)
 
 MERMAID = "text/vnd.mermaid"
 RUN_ID = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="A run id.")]
+CALL_ID = Annotated[
+    str,
+    Path(
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="The pending call's id (from its approval_requested event).",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -334,6 +344,27 @@ def _v1_router(
         """Stop every agent working on the run; it ends `cancelled`, with its spans. A finished
         run is returned as it is."""
         return run_view(await service.cancel(run.id))
+
+    @v1.get("/runs/{run_id}/approvals", tags=["approvals"], responses=_NOT_FOUND)
+    async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]:
+        """The run's calls waiting for a person's decision, oldest first."""
+        return [PendingApproval.model_validate(p) for p in await service.pending_approvals(run.id)]
+
+    @v1.post(
+        "/runs/{run_id}/approvals/{call_id}",
+        tags=["approvals"],
+        responses={
+            **_NOT_FOUND,
+            409: {"model": ErrorBody, "description": "Decided already, or the run is over."},
+        },
+    )
+    async def decide(
+        run: Run, call_id: CALL_ID, body: ApprovalDecision, service: Service
+    ) -> ApprovalResult:
+        """Approve or deny a call waiting in the run; the first decision counts. A denial
+        reaches the model as the call's result, with the message."""
+        decided = await service.decide(run.id, call_id, body.approve, body.message)
+        return ApprovalResult.model_validate(decided)
 
     @v1.get("/runs/{run_id}/trace", tags=["runs"], responses=_NOT_FOUND)
     async def trace(run: Run, service: Service) -> TraceView:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE_URL",
     "FINAL_STATUSES",
+    "WAITING_FOR_APPROVAL",
     "DuplicateIdempotencyKey",
     "RunPage",
     "RunStore",
@@ -36,6 +37,7 @@ __all__ = [
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
 INTERRUPTED = "interrupted"
+WAITING_FOR_APPROVAL = "waiting_for_approval"
 FINAL_STATUSES = frozenset(o.value for o in Outcome) | {INTERRUPTED}
 UNFINISHED = ("queued", "running")
 
@@ -189,6 +191,17 @@ class RunStore:
 
     async def start(self, run_id: str) -> None:
         await self._set(run_id, status="running", started_at=time.time())
+
+    async def set_waiting(self, run_id: str, waiting: bool) -> None:
+        """Mark a running run as waiting for approval, or as running again (never a finished
+        one)."""
+        status = WAITING_FOR_APPROVAL if waiting else "running"
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.status.in_(("running", WAITING_FOR_APPROVAL)))
+                .values(status=status)
+            )
 
     async def finish(self, result: RunResult) -> None:
         """Record how a run ended, with its usage, delegation tree and spans (one transaction)."""

@@ -1,0 +1,189 @@
+"""Approvals over HTTP, for real: a call marked `confirm: true` pauses its run until a person
+approves or denies it through the API, or until the approval expires."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from orchestrator.client import parse_sse
+from tests.service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+CONFIG = """
+name: approvals
+limits: {deadline_s: 60, approval_timeout_s: 4}
+tracing: {capture_content: true}
+agents:
+  - name: lead
+    delegates: [clerk, vault]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: delegate_to_vault, arguments: {task: open it}}]}
+          - {content: lead done}
+  - name: clerk
+    tools: [{function: tests.testkit:stamp, confirm: true}]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
+          - {content: clerk done}
+  - name: vault
+    confirm: true
+"""
+
+
+@pytest.fixture(scope="module")
+def service(ray_address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("approvals")
+    (root / "svc.yaml").write_text(CONFIG)
+    process = ServiceProcess(
+        root / "svc.yaml",
+        f"sqlite+aiosqlite:///{root / 'runs.db'}",
+        ray_address,
+        root / "svc.log",
+        BATON_SSE_HEARTBEAT_S="1",
+    )
+    process.start()
+    yield process.url
+    process.stop()
+
+
+async def events(url: str, run_id: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=60) as client,
+        client.stream("GET", f"/v1/runs/{run_id}/events") as response,
+    ):
+        async for event in parse_sse(response.aiter_lines()):
+            yield event.event, event.json()
+
+
+async def run_until_asked(
+    client: httpx.AsyncClient, url: str, agent: str
+) -> tuple[str, dict[str, Any], AsyncIterator[tuple[str, dict[str, Any]]]]:
+    submitted = await client.post("/v1/runs", json={"task": "pay the bill", "agent": agent})
+    assert submitted.status_code == 202, submitted.text
+    run_id = submitted.json()["id"]
+    stream = events(url, run_id)
+    async with asyncio.timeout(60):
+        async for kind, data in stream:
+            if kind == "approval_requested":
+                return run_id, data, stream
+    raise AssertionError("no approval was requested")
+
+
+async def rest_of(stream: AsyncIterator[tuple[str, dict[str, Any]]]) -> list[tuple[str, Any]]:
+    async with asyncio.timeout(60):
+        return [item async for item in stream]
+
+
+def tool_spans(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    nodes = list(trace["spans"])
+    while nodes:
+        node = nodes.pop()
+        nodes += node["children"]
+        if node["name"].startswith("execute_tool "):
+            found.append(node)
+    return found
+
+
+async def test_an_approved_call_runs_and_the_run_waits_until_then(service: str) -> None:
+    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+        assert asked["tool"] == "stamp" and asked["agent"] == "clerk"
+        assert "payment 42 EUR" in asked["arguments"]
+        # While it waits, the run says so, and lists the pending call.
+        async with asyncio.timeout(10):
+            while (await client.get(f"/v1/runs/{run_id}")).json()["status"] != (
+                "waiting_for_approval"
+            ):
+                await asyncio.sleep(0.1)
+        [pending] = (await client.get(f"/v1/runs/{run_id}/approvals")).json()
+        assert pending["call_id"] == asked["call_id"]
+
+        decided = await client.post(
+            f"/v1/runs/{run_id}/approvals/{asked['call_id']}",
+            json={"approve": True, "message": "ok by me"},
+        )
+        assert decided.status_code == 200, decided.text
+        assert decided.json() == {
+            "call_id": asked["call_id"],
+            "approved": True,
+            "message": "ok by me",
+            "by": "person",
+        }
+        # A second decision is too late.
+        again = await client.post(
+            f"/v1/runs/{run_id}/approvals/{asked['call_id']}", json={"approve": False}
+        )
+        assert again.status_code == 409 and again.json()["error"]["code"] == "approval_conflict"
+
+        rest = await rest_of(stream)
+        kinds = [k for k, _ in rest]
+        assert kinds[0] == "approval_decided" and kinds[-1] == "run_finished"
+        assert rest[-1][1]["status"] == "succeeded"
+        trace = (await client.get(f"/v1/runs/{run_id}/trace")).json()
+        [stamp] = tool_spans(trace)
+        assert "payment 42 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]
+        assert (await client.get(f"/v1/runs/{run_id}")).json()["status"] == "succeeded"
+
+
+async def test_a_denied_call_goes_back_to_the_model_as_its_result(service: str) -> None:
+    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+        decided = await client.post(
+            f"/v1/runs/{run_id}/approvals/{asked['call_id']}",
+            json={"approve": False, "message": "not this month"},
+        )
+        assert decided.status_code == 200 and decided.json()["approved"] is False
+        rest = await rest_of(stream)
+        assert rest[-1][1]["status"] == "succeeded"  # the model carried on
+        trace = (await client.get(f"/v1/runs/{run_id}/trace")).json()
+        [stamp] = tool_spans(trace)
+        result = stamp["attributes"]["gen_ai.tool.call.result"]
+        assert "denied by a person" in result and "not this month" in result
+        assert " at " not in result.split("not this month")[0]  # the tool never ran
+        assert stamp["status"] == "ERROR"
+
+
+async def test_an_unanswered_approval_expires_as_a_denial(service: str) -> None:
+    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+        assert asked["expires_at"] - asked["ts"] == pytest.approx(4, abs=0.5)
+        rest = await rest_of(stream)
+        decided = next(data for kind, data in rest if kind == "approval_decided")
+        assert decided["approved"] is False and decided["by"] == "expiry"
+        late = await client.post(
+            f"/v1/runs/{run_id}/approvals/{asked['call_id']}", json={"approve": True}
+        )
+        assert late.status_code == 409
+        trace = (await client.get(f"/v1/runs/{run_id}/trace")).json()
+        [stamp] = tool_spans(trace)
+        assert "approval expired" in stamp["attributes"]["gen_ai.tool.call.result"]
+
+
+async def test_a_delegation_to_a_confirm_agent_waits_for_approval(service: str) -> None:
+    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, service, "lead")
+        assert asked["tool"] == "delegate_to_vault"
+        unknown = await client.post(
+            f"/v1/runs/{run_id}/approvals/no-such-call", json={"approve": True}
+        )
+        assert unknown.status_code == 404
+        bad = await client.post(
+            f"/v1/runs/{run_id}/approvals/{asked['call_id']}", json={"approve": "maybe"}
+        )
+        assert bad.status_code == 422
+        await client.post(f"/v1/runs/{run_id}/approvals/{asked['call_id']}", json={"approve": True})
+        rest = await rest_of(stream)
+        started = [d["agent"] for k, d in rest if k == "agent_started"]
+        assert started == ["vault"] and rest[-1][1]["status"] == "succeeded"
