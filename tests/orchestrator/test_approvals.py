@@ -103,9 +103,9 @@ async def test_an_approved_call_runs_and_the_run_waits_until_then(service: str) 
         assert "payment 42 EUR" in asked["arguments"]
         # While it waits, the run says so, and lists the pending call.
         async with asyncio.timeout(10):
-            while (await client.get(f"/v1/runs/{run_id}")).json()["status"] != (
-                "waiting_for_approval"
-            ):
+            status = ""
+            while status != "waiting_for_approval":
+                status = (await client.get(f"/v1/runs/{run_id}")).json()["status"]
                 await asyncio.sleep(0.1)
         [pending] = (await client.get(f"/v1/runs/{run_id}/approvals")).json()
         assert pending["call_id"] == asked["call_id"]
