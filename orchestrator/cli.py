@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -13,10 +15,12 @@ import httpx
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.status import Status
 
 from agents.errors import ConfigError
 from orchestrator.client import ApiError, BatonClient
 from orchestrator.config import AgentSystem, default_config_path, load_config
+from orchestrator.errors import ServiceError
 from orchestrator.report import (
     print_issues,
     print_run_view,
@@ -101,6 +105,23 @@ def _show_event(event: dict[str, Any]) -> None:
         console.print(f"[yellow]⊘[/] {agent} -> {event['target']}: {event['message']}")
 
 
+def _ask_person(event: dict[str, Any], status: Status) -> tuple[bool, str]:
+    """A call waits for approval: ask at the terminal, or deny when there is none."""
+    if not sys.stdin.isatty():
+        return False, "no one to approve: baton run is not attached to a terminal"
+    status.stop()
+    try:
+        console.print(
+            f"[yellow]?[/] {event.get('agent')} wants to call [bold]{event.get('tool')}[/] "
+            f"with {event.get('arguments')}"
+        )
+        approved = typer.confirm("approve this call?", default=False)
+        message = "" if approved else typer.prompt("why not (told to the model)", default="")
+        return approved, message
+    finally:
+        status.start()
+
+
 async def _run_here(
     settings: Settings, system: AgentSystem, request: RunRequest, progress: bool
 ) -> RunView:
@@ -127,6 +148,10 @@ async def _run_here(
                     status.update("running…")
                     if progress:
                         _show_event(item[1])
+                    if item[1].get("type") == "approval_requested":
+                        approved, why = _ask_person(item[1], status)
+                        with contextlib.suppress(ServiceError):  # decided already: fine
+                            await service.decide(run.id, item[1]["call_id"], approved, why)
         return run_view(await service.get(run.id))
 
 
@@ -137,10 +162,14 @@ async def _run_there(
     async with BatonClient(server, api_key) as client:
         try:
             run = await client.submit(body)
-            with console.status("running…"):
+            with console.status("running…") as status:
                 async for event in client.events(run["id"]):
                     if progress:
                         _show_event(event)
+                    if event.get("type") == "approval_requested":
+                        approved, why = _ask_person(event, status)
+                        with contextlib.suppress(ApiError):  # decided already: fine
+                            await client.decide(run["id"], event["call_id"], approved, why)
             return RunView.model_validate(await client.get(run["id"]))
         except ApiError as exc:
             err.print(f"{server}: {exc}", style="red")

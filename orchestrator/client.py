@@ -103,6 +103,16 @@ class BatonClient:
     async def get(self, run_id: str) -> dict[str, Any]:
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
+    async def decide(
+        self, run_id: str, call_id: str, approve: bool, message: str = ""
+    ) -> dict[str, Any]:
+        """Approve or deny a call waiting in a run."""
+        answer = await self._http.post(
+            f"/v1/runs/{run_id}/approvals/{call_id}",
+            json={"approve": approve, "message": message},
+        )
+        return await self._json(answer)  # type: ignore[no-any-return]
+
     async def events(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
         """The run's events until `run_finished`, reconnecting (with `Last-Event-ID`) if the
         connection drops."""

@@ -4,7 +4,13 @@ approves or denies it through the API, or until the approval expires."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -187,3 +193,33 @@ async def test_a_delegation_to_a_confirm_agent_waits_for_approval(service: str) 
         rest = await rest_of(stream)
         started = [d["agent"] for k, d in rest if k == "agent_started"]
         assert started == ["vault"] and rest[-1][1]["status"] == "succeeded"
+
+
+def test_baton_run_without_a_terminal_denies_at_once(ray_address: str, tmp_path: Path) -> None:
+    """`baton run` asks at the terminal; with none (a script, CI) nobody can approve, so the
+    call is denied at once instead of holding the run until the approval expires."""
+    (tmp_path / "team.yaml").write_text(
+        CONFIG.replace("approval_timeout_s: 4", "approval_timeout_s: 120")
+    )
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray_address,
+        "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+        "COLUMNS": "400",
+    }
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "pay the bill", "-a", "clerk",
+         "--config", str(tmp_path / "team.yaml"), "--json"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - began < 110  # not held until the approval expired
+    run = json.loads(done.stdout)
+    listed = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "trace", run["id"]],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "✗ execute_tool stamp" in listed.stdout
+    assert "not_approved" in listed.stdout and "not attached to a terminal" in listed.stdout
