@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from orchestrator.render import find_chromium
 from tests.service import SERVICE_CONFIG, ServiceProcess
 
 
@@ -32,3 +35,43 @@ def api(ray_address: str, service_dir: Path) -> Iterator[str]:
     service.start()
     yield service.url
     service.stop()
+
+
+# The browser tests' Chromium (Debian's) and pages.
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.fail("Chromium is not installed; `make test` installs it (apt: chromium)")
+    args = ["--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    if os.geteuid() == 0:
+        args.append("--no-sandbox")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=args)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def problems() -> list[str]:
+    """Console errors and page errors seen in the test's page."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Browser, problems: list[str]) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    opened = context.new_page()
+    opened.on("console", lambda m: _keep_errors(m, problems))
+    opened.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    yield opened
+    context.close()
+    # No script error, no Content-Security-Policy violation, no failed load on any page.
+    assert problems == []
+
+
+def _keep_errors(message: ConsoleMessage, problems: list[str]) -> None:
+    if message.type == "error":
+        problems.append(message.text)

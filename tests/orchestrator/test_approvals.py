@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Page
 
 from orchestrator.client import parse_sse
 from tests.service import ServiceProcess
@@ -223,3 +224,21 @@ def test_baton_run_without_a_terminal_denies_at_once(ray_address: str, tmp_path:
     assert listed.returncode == 0, listed.stderr
     assert "✗ execute_tool stamp" in listed.stdout
     assert "not_approved" in listed.stdout and "not attached to a terminal" in listed.stdout
+
+
+@pytest.mark.browser
+def test_the_run_page_shows_a_pending_call_with_approve_and_deny(service: str, page: Page) -> None:
+    submitted = httpx.post(f"{service}/v1/runs", json={"task": "pay", "agent": "clerk"})
+    run_id = submitted.json()["id"]
+    page.goto(f"{service}/runs/{run_id}")
+    approval = page.locator("#approvals .approval")
+    approval.wait_for(timeout=30_000)
+    assert "stamp" in approval.inner_text() and "payment 42 EUR" in approval.inner_text()
+    assert page.locator("#run-status").inner_text() in ("running", "waiting_for_approval")
+    page.locator("#approvals .approve").click()
+    page.wait_for_selector("body[data-state=finished]", timeout=30_000)
+    assert page.locator("#approvals").is_hidden()
+    assert page.locator("#run-status").inner_text() == "succeeded"
+    trace = httpx.get(f"{service}/v1/runs/{run_id}/trace").json()
+    [stamp] = tool_spans(trace)
+    assert "payment 42 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]  # it ran

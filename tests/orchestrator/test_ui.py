@@ -2,54 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
-
-from orchestrator.render import find_chromium
+from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.ray, pytest.mark.browser]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    chromium = find_chromium()
-    if chromium is None:
-        pytest.fail("Chromium is not installed; `make test` installs it (apt: chromium)")
-    args = ["--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-    if os.geteuid() == 0:
-        args.append("--no-sandbox")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=args)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def problems() -> list[str]:
-    """Console errors and page errors seen in the test's page."""
-    return []
-
-
-@pytest.fixture
-def page(browser: Browser, problems: list[str]) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1600})
-    opened = context.new_page()
-    opened.on("console", lambda m: _keep_errors(m, problems))
-    opened.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    yield opened
-    context.close()
-    # No script error, no Content-Security-Policy violation, no failed load on any page.
-    assert problems == []
-
-
-def _keep_errors(message: ConsoleMessage, problems: list[str]) -> None:
-    if message.type == "error":
-        problems.append(message.text)
 
 
 def texts(page: Page, selector: str) -> list[str]:

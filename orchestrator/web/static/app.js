@@ -313,6 +313,39 @@ async function runPage(runId) {
     });
   }
 
+  // Calls waiting for a person: each with what it would do, and Approve / Deny.
+  async function drawApprovals() {
+    const pending = await api(`/v1/runs/${runId}/approvals`);
+    $("approvals").hidden = pending.length === 0;
+    $("approval-list").replaceChildren(
+      ...pending.map((call) => {
+        const message = el("input", { type: "text", placeholder: "message (told to the model if denied)", "aria-label": "message" });
+        const decide = (approve) => async () => {
+          try {
+            await api(`/v1/runs/${runId}/approvals/${encodeURIComponent(call.call_id)}`, {
+              method: "POST",
+              headers: { "Content-Type": "application/json" },
+              body: JSON.stringify({ approve, message: message.value }),
+            });
+          } finally {
+            drawApprovals();
+          }
+        };
+        const left = Math.max(0, Math.round(call.expires_at - Date.now() / 1000));
+        return el(
+          "li",
+          { class: "approval", "data-call": call.call_id },
+          el("p", {}, el("strong", {}, call.agent), " wants to call ", el("code", {}, call.tool), ` (expires in ${left} s)`),
+          el("pre", { class: "text" }, call.arguments),
+          message,
+          el("button", { type: "button", class: "approve", onclick: decide(true) }, "Approve"),
+          " ",
+          el("button", { type: "button", class: "deny", onclick: decide(false) }, "Deny"),
+        );
+      }),
+    );
+  }
+
   async function refresh() {
     if (refreshing) { again = true; return refreshing; }
     refreshing = (async () => {
@@ -333,7 +366,7 @@ async function runPage(runId) {
       $("answer-heading").textContent = failed ? "Error" : "Answer";
       $("run-answer").textContent = failed ? run.error || "" : run.output || (FINAL.has(run.status) ? "" : "…");
       $("cancel-button").hidden = FINAL.has(run.status);
-      const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram()]);
+      const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals()]);
       drawWaterfall(trace);
       return run;
     })();
@@ -358,6 +391,7 @@ async function runPage(runId) {
   for await (const event of events(`/v1/runs/${runId}/events`)) {
     $("run-status").textContent = event.type === "run_finished" ? event.data.status : "running";
     if (event.type === "run_finished") break;
+    if (event.type === "approval_requested" || event.type === "approval_decided") drawApprovals();
     if (!timer) timer = setTimeout(() => { timer = null; refresh(); }, 250);
   }
   clearTimeout(timer);
