@@ -229,6 +229,61 @@ def run(
     raise typer.Exit(0 if view.status == "succeeded" else 1)
 
 
+async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
+    from orchestrator.mcp_server import build_mcp_server  # Ray, litellm, mcp: slow imports
+    from orchestrator.service import open_service
+
+    started: asyncio.Future[RunService] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+
+    async def service() -> RunService:
+        return await asyncio.shield(started)
+
+    async def keep_service() -> None:
+        try:
+            env = {name: os.environ[name] for name in system.config.env if name in os.environ}
+            async with open_service(
+                system,
+                store_url=settings.store_url,
+                ray_address=settings.ray_address,
+                namespace=settings.namespace,
+                owner=f"mcp:{socket.gethostname()}:{os.getpid()}",
+                env=env,
+                export=_open_export(),
+                forbid_remote_models=settings.forbid_remote_models,
+            ) as running:
+                started.set_result(running)
+                await stop.wait()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    server = build_mcp_server(service)
+    # The MCP transport takes over stdin and stdout first (stray output goes to stderr), then
+    # Ray and the agents start: a client can connect at once, and tools wait for the team.
+    serving = asyncio.create_task(server.run_stdio_async())
+    await asyncio.sleep(0)
+    keeper = asyncio.create_task(keep_service())
+    try:
+        await serving
+    finally:
+        stop.set()
+        with contextlib.suppress(BaseException):
+            await keeper
+
+
+@app.command()
+def mcp(config: ConfigOption = None) -> None:
+    """Serve the team as an MCP server over stdin/stdout, for MCP clients (IDEs, desktop
+    assistants): tools to submit a task, get a run, get its diagram, list the agents. Runs are
+    recorded in the run store, as with `baton run`."""
+    settings = Settings()
+    system = _load(config, settings)
+    configure_tracing("orchestrator")
+    asyncio.run(_serve_mcp_stdio(settings, system))
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -289,6 +344,7 @@ def serve(
             rate_limit_burst=settings.rate_limit_burst,
             max_body_bytes=settings.max_body_bytes,
             mermaid_dist=settings.mermaid_dist,
+            mcp_origins=settings.allowed_origins,
         ),
     )
     uvicorn.run(api, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)

@@ -44,6 +44,11 @@ class Settings(BaseSettings):
         default=(), description="Accepted bearer keys, comma-separated."
     )
     api_keys_file: Path | None = Field(default=None, description="One accepted key per line.")
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Origins (scheme://host[:port]) allowed to call /mcp besides loopback ones, "
+        "comma-separated.",
+    )
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_concurrent_runs: int = Field(default=32, ge=1)
     max_queued_runs: int = Field(default=1000, ge=0)
@@ -75,7 +80,7 @@ class Settings(BaseSettings):
     )
     api_key: str | None = Field(default=None, description="The key `baton run --server` sends.")
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "allowed_origins", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["SERVICE_CONFIG", "ServiceProcess", "free_port"]
+__all__ = ["KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
+
+# The API keys of the tests' guarded service.
+KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
 
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way.
 SERVICE_CONFIG = """

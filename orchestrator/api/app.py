@@ -15,12 +15,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import create_model
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
+from starlette.routing import Match, Route
 
-from orchestrator.api.guards import BodyLimit, KeyRing, RateLimiter, retry_after
+from orchestrator.api.guards import BodyLimit, KeyRing, McpGuard, RateLimiter, retry_after
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.config import AgentSystem
 from orchestrator.errors import Overloaded, ServiceError
+from orchestrator.mcp_server import build_mcp_server, mcp_http_app
 from orchestrator.render import default_mermaid_dist
 from orchestrator.routing import AUTO
 from orchestrator.schemas import (
@@ -71,6 +72,7 @@ class ApiOptions:
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
     mermaid_dist: FilePath | None = None  # the npm mermaid package for the UI (setup's)
+    mcp_origins: tuple[str, ...] = ()  # Origins allowed at /mcp besides loopback ones
 
 
 def _error(status: int, code: str, message: str, details: Any = None, **headers: str) -> Response:
@@ -208,9 +210,15 @@ def create_app(
     keys = KeyRing(options.api_keys)
     caller = _guard(keys, RateLimiter(options.rate_limit_per_s, options.rate_limit_burst))
 
+    async def current_service() -> RunService:
+        return app.state.service  # type: ignore[no-any-return]
+
+    mcp = build_mcp_server(current_service)
+    mcp_app = mcp_http_app(mcp)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with service_factory() as service:
+        async with service_factory() as service, mcp.session_manager.run():
             app.state.service = service
             yield
 
@@ -228,6 +236,11 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(_health_router())
     app.include_router(_v1_router(system, caller, authenticated=keys.enabled))
+    for route in mcp_app.routes:  # `/mcp`: Baton as an MCP server, behind the same keys
+        assert isinstance(route, Route)
+        app.router.routes.append(
+            Route(route.path, endpoint=McpGuard(route.endpoint, keys, options.mcp_origins))
+        )
     mount_ui(app, options.mermaid_dist or default_mermaid_dist())
     return app
 

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BodyLimit", "KeyRing", "RateLimiter"]
+__all__ = ["LOOPBACK_ORIGINS", "BodyLimit", "KeyRing", "McpGuard", "RateLimiter"]
+
+LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]")
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class KeyRing:
@@ -128,3 +131,54 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+class McpGuard:
+    """In front of `/mcp`: the Origin check (browsers' cross-site requests, DNS rebinding), the
+    Host check on a loopback-only service, and the API keys.
+
+    Args:
+        app: the MCP endpoint.
+        keys: the API's keys (none: only loopback may be served, and the Host is checked).
+        origins: allowed Origin values besides loopback ones (scheme://host[:port]).
+    """
+
+    def __init__(self, app: ASGIApp, keys: KeyRing, origins: Iterable[str] = ()) -> None:
+        self.app = app
+        self.keys = keys
+        self.origins = tuple(origins)
+
+    def _origin_ok(self, origin: str) -> bool:
+        if origin in self.origins:
+            return True
+        return any(origin == o or origin.startswith(o + ":") for o in LOOPBACK_ORIGINS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin):
+            await _refuse(send, 403, "forbidden", f"Origin {origin!r} is not allowed")
+            return
+        if not self.keys.enabled:
+            host = headers.get("host", "").rsplit(":", 1)[0] if headers.get("host") else ""
+            if host not in _LOOPBACK_HOSTS:
+                await _refuse(send, 421, "misdirected", "this service answers on loopback only")
+                return
+        else:
+            scheme, _, presented = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or self.keys.principal(presented.strip()) is None:
+                await _refuse(send, 401, "unauthorized", "a valid API key is required")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from orchestrator.render import find_chromium
-from tests.service import SERVICE_CONFIG, ServiceProcess
+from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +34,25 @@ def api(ray_address: str, service_dir: Path) -> Iterator[str]:
     )
     service.start()
     yield service.url
+    service.stop()
+
+
+# The same service behind API keys, tight rate limits and a small run queue.
+@pytest.fixture(scope="session")
+def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
+    service = ServiceProcess(
+        service_dir / "svc.yaml",
+        f"sqlite+aiosqlite:///{service_dir / 'guarded.db'}",
+        ray_address,
+        service_dir / "guarded.log",
+        BATON_API_KEYS=",".join(KEYS),
+        BATON_RATE_LIMIT_PER_S="1",
+        BATON_RATE_LIMIT_BURST="8",
+        BATON_MAX_CONCURRENT_RUNS="1",
+        BATON_MAX_QUEUED_RUNS="1",
+    )
+    service.start(headers={"Authorization": f"Bearer {KEYS[0]}"})
+    yield service
     service.stop()
 
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from orchestrator.client import parse_sse
-from tests.service import ServiceProcess
+from tests.service import KEYS, ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -275,27 +275,6 @@ def test_serving_beyond_loopback_without_keys_is_refused(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0 without API keys" in done.stderr
-
-
-KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
-
-
-@pytest.fixture(scope="module")
-def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
-    service = ServiceProcess(
-        service_dir / "svc.yaml",
-        f"sqlite+aiosqlite:///{service_dir / 'guarded.db'}",
-        ray_address,
-        service_dir / "guarded.log",
-        BATON_API_KEYS=",".join(KEYS),
-        BATON_RATE_LIMIT_PER_S="1",
-        BATON_RATE_LIMIT_BURST="8",
-        BATON_MAX_CONCURRENT_RUNS="1",
-        BATON_MAX_QUEUED_RUNS="1",
-    )
-    service.start(headers={"Authorization": f"Bearer {KEYS[0]}"})
-    yield service
-    service.stop()
 
 
 async def test_keys_are_required_and_each_key_is_rate_limited(guarded: ServiceProcess) -> None:

@@ -1,0 +1,120 @@
+"""Baton as an MCP server, driven by the `mcp` package's own client: streamable HTTP at `/mcp`
+on a real `baton serve`, and stdio through `baton mcp`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+ROOT = Path(__file__).resolve().parents[2]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    data: dict[str, Any] = json.loads(result.content[0].text)
+    return data
+
+
+async def use_team(client: Client) -> None:
+    """What an MCP client does with a Baton team: every tool, and one mistake."""
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert names == {"submit_task", "get_run", "get_run_diagram", "list_agents"}
+    agents = json.loads((await client.call_tool("list_agents", {})).content[0].text)
+    assert "analyst" in {a["name"] for a in agents}
+
+    run = result_json(
+        await client.call_tool("submit_task", {"task": "calculate 6 * 7", "agent": "analyst"})
+    )
+    assert run["status"] == "succeeded" and "42" in run["output"]
+    again = result_json(await client.call_tool("get_run", {"run_id": run["id"]}))
+    assert again["id"] == run["id"] and again["output"] == run["output"]
+    diagram = await client.call_tool("get_run_diagram", {"run_id": run["id"]})
+    assert "sequenceDiagram" in diagram.content[0].text and "analyst" in diagram.content[0].text
+
+    wrong = await client.call_tool("submit_task", {"task": "x", "agent": "nobody"})
+    assert wrong.is_error and "unknown agent 'nobody'" in wrong.content[0].text
+    missing = await client.call_tool("get_run", {"run_id": "f" * 32})
+    assert missing.is_error and "no run" in missing.content[0].text
+
+
+async def test_the_http_endpoint_serves_the_team(api: str) -> None:
+    async with Client(f"{api}/mcp") as client:
+        await use_team(client)
+
+
+async def test_the_http_endpoint_checks_origin_and_host(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api) as client:
+        foreign = await client.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "https://evil.example"}
+        )
+        assert foreign.status_code == 403 and "Origin" in foreign.json()["error"]["message"]
+        rebound = await client.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Host": "evil.example"}
+        )
+        assert rebound.status_code == 421
+        local = await client.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Origin": "http://127.0.0.1:3000"}
+        )
+        assert local.status_code == 200, local.text
+
+
+async def test_the_http_endpoint_takes_the_api_keys(guarded: ServiceProcess) -> None:
+    async with httpx.AsyncClient(base_url=guarded.url) as client:
+        anonymous = await client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert anonymous.status_code == 401
+        wrong = await client.post(
+            "/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": "Bearer nope"}
+        )
+        assert wrong.status_code == 401
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {KEYS[1]}"}) as http,
+        Client(streamable_http_client(f"{guarded.url}/mcp", http_client=http)) as client,
+    ):
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "submit_task" in names
+        missing = await client.call_tool("get_run", {"run_id": "0" * 32})
+        assert missing.is_error
+
+
+async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
+    (tmp_path / "team.yaml").write_text(SERVICE_CONFIG)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "orchestrator", "mcp", "--config", str(tmp_path / "team.yaml")],
+        cwd=str(ROOT),
+        env={
+            **os.environ,
+            "RAY_ADDRESS": ray_address,
+            "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+        },
+    )
+    async with Client(params, read_timeout_seconds=180) as client:
+        await use_team(client)
+    # Its runs are recorded in the run store like any other.
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        assert [row[0] for row in db.execute("SELECT status FROM runs")] == ["succeeded"]
