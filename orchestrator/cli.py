@@ -72,7 +72,42 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
     """Validate an agent system and print its topology, or every error found."""
     system = _load(path, Settings())
     print_topology(console, system)
+    if any(a.mcp for a in system.config.agents) and not asyncio.run(_check_mcp(system)):
+        raise typer.Exit(1)
     console.print(f"{system.source}: ok", style="bold green")
+
+
+async def _check_mcp(system: AgentSystem) -> bool:
+    """Start (or reach) every MCP server of the config and list its tools, as agents will."""
+    from agents.file_tools import FILE_TOOL_NAMES
+    from agents.mcp_tools import open_mcp_tools
+
+    healthy = True
+    for agent in system.config.agents:
+        if not agent.mcp:
+            continue
+        servers, tools, problems = await open_mcp_tools(agent.mcp)
+        try:
+            taken = {t.function.rpartition(":")[2] for t in agent.tools} | set(FILE_TOOL_NAMES)
+            for spec in agent.mcp:
+                if spec.name in problems:
+                    healthy = False
+                    err.print(f"{agent.name}: MCP server {spec.name}: {problems[spec.name]}")
+                    continue
+                names = [t.name for t in tools if t.server.spec is spec]
+                for name in names:
+                    if name in taken:
+                        healthy = False
+                        err.print(
+                            f"{agent.name}: MCP server {spec.name}: tool {name!r} collides with "
+                            "another tool of that name (set a prefix)"
+                        )
+                    taken.add(name)
+                console.print(f"{agent.name}: MCP server {spec.name}: {', '.join(names) or '-'}")
+        finally:
+            for server in servers:
+                await server.close()
+    return healthy
 
 
 def _open_export() -> OtlpExport | None:

@@ -3,6 +3,7 @@ gets back, what the trace shows, and what is refused or reported."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,3 +200,26 @@ def test_config_errors_name_the_problem_and_the_place(tmp_path: Path) -> None:
     )
     assert "agents[0].files.base_dir" in text and "is not a directory" in text
     assert "collides with the built-in file tool 'read_file'" in text
+
+
+def test_baton_check_reaches_every_mcp_server(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "team.yaml").write_text(
+        f"""
+name: checked
+agents:
+  - name: clerk
+    mcp:
+      - {{name: calc, command: {sys.executable}, args: [-m, tests.mcp_server],
+          cwd: {ROOT}, include: [add, shout]}}
+      - {{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 2}}
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "check", str(tmp_path / "team.yaml")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "clerk: MCP server calc: add, shout" in done.stdout
+    assert "clerk: MCP server gone: ConnectError" in done.stderr
