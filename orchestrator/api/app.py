@@ -208,7 +208,8 @@ def create_app(
     """The Baton HTTP API over the service that `service_factory` opens at start-up."""
     options = options or ApiOptions()
     keys = KeyRing(options.api_keys)
-    caller = _guard(keys, RateLimiter(options.rate_limit_per_s, options.rate_limit_burst))
+    limiter = RateLimiter(options.rate_limit_per_s, options.rate_limit_burst)
+    caller = _guard(keys, limiter)
 
     async def current_service() -> RunService:
         return app.state.service  # type: ignore[no-any-return]
@@ -239,7 +240,10 @@ def create_app(
     for route in mcp_app.routes:  # `/mcp`: Baton as an MCP server, behind the same keys
         assert isinstance(route, Route)
         app.router.routes.append(
-            Route(route.path, endpoint=McpGuard(route.endpoint, keys, options.mcp_origins))
+            Route(
+                route.path,
+                endpoint=McpGuard(route.endpoint, keys, limiter, options.mcp_origins),
+            )
         )
     mount_ui(app, options.mermaid_dist or default_mermaid_dist())
     return app

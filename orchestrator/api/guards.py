@@ -135,17 +135,21 @@ class BodyLimit:
 
 class McpGuard:
     """In front of `/mcp`: the Origin check (browsers' cross-site requests, DNS rebinding), the
-    Host check on a loopback-only service, and the API keys.
+    Host check on a loopback-only service, the API keys, and the same per-caller rate limit.
 
     Args:
         app: the MCP endpoint.
         keys: the API's keys (none: only loopback may be served, and the Host is checked).
+        limiter: the API's rate limiter (shared: one budget per caller).
         origins: allowed Origin values besides loopback ones (scheme://host[:port]).
     """
 
-    def __init__(self, app: ASGIApp, keys: KeyRing, origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, keys: KeyRing, limiter: RateLimiter, origins: Iterable[str] = ()
+    ) -> None:
         self.app = app
         self.keys = keys
+        self.limiter = limiter
         self.origins = tuple(origins)
 
     def _origin_ok(self, origin: str) -> bool:
@@ -167,18 +171,32 @@ class McpGuard:
             if host not in _LOOPBACK_HOSTS:
                 await _refuse(send, 421, "misdirected", "this service answers on loopback only")
                 return
+            client = scope.get("client")
+            caller = f"ip:{client[0] if client else 'unknown'}"
         else:
             scheme, _, presented = headers.get("authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or self.keys.principal(presented.strip()) is None:
+            principal = (
+                self.keys.principal(presented.strip()) if scheme.lower() == "bearer" else None
+            )
+            if principal is None:
                 await _refuse(send, 401, "unauthorized", "a valid API key is required")
                 return
+            caller = principal
+        wait = self.limiter.acquire(caller)
+        if wait:
+            await _refuse(send, 429, "rate_limited", "rate limit exceeded; slow down", wait)
+            return
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Send, status: int, code: str, message: str) -> None:
+async def _refuse(
+    send: Send, status: int, code: str, message: str, wait_s: float | None = None
+) -> None:
     body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
+    if wait_s is not None:
+        headers.append((b"retry-after", retry_after(wait_s).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

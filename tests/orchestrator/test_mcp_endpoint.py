@@ -99,6 +99,15 @@ async def test_the_http_endpoint_takes_the_api_keys(guarded: ServiceProcess) -> 
         assert "submit_task" in names
         missing = await client.call_tool("get_run", {"run_id": "0" * 32})
         assert missing.is_error
+    # The key's rate limit (burst 8, then 1 a second) covers /mcp as it covers /v1.
+    async with httpx.AsyncClient(base_url=guarded.url) as client:
+        key = {"Authorization": f"Bearer {KEYS[1]}"}
+        answers = [
+            await client.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **key})
+            for _ in range(12)
+        ]
+    limited = [a for a in answers if a.status_code == 429]
+    assert limited and int(limited[0].headers["Retry-After"]) >= 1
 
 
 async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
