@@ -37,6 +37,7 @@ agents:
           - {content: lead done}
   - name: clerk
     tools: [{function: tests.testkit:stamp, confirm: true}]
+    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
     model:
       name: baton/scripted
       params:
@@ -101,6 +102,15 @@ def tool_spans(trace: dict[str, Any]) -> list[dict[str, Any]]:
         if node["name"].startswith("execute_tool "):
             found.append(node)
     return found
+
+
+async def test_readyz_reports_an_unreachable_mcp_server_without_failing(service: str) -> None:
+    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 200  # the agents work on without that server's tools
+    checks = ready.json()["checks"]
+    assert checks["ray"] == checks["store"] == "ok"
+    assert checks["tools"].startswith("degraded: MCP server gone:")
 
 
 async def test_an_approved_call_runs_and_the_run_waits_until_then(service: str) -> None:
