@@ -35,7 +35,7 @@ from orchestrator.store import RunPage, RunStore, StoredRun
 from tracing import OtlpExport, configure_tracing, otlp_export_from_env
 
 if TYPE_CHECKING:
-    from orchestrator.service import RunService
+    from orchestrator.service import RunService, ServiceLimits
 
 __all__ = ["app", "main"]
 
@@ -157,25 +157,35 @@ def _ask_person(event: dict[str, Any], status: Status) -> tuple[bool, str]:
         status.start()
 
 
-async def _run_here(
-    settings: Settings, system: AgentSystem, request: RunRequest, progress: bool
-) -> RunView:
-    """Run through an in-process run service: the same life cycle and record as `baton serve`."""
-    from orchestrator.service import ServiceLimits, open_service  # Ray and litellm: slow imports
+def _local_service(
+    settings: Settings, system: AgentSystem, role: str, limits: ServiceLimits | None = None
+) -> AbstractAsyncContextManager[RunService]:
+    """A run service in this process (`baton run`, `baton mcp`): agents on Ray, runs recorded
+    in the store, as with `baton serve`."""
+    from orchestrator.service import open_service  # Ray and litellm: slow imports
 
-    env = {name: os.environ[name] for name in system.config.env if name in os.environ}
-    await (await _open_store(settings.store_url)).close()  # a clear error before Ray starts
-    async with open_service(
+    return open_service(
         system,
         store_url=settings.store_url,
         ray_address=settings.ray_address,
         namespace=settings.namespace,
-        owner=f"cli:{socket.gethostname()}:{os.getpid()}",
-        env=env,
+        owner=f"{role}:{socket.gethostname()}:{os.getpid()}",
+        env={name: os.environ[name] for name in system.config.env if name in os.environ},
         export=_open_export(),
-        limits=ServiceLimits(max_concurrent_runs=1, max_queued_runs=0),
+        limits=limits,
         forbid_remote_models=settings.forbid_remote_models,
-    ) as service:
+    )
+
+
+async def _run_here(
+    settings: Settings, system: AgentSystem, request: RunRequest, progress: bool
+) -> RunView:
+    """Run through an in-process run service: the same life cycle and record as `baton serve`."""
+    from orchestrator.service import ServiceLimits  # Ray and litellm: slow imports
+
+    await (await _open_store(settings.store_url)).close()  # a clear error before Ray starts
+    limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
+    async with _local_service(settings, system, "cli", limits) as service:
         run, _ = await service.submit(request)
         with console.status("starting Ray and the agents…") as status:
             async for item in service.events(run):
@@ -266,7 +276,6 @@ def run(
 
 async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
     from orchestrator.mcp_server import build_mcp_server  # Ray, litellm, mcp: slow imports
-    from orchestrator.service import open_service
 
     started: asyncio.Future[RunService] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
@@ -276,17 +285,7 @@ async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
 
     async def keep_service() -> None:
         try:
-            env = {name: os.environ[name] for name in system.config.env if name in os.environ}
-            async with open_service(
-                system,
-                store_url=settings.store_url,
-                ray_address=settings.ray_address,
-                namespace=settings.namespace,
-                owner=f"mcp:{socket.gethostname()}:{os.getpid()}",
-                env=env,
-                export=_open_export(),
-                forbid_remote_models=settings.forbid_remote_models,
-            ) as running:
+            async with _local_service(settings, system, "mcp") as running:
                 started.set_result(running)
                 await stop.wait()
         except BaseException as exc:

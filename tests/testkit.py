@@ -8,8 +8,12 @@ import os
 import textwrap
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator.config import AgentSystem, parse_config
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine
 
 __all__ = [
     "EventList",
@@ -42,6 +46,16 @@ def stamp(text: str) -> str:
 
 def config(yaml_text: str) -> AgentSystem:
     return parse_config(textwrap.dedent(yaml_text), "test.yaml")
+
+
+def start(engines: list[Engine], yaml_text: str) -> Engine:
+    """Start the agents of a system on the session's Ray; the `started` fixture stops them."""
+    from orchestrator.engine import Engine  # Ray: not for the tool functions' importers
+
+    engine = Engine(config(yaml_text), namespace="baton-tests")
+    engine.start()
+    engines.append(engine)
+    return engine
 
 
 class FakeOpenAI:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
 from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
 
@@ -54,6 +55,15 @@ def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
     service.start(headers={"Authorization": f"Bearer {KEYS[0]}"})
     yield service
     service.stop()
+
+
+@pytest.fixture
+def started(ray_address: str) -> Iterator[list[Engine]]:
+    """Engines a test starts (with `tests.testkit.start`), stopped after it."""
+    engines: list[Engine] = []
+    yield engines
+    for engine in engines:
+        engine.stop()
 
 
 # The browser tests' Chromium (Debian's) and pages.

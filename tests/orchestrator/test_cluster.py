@@ -4,7 +4,6 @@ resources), and runs that stay correct when actors and nodes fail."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,24 +12,9 @@ import ray
 
 from agents.messages import Outcome
 from orchestrator.engine import Engine
-from tests.testkit import config
+from tests.testkit import start
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
-
-
-@pytest.fixture
-def started(ray_address: str) -> Iterator[list[Engine]]:
-    engines: list[Engine] = []
-    yield engines
-    for engine in engines:
-        engine.stop()
-
-
-def start(engines: list[Engine], yaml_text: str) -> Engine:
-    engine = Engine(config(yaml_text), namespace="baton-tests")
-    engine.start()
-    engines.append(engine)
-    return engine
 
 
 def node_of(cluster: Any, resource: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,25 +13,10 @@ import pytest
 from agents.errors import ConfigError
 from agents.messages import Outcome
 from orchestrator.engine import Engine
-from tests.testkit import config
+from tests.testkit import config, start
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def started(ray_address: str) -> Iterator[list[Engine]]:
-    engines: list[Engine] = []
-    yield engines
-    for engine in engines:
-        engine.stop()
-
-
-def start(engines: list[Engine], yaml_text: str) -> Engine:
-    engine = Engine(config(yaml_text), namespace="baton-tests")
-    engine.start()
-    engines.append(engine)
-    return engine
 
 
 def scripted(*calls: tuple[str, dict[str, Any]]) -> str:
