@@ -236,7 +236,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         assert (await client.get("/readyz")).json() == {
             "status": "ready",
-            "checks": {"ray": "ok", "store": "ok"},
+            "checks": {"ray": "ok", "store": "ok", "tools": "ok"},
         }
         agents = (await client.get("/v1/agents")).json()
         spec = (await client.get("/openapi.json")).json()
