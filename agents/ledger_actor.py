@@ -77,7 +77,18 @@ class LedgerActor:
     def effects(self, run_id: str, attempt: str) -> list[str]:
         return self._ledger.effects(run_id, attempt)
 
-    def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+    def request_approval(
+        self,
+        run_id: str,
+        call_id: str,
+        event: dict[str, Any],
+        earlier: list[tuple[str, dict[str, Any]]] | None = None,
+        spans: list[tuple[str, list[dict[str, Any]]]] | None = None,
+    ) -> str:
+        """Register a call waiting for approval, after the caller's `earlier` events (sent
+        along: an async actor does not keep one caller's calls in order)."""
+        if earlier or spans:
+            self.emit_many(earlier or [], spans or [])
         unique = self._ledger.request_approval(run_id, call_id, event)
         self._changed(run_id)
         return unique
@@ -190,8 +201,15 @@ class RayLedger:
         await self._handle.record_effect.remote(run_id, attempts, tool)
 
     async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
-        self.flush()  # the call's earlier events first
-        unique: str = await self._handle.request_approval.remote(run_id, call_id, event)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        # The buffered events go in the same call, so that they come before this one.
+        events, self._batch = self._batch, []
+        spans, self._spans = self._spans, []
+        unique: str = await self._handle.request_approval.remote(
+            run_id, call_id, event, events, spans
+        )
         return unique
 
     async def await_decision(

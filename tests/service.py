@@ -12,15 +12,44 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
+__all__ = ["APPROVAL_AGENTS", "KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
 
 # The API keys of the tests' guarded service.
 KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
 
+# Agents whose calls wait for approval (`clerk`'s tool, delegations to `vault`); `clerk` also
+# names an MCP server that is not there (reported, not fatal).
+APPROVAL_AGENTS = """
+  - name: lead
+    description: Opens the vault.
+    delegates: [clerk, vault]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: delegate_to_vault, arguments: {task: open it}}]}
+          - {content: lead done}
+  - name: clerk
+    description: Makes payments.
+    tools: [{function: tests.testkit:stamp, confirm: true}]
+    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
+          - {content: clerk done}
+  - name: vault
+    description: Keeps the secrets.
+    confirm: true
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way.
-SERVICE_CONFIG = """
+SERVICE_CONFIG = (
+    """
 name: svc
-limits: {deadline_s: 60}
+limits: {deadline_s: 60, approval_timeout_s: 4}
+tracing: {capture_content: true}
 agents:
   - name: coordinator
     description: Plans the work and hands each part to the right specialist.
@@ -41,6 +70,8 @@ agents:
           - {tool_calls: [{name: slow_step, arguments: {seconds: 3}}]}
           - {content: rested}
 """
+    + APPROVAL_AGENTS
+)
 
 
 def free_port() -> int:

@@ -234,10 +234,11 @@ async def test_runs_are_listed_newest_first_filtered_and_paged(api: str) -> None
 async def test_health_readiness_and_agents(api: str) -> None:
     async with httpx.AsyncClient(base_url=api) as client:
         assert (await client.get("/healthz")).json() == {"status": "ok"}
-        assert (await client.get("/readyz")).json() == {
-            "status": "ready",
-            "checks": {"ray": "ok", "store": "ok", "tools": "ok"},
-        }
+        ready = (await client.get("/readyz")).json()
+        # (`clerk` names an MCP server that is not there: reported, and still ready.)
+        assert ready["status"] == "ready"
+        assert ready["checks"]["ray"] == ready["checks"]["store"] == "ok"
+        assert ready["checks"]["tools"].startswith("degraded: MCP server gone:")
         agents = (await client.get("/v1/agents")).json()
         spec = (await client.get("/openapi.json")).json()
     assert agents["system"] == "svc"
@@ -245,9 +246,22 @@ async def test_health_readiness_and_agents(api: str) -> None:
     assert by_name["coordinator"]["delegates"] == ["analyst", "sleeper"]
     [replica] = by_name["analyst"]["replicas"]
     assert replica["actor"].endswith(".analyst.0") and replica["node_id"]
-    assert agents["topology"]["edges"] == [["coordinator", "analyst"], ["coordinator", "sleeper"]]
+    assert agents["topology"]["edges"] == [
+        ["coordinator", "analyst"],
+        ["coordinator", "sleeper"],
+        ["lead", "clerk"],
+        ["lead", "vault"],
+    ]
     submission = spec["components"]["schemas"]["RunSubmission"]["properties"]["agent"]
-    assert submission["anyOf"][0]["enum"] == ["coordinator", "analyst", "sleeper", "auto"]
+    assert submission["anyOf"][0]["enum"] == [
+        "coordinator",
+        "analyst",
+        "sleeper",
+        "lead",
+        "clerk",
+        "vault",
+        "auto",
+    ]
 
 
 def test_baton_run_submits_to_a_server_and_follows_it(api: str) -> None:

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,51 +18,20 @@ import pytest
 from playwright.sync_api import Page
 
 from orchestrator.client import parse_sse
-from tests.service import ServiceProcess
+from tests.service import APPROVAL_AGENTS
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
+# A team of the approval agents alone, for `baton run`.
 CONFIG = """
 name: approvals
-limits: {deadline_s: 60, approval_timeout_s: 4}
-tracing: {capture_content: true}
+limits: {deadline_s: 60, approval_timeout_s: 120}
 agents:
-  - name: lead
-    delegates: [clerk, vault]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: delegate_to_vault, arguments: {task: open it}}]}
-          - {content: lead done}
-  - name: clerk
-    tools: [{function: tests.testkit:stamp, confirm: true}]
-    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
-          - {content: clerk done}
-  - name: vault
-    confirm: true
-"""
-
-
-@pytest.fixture(scope="module")
-def service(ray_address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root = tmp_path_factory.mktemp("approvals")
-    (root / "svc.yaml").write_text(CONFIG)
-    process = ServiceProcess(
-        root / "svc.yaml",
-        f"sqlite+aiosqlite:///{root / 'runs.db'}",
-        ray_address,
-        root / "svc.log",
-        BATON_SSE_HEARTBEAT_S="1",
-    )
-    process.start()
-    yield process.url
-    process.stop()
+""" + APPROVAL_AGENTS.replace(
+    """    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
+""",
+    "",
+)
 
 
 async def events(url: str, run_id: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -104,18 +73,9 @@ def tool_spans(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-async def test_readyz_reports_an_unreachable_mcp_server_without_failing(service: str) -> None:
-    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
-        ready = await client.get("/readyz")
-    assert ready.status_code == 200  # the agents work on without that server's tools
-    checks = ready.json()["checks"]
-    assert checks["ray"] == checks["store"] == "ok"
-    assert checks["tools"].startswith("degraded: MCP server gone:")
-
-
-async def test_an_approved_call_runs_and_the_run_waits_until_then(service: str) -> None:
-    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
-        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+async def test_an_approved_call_runs_and_the_run_waits_until_then(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, api, "clerk")
         assert asked["tool"] == "stamp" and asked["agent"] == "clerk"
         assert "payment 42 EUR" in asked["arguments"]
         # While it waits, the run says so, and lists the pending call.
@@ -154,9 +114,9 @@ async def test_an_approved_call_runs_and_the_run_waits_until_then(service: str) 
         assert (await client.get(f"/v1/runs/{run_id}")).json()["status"] == "succeeded"
 
 
-async def test_a_denied_call_goes_back_to_the_model_as_its_result(service: str) -> None:
-    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
-        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+async def test_a_denied_call_goes_back_to_the_model_as_its_result(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, api, "clerk")
         decided = await client.post(
             f"/v1/runs/{run_id}/approvals/{asked['call_id']}",
             json={"approve": False, "message": "not this month"},
@@ -172,9 +132,9 @@ async def test_a_denied_call_goes_back_to_the_model_as_its_result(service: str) 
         assert stamp["status"] == "ERROR"
 
 
-async def test_an_unanswered_approval_expires_as_a_denial(service: str) -> None:
-    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
-        run_id, asked, stream = await run_until_asked(client, service, "clerk")
+async def test_an_unanswered_approval_expires_as_a_denial(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, api, "clerk")
         assert asked["expires_at"] - asked["ts"] == pytest.approx(4, abs=0.5)
         rest = await rest_of(stream)
         decided = next(data for kind, data in rest if kind == "approval_decided")
@@ -188,9 +148,9 @@ async def test_an_unanswered_approval_expires_as_a_denial(service: str) -> None:
         assert "approval expired" in stamp["attributes"]["gen_ai.tool.call.result"]
 
 
-async def test_a_delegation_to_a_confirm_agent_waits_for_approval(service: str) -> None:
-    async with httpx.AsyncClient(base_url=service, timeout=30) as client:
-        run_id, asked, stream = await run_until_asked(client, service, "lead")
+async def test_a_delegation_to_a_confirm_agent_waits_for_approval(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, api, "lead")
         assert asked["tool"] == "delegate_to_vault"
         unknown = await client.post(
             f"/v1/runs/{run_id}/approvals/no-such-call", json={"approve": True}
@@ -209,9 +169,7 @@ async def test_a_delegation_to_a_confirm_agent_waits_for_approval(service: str) 
 def test_baton_run_without_a_terminal_denies_at_once(ray_address: str, tmp_path: Path) -> None:
     """`baton run` asks at the terminal; with none (a script, CI) nobody can approve, so the
     call is denied at once instead of holding the run until the approval expires."""
-    (tmp_path / "team.yaml").write_text(
-        CONFIG.replace("approval_timeout_s: 4", "approval_timeout_s: 120")
-    )
+    (tmp_path / "team.yaml").write_text(CONFIG)
     env = {
         **os.environ,
         "RAY_ADDRESS": ray_address,
@@ -237,10 +195,10 @@ def test_baton_run_without_a_terminal_denies_at_once(ray_address: str, tmp_path:
 
 
 @pytest.mark.browser
-def test_the_run_page_shows_a_pending_call_with_approve_and_deny(service: str, page: Page) -> None:
-    submitted = httpx.post(f"{service}/v1/runs", json={"task": "pay", "agent": "clerk"})
+def test_the_run_page_shows_a_pending_call_with_approve_and_deny(api: str, page: Page) -> None:
+    submitted = httpx.post(f"{api}/v1/runs", json={"task": "pay", "agent": "clerk"})
     run_id = submitted.json()["id"]
-    page.goto(f"{service}/runs/{run_id}")
+    page.goto(f"{api}/runs/{run_id}")
     approval = page.locator("#approvals .approval")
     approval.wait_for(timeout=30_000)
     assert "stamp" in approval.inner_text() and "payment 42 EUR" in approval.inner_text()
@@ -249,6 +207,6 @@ def test_the_run_page_shows_a_pending_call_with_approve_and_deny(service: str, p
     page.wait_for_selector("body[data-state=finished]", timeout=30_000)
     assert page.locator("#approvals").is_hidden()
     assert page.locator("#run-status").inner_text() == "succeeded"
-    trace = httpx.get(f"{service}/v1/runs/{run_id}/trace").json()
+    trace = httpx.get(f"{api}/v1/runs/{run_id}/trace").json()
     [stamp] = tool_spans(trace)
     assert "payment 42 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]  # it ran

@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
+from tests.service import KEYS, ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +111,11 @@ async def test_the_http_endpoint_takes_the_api_keys(guarded: ServiceProcess) -> 
 
 
 async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
-    (tmp_path / "team.yaml").write_text(SERVICE_CONFIG)
+    # One agent: `baton mcp` starts its own actors, and one is all these tools need.
+    (tmp_path / "team.yaml").write_text(
+        "agents: [{name: analyst, description: Does arithmetic., "
+        "tools: [agents.toolkit:calculate]}]"
+    )
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "orchestrator", "mcp", "--config", str(tmp_path / "team.yaml")],

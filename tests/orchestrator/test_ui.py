@@ -71,6 +71,9 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "coordinator (entry)",
         "analyst",
         "sleeper",
+        "lead",
+        "clerk",
+        "vault",
     ]
 
 
