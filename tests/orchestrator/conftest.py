@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from orchestrator.config import load_config
 from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
 from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
@@ -55,6 +56,16 @@ def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
     service.start(headers={"Authorization": f"Bearer {KEYS[0]}"})
     yield service
     service.stop()
+
+
+@pytest.fixture(scope="session")
+def default_engine(ray_address: str) -> Iterator[Engine]:
+    """The agents of configs/default.yaml, started once (in the `baton-tests` namespace, where
+    `baton run` with the same config finds them too)."""
+    engine = Engine(load_config(Path("configs/default.yaml")), namespace="baton-tests")
+    engine.start()
+    yield engine
+    engine.stop()
 
 
 @pytest.fixture

@@ -18,20 +18,23 @@ import pytest
 from playwright.sync_api import Page
 
 from orchestrator.client import parse_sse
-from tests.service import APPROVAL_AGENTS
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
-# A team of the approval agents alone, for `baton run`.
+# The clerk alone, for `baton run`.
 CONFIG = """
 name: approvals
 limits: {deadline_s: 60, approval_timeout_s: 120}
 agents:
-""" + APPROVAL_AGENTS.replace(
-    """    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
-""",
-    "",
-)
+  - name: clerk
+    tools: [{function: tests.testkit:stamp, confirm: true}]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
+          - {content: clerk done}
+"""
 
 
 async def events(url: str, run_id: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator.cli import app
+from orchestrator.engine import Engine
 from orchestrator.store import RunStore
 from tests.testkit import OtlpReceiver
 
@@ -39,13 +40,16 @@ def test_check_lists_every_error_with_file_and_line(tmp_path: Path) -> None:
 
 @pytest.mark.ray
 def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trace(
-    ray_address: str, tmp_path: Path
+    ray_address: str, default_engine: Engine, tmp_path: Path
 ) -> None:
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     receiver = OtlpReceiver()
     env = {
         **os.environ,
         "RAY_ADDRESS": ray_address,
+        # The session's agents of the same config: `baton run` finds them instead of starting
+        # its own (as a second driver on a cluster does).
+        "BATON_NAMESPACE": "baton-tests",
         "COLUMNS": "160",
         "BATON_STORE_URL": store_url,
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,

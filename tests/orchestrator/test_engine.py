@@ -14,7 +14,7 @@ import pytest
 import ray
 
 from agents.messages import AgentResult, Outcome
-from orchestrator.config import AgentSystem, load_config
+from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from tests.testkit import FakeOpenAI, config
 
@@ -36,14 +36,6 @@ def start_engine(ray_address: str) -> Iterator[StartEngine]:
     yield start
     for engine in engines:
         engine.stop()
-
-
-@pytest.fixture(scope="module")
-def default_engine(ray_address: str) -> Iterator[Engine]:
-    engine = Engine(load_config(Path("configs/default.yaml")), namespace="baton-tests")
-    engine.start()
-    yield engine
-    engine.stop()
 
 
 async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> None:
