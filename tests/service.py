@@ -12,14 +12,28 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["APPROVAL_AGENTS", "KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
+__all__ = ["APPROVAL_AGENTS", "CLERK", "KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
 
 # The API keys of the tests' guarded service.
 KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
 
+# An agent whose one tool call waits for approval.
+CLERK = """
+  - name: clerk
+    description: Makes payments.
+    tools: [{function: tests.testkit:stamp, confirm: true}]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
+          - {content: clerk done}
+"""
+
 # Agents whose calls wait for approval (`clerk`'s tool, delegations to `vault`); `clerk` also
 # names an MCP server that is not there (reported, not fatal).
-APPROVAL_AGENTS = """
+APPROVAL_AGENTS = (
+    """
   - name: lead
     description: Opens the vault.
     delegates: [clerk, vault]
@@ -29,20 +43,14 @@ APPROVAL_AGENTS = """
         replies:
           - {tool_calls: [{name: delegate_to_vault, arguments: {task: open it}}]}
           - {content: lead done}
-  - name: clerk
-    description: Makes payments.
-    tools: [{function: tests.testkit:stamp, confirm: true}]
-    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
-          - {content: clerk done}
+"""
+    + CLERK
+    + """    mcp: [{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 1}]
   - name: vault
     description: Keeps the secrets.
     confirm: true
 """
+)
 
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way.
 SERVICE_CONFIG = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,40 +23,52 @@ def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@contextmanager
+def _serve(
+    ray_address: str, folder: Path, name: str, headers: dict[str, str] | None = None, **env: str
+) -> Iterator[ServiceProcess]:
+    """`baton serve` on the session's Ray with the shared test config, its own SQLite store."""
+    service = ServiceProcess(
+        folder / "svc.yaml",
+        f"sqlite+aiosqlite:///{folder / name}.db",
+        ray_address,
+        folder / f"{name}.log",
+        **env,
+    )
+    service.start(headers=headers)
+    yield service
+    service.stop()
+
+
 @pytest.fixture(scope="session")
 def api(ray_address: str, service_dir: Path) -> Iterator[str]:
-    service = ServiceProcess(
-        service_dir / "svc.yaml",
-        f"sqlite+aiosqlite:///{service_dir / 'api.db'}",
+    with _serve(
         ray_address,
-        service_dir / "api.log",
+        service_dir,
+        "api",
         BATON_SSE_HEARTBEAT_S="1",
         # Rate limits are tested on the guarded service; schemathesis would only wait here.
         BATON_RATE_LIMIT_PER_S="10000",
         BATON_RATE_LIMIT_BURST="10000",
-    )
-    service.start()
-    yield service.url
-    service.stop()
+    ) as service:
+        yield service.url
 
 
 # The same service behind API keys, tight rate limits and a small run queue.
 @pytest.fixture(scope="session")
 def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
-    service = ServiceProcess(
-        service_dir / "svc.yaml",
-        f"sqlite+aiosqlite:///{service_dir / 'guarded.db'}",
+    with _serve(
         ray_address,
-        service_dir / "guarded.log",
+        service_dir,
+        "guarded",
+        {"Authorization": f"Bearer {KEYS[0]}"},
         BATON_API_KEYS=",".join(KEYS),
         BATON_RATE_LIMIT_PER_S="1",
         BATON_RATE_LIMIT_BURST="8",
         BATON_MAX_CONCURRENT_RUNS="1",
         BATON_MAX_QUEUED_RUNS="1",
-    )
-    service.start(headers={"Authorization": f"Bearer {KEYS[0]}"})
-    yield service
-    service.stop()
+    ) as service:
+        yield service
 
 
 @pytest.fixture(scope="session")

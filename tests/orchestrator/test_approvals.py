@@ -18,23 +18,19 @@ import pytest
 from playwright.sync_api import Page
 
 from orchestrator.client import parse_sse
+from tests.service import CLERK
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
 # The clerk alone, for `baton run`.
-CONFIG = """
+CONFIG = (
+    """
 name: approvals
 limits: {deadline_s: 60, approval_timeout_s: 120}
 agents:
-  - name: clerk
-    tools: [{function: tests.testkit:stamp, confirm: true}]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: stamp, arguments: {text: payment 42 EUR}}]}
-          - {content: clerk done}
 """
+    + CLERK
+)
 
 
 async def events(url: str, run_id: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
