@@ -3,8 +3,9 @@
     python -m tests.mcp_server                      # stdio
     python -m tests.mcp_server --http PORT          # streamable HTTP on 127.0.0.1:PORT/mcp
 
-Tools: `add`, `shout`, `whoami` (which environment it got), `secret_header` (the Authorization
-header it was sent, over HTTP), and `die` (the process exits mid-call). `add`'s description is
+Tools: `add` (counted: `calls_made`), `shout`, `whoami` (which environment it got),
+`secret_header` (the Authorization header it was sent, over HTTP), and `die` (the process exits
+mid-call). `add`'s description is
 read from the file named by $MCP_TEST_DESCRIPTION_FILE when set, so a test can change it between
 server starts (a "rug pull").
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,9 +29,19 @@ def _add_description() -> str:
     return "Add two integers."
 
 
+_calls: Counter[str] = Counter()
+
+
 @server.tool(description=_add_description())
 def add(a: int, b: int) -> int:
+    _calls["add"] += 1
     return a + b
+
+
+@server.tool()
+def calls_made(name: str) -> int:
+    """How many times this server process ran a tool."""
+    return _calls[name]
 
 
 @server.tool()

@@ -3,6 +3,8 @@ and the published `mcp-server-time` from PyPI."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
 import subprocess
@@ -10,12 +12,17 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from agents.ledger import Decision, RunLedger
 from agents.mcp_tools import McpTool, open_mcp_tools
-from agents.spec import McpServerSpec
+from agents.messages import Delegation, RunContext
+from agents.model import LiteLLMClient
+from agents.runtime import AgentRuntime
+from agents.spec import AgentSpec, Limits, McpServerSpec, ModelSpec
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +209,66 @@ async def test_the_published_time_server_from_pypi() -> None:
     finally:
         for server in servers:
             await server.close()
+
+
+async def test_an_mcp_tool_marked_confirm_runs_only_once_a_person_approves() -> None:
+    """The approval gate stands in front of MCP tools too: denied, the server never sees the
+    call; approved, it does. (A run ledger in this process stands in for the ledger actor, and
+    the test for the person.)"""
+    servers, tools, _ = await open_mcp_tools(
+        (stdio_spec(include=["add", "calls_made"], confirm=True),), {}
+    )
+    by_name = {t.name: t for t in tools}
+    assert by_name["add"].confirm
+    approvals = LocalApprovals()
+    reply = {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}
+    model = LiteLLMClient(
+        ModelSpec(name="baton/scripted", params={"replies": [reply, {"content": "done"}]})
+    )
+    runtime = AgentRuntime(
+        spec=AgentSpec(name="clerk"), model=model, tools=tools, approvals=approvals
+    )
+    try:
+        for approve, runs_so_far in ((False, "0"), (True, "1")):
+            context = RunContext(
+                run_id=f"run-{approve}", chain=("clerk",), deadline=time.time() + 30,
+                limits=Limits(),
+            )  # fmt: skip
+            running = asyncio.create_task(runtime.invoke(Delegation(task="add", context=context)))
+            call_id = await asyncio.wait_for(approvals.asked.get(), 10)
+            assert [p["tool"] for p in approvals.book.pending(context.run_id)] == ["add"]
+            await approvals.decide(context.run_id, call_id, approve, "checked", "person")
+            assert (await asyncio.wait_for(running, 30)).output == "done"
+            assert await call(by_name["calls_made"], name="add") == (runs_so_far, False)
+    finally:
+        for server in servers:
+            await server.close()
+
+
+class LocalApprovals:
+    """The ledger's approvals in this process (`agents.ledger.Approvals`)."""
+
+    def __init__(self) -> None:
+        self.book = RunLedger()
+        self.asked: asyncio.Queue[str] = asyncio.Queue()
+        self.decided = asyncio.Event()
+
+    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+        unique = self.book.request_approval(run_id, call_id, event)
+        self.asked.put_nowait(unique)
+        return unique
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.decided.wait(), wait_s)
+        self.decided.clear()
+        return self.book.decision(run_id, call_id)
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        outcome = self.book.decide(run_id, call_id, approved, message, by)
+        self.decided.set()
+        return outcome
