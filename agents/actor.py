@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import re
 import socket
 import time
 import uuid
@@ -20,10 +19,9 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from agents.delegate import DELEGATE_PREFIX, build_tools
-from agents.file_tools import FILE_TOOL_NAMES
+from agents.delegate import build_tools
 from agents.ledger_actor import RayLedger
-from agents.mcp_tools import McpServer, open_mcp_tools
+from agents.mcp_tools import McpServer, admit_mcp_tools, open_mcp_tools
 from agents.messages import AgentResult, Delegation, Outcome
 from agents.model import LiteLLMClient, configure_litellm
 from agents.runtime import AgentRuntime
@@ -37,9 +35,6 @@ from tracing import (
 )
 
 __all__ = ["AgentActor", "RayDispatcher", "SystemRef"]
-
-# What model providers accept as a function name.
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -260,27 +255,8 @@ class AgentActor:
         self._mcp_servers, tools, problems = await open_mcp_tools(self._spec.mcp)
         for server, problem in problems.items():
             self._tool_problems.append(f"MCP server {server}: {problem}")
-        taken = self._runtime.tool_names()
-        usable = []
-        for tool in tools:
-            if not _TOOL_NAME.match(tool.name):
-                self._tool_problems.append(
-                    f"MCP server {tool.server.spec.name}: tool name {tool.name!r} is not a valid "
-                    "tool name (letters, digits, _ and -, at most 64); skipped"
-                )
-            elif (
-                tool.name in taken
-                or tool.name in FILE_TOOL_NAMES
-                or (tool.name.startswith(DELEGATE_PREFIX))
-            ):
-                self._tool_problems.append(
-                    f"MCP server {tool.server.spec.name}: tool {tool.name!r} collides with "
-                    f"another or a reserved tool name of {self._spec.name}; skipped (set a "
-                    "prefix)"
-                )
-            else:
-                taken.add(tool.name)
-                usable.append(tool)
+        usable, skipped = admit_mcp_tools(tools, self._runtime.tool_names())
+        self._tool_problems += skipped
         self._runtime.add_tools(usable)
 
     async def ready(self) -> dict[str, Any]:

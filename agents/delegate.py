@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agents.file_tools import FileTools
+from agents.file_tools import FILE_TOOL_NAMES, FileTools
 from agents.guard import check_delegation
 from agents.ledger import Ledger
 from agents.messages import AgentResult, Delegation, Outcome
@@ -13,7 +13,14 @@ from agents.spec import AgentCard, AgentSpec
 from agents.tools import Tool, ToolCallContext, ToolOutput, load_tool
 from tracing import inject_context
 
-__all__ = ["DELEGATE_PREFIX", "DelegateTool", "Dispatcher", "build_tools", "delegate_tool_name"]
+__all__ = [
+    "DELEGATE_PREFIX",
+    "DelegateTool",
+    "Dispatcher",
+    "build_tools",
+    "delegate_tool_name",
+    "reserved_by",
+]
 
 DELEGATE_PREFIX = "delegate_to_"
 _MAX_RESULT_CHARS = 8_000
@@ -21,6 +28,15 @@ _MAX_RESULT_CHARS = 8_000
 
 def delegate_tool_name(agent: str) -> str:
     return f"{DELEGATE_PREFIX}{agent}"
+
+
+def reserved_by(name: str) -> str | None:
+    """What owns a tool name no agent's own tool may take, or None if it is free."""
+    if name in FILE_TOOL_NAMES:
+        return f"the built-in file tool {name!r}"
+    if name.startswith(DELEGATE_PREFIX):
+        return f"the delegation tools ({DELEGATE_PREFIX}<agent>)"
+    return None
 
 
 class Dispatcher(Protocol):

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,12 +32,23 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from agents.delegate import reserved_by
 from agents.spec import McpServerSpec
 from agents.tools import ToolCallContext, ToolOutput
 
-__all__ = ["McpServer", "McpTool", "McpUnavailable", "open_mcp_tools", "result_text"]
+__all__ = [
+    "McpServer",
+    "McpTool",
+    "McpUnavailable",
+    "admit_mcp_tools",
+    "open_mcp_tools",
+    "result_text",
+]
 
 logger = logging.getLogger(__name__)
+
+# What model providers accept as a function name.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class McpUnavailable(Exception):
@@ -306,3 +318,25 @@ async def open_mcp_tools(
             for t in outcome
         )
     return servers, tools, problems
+
+
+def admit_mcp_tools(tools: list[McpTool], taken: set[str]) -> tuple[list[McpTool], list[str]]:
+    """The tools an agent may offer beside the names it has (`taken`, updated), and why each
+    other one is skipped: a name providers refuse, or one already taken or reserved."""
+    usable, problems = [], []
+    for tool in tools:
+        server = tool.server.spec.name
+        if not _TOOL_NAME.match(tool.name):
+            problems.append(
+                f"MCP server {server}: tool name {tool.name!r} is not a valid tool name "
+                "(letters, digits, _ and -, at most 64); skipped"
+            )
+        elif tool.name in taken or reserved_by(tool.name):
+            problems.append(
+                f"MCP server {server}: tool {tool.name!r} collides with another or a reserved "
+                "tool name; skipped (set a prefix)"
+            )
+        else:
+            taken.add(tool.name)
+            usable.append(tool)
+    return usable, problems

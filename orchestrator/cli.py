@@ -79,8 +79,8 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
 
 async def _check_mcp(system: AgentSystem) -> bool:
     """Start (or reach) every MCP server of the config and list its tools, as agents will."""
-    from agents.file_tools import FILE_TOOL_NAMES
-    from agents.mcp_tools import open_mcp_tools
+    from agents.mcp_tools import admit_mcp_tools, open_mcp_tools
+    from agents.tools import load_function_tool
 
     healthy = True
     for agent in system.config.agents:
@@ -88,22 +88,17 @@ async def _check_mcp(system: AgentSystem) -> bool:
             continue
         servers, tools, problems = await open_mcp_tools(agent.mcp)
         try:
-            taken = {t.function.rpartition(":")[2] for t in agent.tools} | set(FILE_TOOL_NAMES)
+            taken = {load_function_tool(t.function).name for t in agent.tools}
+            usable, skipped = admit_mcp_tools(tools, taken)
             for spec in agent.mcp:
                 if spec.name in problems:
-                    healthy = False
                     err.print(f"{agent.name}: MCP server {spec.name}: {problems[spec.name]}")
                     continue
-                names = [t.name for t in tools if t.server.spec is spec]
-                for name in names:
-                    if name in taken:
-                        healthy = False
-                        err.print(
-                            f"{agent.name}: MCP server {spec.name}: tool {name!r} collides with "
-                            "another tool of that name (set a prefix)"
-                        )
-                    taken.add(name)
+                names = [t.name for t in usable if t.server.spec is spec]
                 console.print(f"{agent.name}: MCP server {spec.name}: {', '.join(names) or '-'}")
+            for problem in skipped:
+                err.print(f"{agent.name}: {problem}")
+            healthy = healthy and not problems and not skipped
         finally:
             for server in servers:
                 await server.close()

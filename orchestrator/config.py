@@ -13,9 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.delegate import DELEGATE_PREFIX
+from agents.delegate import reserved_by
 from agents.errors import ConfigError, ConfigIssue, ToolImportError
-from agents.file_tools import FILE_TOOL_NAMES
 from agents.spec import AgentSpec, Limits, TraceOptions
 from agents.tools import load_function_tool
 from orchestrator.topology import Topology, build_topology
@@ -162,7 +161,7 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                         f"tool name {tool.name!r} from {path} collides with {names[tool.name]}",
                     )
                 )
-            reserved = _reserved_by(tool.name)
+            reserved = reserved_by(tool.name)
             if reserved:
                 issues.append(
                     src.issue(
@@ -174,14 +173,6 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
             names[tool.name] = path
         issues += _check_mcp(src, config, i, agent)
     return issues
-
-
-def _reserved_by(name: str) -> str | None:
-    if name in FILE_TOOL_NAMES:
-        return f"the built-in file tool {name!r}"
-    if name.startswith(DELEGATE_PREFIX):
-        return f"the delegation tools ({DELEGATE_PREFIX}<agent>)"
-    return None
 
 
 def _check_mcp(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> list[ConfigIssue]:
