@@ -201,12 +201,8 @@ class RayLedger:
         await self._handle.record_effect.remote(run_id, attempts, tool)
 
     async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         # The buffered events go in the same call, so that they come before this one.
-        events, self._batch = self._batch, []
-        spans, self._spans = self._spans, []
+        events, spans = self._take()
         unique: str = await self._handle.request_approval.remote(
             run_id, call_id, event, events, spans
         )
@@ -249,12 +245,19 @@ class RayLedger:
     def flush(self) -> None:
         self._send()
 
-    def _send(self) -> Any:
+    def _take(
+        self,
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, list[dict[str, Any]]]]]:
+        """The buffered events and spans, handed over (the flush timer stopped)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not (self._batch or self._spans):
-            return None
         events, self._batch = self._batch, []
         spans, self._spans = self._spans, []
+        return events, spans
+
+    def _send(self) -> Any:
+        events, spans = self._take()
+        if not (events or spans):
+            return None
         return self._handle.emit_many.remote(events, spans)

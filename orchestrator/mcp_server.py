@@ -24,7 +24,6 @@ from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, run_view
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
-from tracing.sequence import sequence_diagram
 
 __all__ = ["build_mcp_server", "mcp_http_app"]
 
@@ -102,12 +101,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             detail: agents only; tools: tool calls too; full: model calls too.
         """
         runs = await service()
-        run = await _run(runs, run_id)
-        spans = await runs.spans(run)
-        drawn = await asyncio.to_thread(
-            sequence_diagram, spans, detail=detail, title=f"Run {run.id[:12]}"
-        )
-        return drawn.text
+        return (await runs.diagram(await _run(runs, run_id), detail)).text
 
     @server.tool()
     async def list_agents() -> str:

@@ -35,6 +35,7 @@ from orchestrator.results import RunResult
 from orchestrator.schemas import RunRequest
 from orchestrator.store import INTERRUPTED, DuplicateIdempotencyKey, RunStore, StoredRun
 from tracing import OtlpExport, SpanRecord
+from tracing.sequence import Detail, Diagram, sequence_diagram
 
 __all__ = ["RunService", "ServiceLimits", "open_service"]
 
@@ -241,6 +242,13 @@ class RunService:
                 return live_spans(finished, events)
         return await self.store.spans(run.id)
 
+    async def diagram(self, run: StoredRun, detail: Detail = "agents", page: int = 1) -> Diagram:
+        """The run as a Mermaid sequence diagram, from its spans (live while it goes on)."""
+        spans = await self.spans(run)
+        return await asyncio.to_thread(
+            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
+        )
+
     async def cancel(self, run_id: str) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance
         (which cancels it when it next renews its lease). A finished run stays as it is."""
@@ -336,16 +344,15 @@ class RunService:
                 deadline_s=request.deadline_s,
                 finish=False,
             )
-            await _stop(tracker)
             await self.store.finish(result)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             logger.exception("run %s failed", run_id)
-            await _stop(tracker)
             await self.store.fail(run_id, error)
         finally:
-            if tracker is not None and not tracker.done():
-                tracker.cancel()
+            # (The tracker may outlive the final record by a moment: `set_waiting` never
+            # touches a finished run.)
+            await _stop(tracker)
             # Recorded first, announced after: whoever sees `run_finished` finds the record.
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             events = await self.engine.finish(run_id, final_event(result, entry, error))

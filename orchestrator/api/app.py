@@ -1,6 +1,5 @@
 """The FastAPI application: the HTTP face of a `RunService`."""
 
-import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -46,7 +45,6 @@ from orchestrator.schemas import (
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
 from orchestrator.topology import topology_flowchart
-from tracing.sequence import sequence_diagram
 
 __all__ = ["ApiOptions", "create_app"]
 
@@ -457,10 +455,7 @@ def _add_diagram_route(v1: APIRouter, Run: Any) -> None:
     ) -> Response:
         """The run as a Mermaid sequence diagram, computed from its spans (live while it goes
         on). Large runs fold alike calls into loops and come in pages."""
-        spans = await service.spans(run)
-        drawn = await asyncio.to_thread(
-            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
-        )
+        drawn = await service.diagram(run, detail, page)
         if format == "mermaid":
             return Response(drawn.text, media_type=MERMAID)
         view = DiagramView(
