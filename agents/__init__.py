@@ -16,9 +16,9 @@ from agents.errors import (
 from agents.messages import (
     AgentResult,
     Delegation,
-    Outcome,
     Refusal,
     RunContext,
+    RunStatus,
     Usage,
 )
 from agents.spec import (
@@ -51,10 +51,10 @@ __all__ = [
     "DelegationRefused",
     "Limits",
     "ModelSpec",
-    "Outcome",
     "RayOptions",
     "Refusal",
     "RunContext",
+    "RunStatus",
     "Timeouts",
     "ToolImportError",
     "Usage",

@@ -20,10 +20,11 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.delegate import build_tools
-from agents.ledger_actor import RayLedger
+from agents.errors import describe_error
+from agents.ledger_client import LedgerClient
 from agents.mcp_tools import McpServer, admit_mcp_tools, open_mcp_tools
-from agents.messages import AgentResult, Delegation, Outcome
-from agents.model import LiteLLMClient, configure_litellm
+from agents.messages import AgentResult, Delegation, RunStatus
+from agents.model import LiteLLMClient, configure_litellm, tool_schema
 from agents.runtime import AgentRuntime
 from agents.safety import forbid_remote_models
 from agents.spec import AgentCard, AgentSpec, ModelSpec, TraceOptions
@@ -69,7 +70,7 @@ class RayDispatcher:
         ledger: the run ledger, which knows what each attempt started (no retries without it).
     """
 
-    def __init__(self, system: SystemRef, ledger: RayLedger | None = None) -> None:
+    def __init__(self, system: SystemRef, ledger: LedgerClient | None = None) -> None:
         self._system = system
         self._ledger = ledger
         self._handles: dict[str, list[Any]] = {}
@@ -114,15 +115,13 @@ class RayDispatcher:
                 why = f"not retried: {', '.join(sorted(set(started)))} had started (at most once)"
             elif not self._system.restartable(target):
                 why = "no restarts configured"
-            detail = str(lost).strip().splitlines()[0] if str(lost).strip() else ""
             return AgentResult(
                 agent=target,
-                status=Outcome.FAILED,
+                status=RunStatus.FAILED,
                 call_id=delegation.call_id,
                 actor=name,
                 lost=True,
-                error=f"agent actor {name} is unavailable ({type(lost).__name__}: "
-                f"{detail[:300]}); {why}",
+                error=f"agent actor {name} is unavailable ({describe_error(lost)}); {why}",
             )
 
     async def _attempt(
@@ -225,7 +224,7 @@ class AgentActor:
         self._mcp_opened: asyncio.Task[None] | None = None
         self._mcp_servers: list[McpServer] = []
         self._tool_problems: list[str] = []
-        ledger = RayLedger(ray.get_actor(system.ledger_name, namespace=system.namespace))
+        ledger = LedgerClient(ray.get_actor(system.ledger_name, namespace=system.namespace))
         dispatcher = RayDispatcher(system, ledger)
         tools, hidden = build_tools(spec, roster, delegates, dispatcher, ledger)
         self._runtime = AgentRuntime(
@@ -266,26 +265,12 @@ class AgentActor:
         configure_litellm()
         warm = LiteLLMClient(ModelSpec())
         # With a tool, so that litellm's tool-call code paths are imported too.
-        tool = {
-            "type": "function",
-            "function": {"name": "warm_up", "description": "warm up", "parameters": {}},
-        }
+        tool = tool_schema("warm_up", "warm up", {})
         reply = await warm.complete([{"role": "user", "content": "warm up"}], [tool])
         await warm.complete(
             [
                 {"role": "user", "content": "warm up"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in reply.tool_calls
-                    ],
-                },
+                reply.as_message(),
                 *[
                     {"role": "tool", "tool_call_id": c.id, "content": "ok"}
                     for c in reply.tool_calls

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from agents.file_tools import FILE_TOOL_NAMES, FileTools
 from agents.guard import check_delegation
 from agents.ledger import Ledger
-from agents.messages import AgentResult, Delegation, Outcome
+from agents.messages import AgentResult, Delegation, RunStatus
 from agents.spec import AgentCard, AgentSpec
 from agents.tools import Tool, ToolCallContext, ToolOutput, load_tool
 from tracing import inject_context
@@ -115,12 +115,12 @@ class DelegateTool:
         )
         result = await self.dispatcher.dispatch(self.target.name, delegation)
         return ToolOutput(
-            _result_text(result), is_error=result.status != Outcome.SUCCEEDED, child=result
+            _result_text(result), is_error=result.status != RunStatus.SUCCEEDED, child=result
         )
 
 
 def _result_text(result: AgentResult) -> str:
-    if result.status == Outcome.SUCCEEDED:
+    if result.status == RunStatus.SUCCEEDED:
         text = result.output or ""
     else:
         text = f"error: {result.agent} ended {result.status.value}: {result.error or 'no detail'}"

@@ -16,7 +16,20 @@ __all__ = [
     "DelegationRefused",
     "RefusalReason",
     "ToolImportError",
+    "describe_error",
 ]
+
+
+def describe_error(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of the message` (cut to `limit`), for errors shown in one line.
+
+    Exception groups (anyio task groups wrap the real cause in them) are unwrapped first.
+    """
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    first = text.splitlines()[0][:limit] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 class BatonError(Exception):

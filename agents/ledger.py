@@ -7,11 +7,11 @@ waiting (for new events, for the spans of every invocation).
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from agents.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
 from tracing import agent_span_counts
 
 __all__ = ["Approvals", "Decision", "EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
@@ -40,7 +40,7 @@ class Ledger(Protocol):
 class Approvals(Protocol):
     """Where a call waits for a person: it asks, then waits for the decision."""
 
-    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         """Register the pending call and announce it (`event` is its `approval_requested`
         event); return the id under which it is approved (the call id, made unique)."""
 
@@ -66,7 +66,7 @@ class SpanSource(Protocol):
 class EventSink(Protocol):
     """Where progress events go (fire and forget; telemetry never breaks a run)."""
 
-    def emit(self, run_id: str, event: dict[str, Any]) -> None: ...
+    def emit(self, run_id: str, event: Event) -> None: ...
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         """Queue finished spans of a run; they go out with the next flush."""
@@ -79,14 +79,15 @@ class EventSink(Protocol):
 class _RunBook:
     budget: int | None
     spent: int = 0
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     dropped: int = 0
     started: int = 0  # agent invocations begun (counted even when events are dropped)
     spans: list[dict[str, Any]] = field(default_factory=list)
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
-    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> request
+    approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
     approvals_changed: int = 0
 
 
@@ -124,7 +125,7 @@ class RunLedger:
             return "open"
         return "closed" if run_id in self._closed else "unknown"
 
-    def finish(self, run_id: str, final: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Record the run's last event and close it; return all its events with their ids."""
         if run_id not in self._closed:
             self.emit(run_id, final)
@@ -153,16 +154,16 @@ class RunLedger:
         book = self._book(run_id)
         return list(book.effects.get(attempt, ())) if book is not None else []
 
-    def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+    def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         book = self._open_book(run_id)
         unique, n = call_id, 1
         while unique in book.approvals:  # built-in models reuse call ids across agents
             n += 1
             unique = f"{call_id}-{n}"
-        request = {**event, "type": "approval_requested", "call_id": unique, "decision": None}
+        request = event.model_copy(update={"call_id": unique})
         book.approvals[unique] = request
         book.approvals_changed += 1
-        self.emit(run_id, {k: v for k, v in request.items() if k != "decision"})
+        self.emit(run_id, request)
         return unique
 
     def decide(
@@ -173,40 +174,36 @@ class RunLedger:
         request = book.approvals.get(call_id) if book is not None else None
         if book is None or request is None:
             return "unknown", None
-        if request["decision"] is not None:
-            return "already_decided", request["decision"]
+        if call_id in book.decisions:
+            return "already_decided", book.decisions[call_id]
         decision = {"approved": approved, "message": message, "by": by}
-        request["decision"] = decision
+        book.decisions[call_id] = decision
         book.approvals_changed += 1
         self.emit(
             run_id,
-            {
-                "type": "approval_decided",
-                "ts": time.time(),
-                "agent": request.get("agent", ""),
-                "chain": request.get("chain", []),
-                "call_id": call_id,
-                "tool": request.get("tool"),
-                **decision,
-            },
+            ApprovalDecided(
+                agent=request.agent,
+                chain=request.chain,
+                invocation=request.invocation,
+                call_id=call_id,
+                tool=request.tool,
+                approved=approved,
+                message=message,
+                by=by,  # type: ignore[arg-type]
+            ),
         )
         return "decided", decision
 
     def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
         book = self._book(run_id)
-        request = book.approvals.get(call_id) if book is not None else None
-        return request["decision"] if request is not None else None
+        return book.decisions.get(call_id) if book is not None else None
 
-    def pending(self, run_id: str) -> list[dict[str, Any]]:
+    def pending(self, run_id: str) -> list[ApprovalRequested]:
         """The calls of the run waiting for a decision, oldest first."""
         book = self._runs.get(run_id)
         if book is None:
             return []
-        return [
-            {k: v for k, v in r.items() if k != "decision"}
-            for r in book.approvals.values()
-            if r["decision"] is None
-        ]
+        return [r for call, r in book.approvals.items() if call not in book.decisions]
 
     def approvals_version(self, run_id: str) -> int:
         book = self._book(run_id)
@@ -227,7 +224,7 @@ class RunLedger:
         book = self._book(run_id)
         return (book.started, book.agent_spans, book.lost_spans) if book else (0, 0, 0)
 
-    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""
         book = self._book(run_id)
         return (list(book.spans), list(book.events)) if book is not None else ([], [])
@@ -240,21 +237,21 @@ class RunLedger:
         spans, book.spans = book.spans, []
         return spans
 
-    def emit(self, run_id: str, event: dict[str, Any]) -> None:
+    def emit(self, run_id: str, event: Event) -> None:
         if run_id in self._closed:
             return
         book = self._open_book(run_id)
-        if event.get("type") == "agent_started":
+        if isinstance(event, AgentStarted):
             book.started += 1
         if len(book.events) >= MAX_EVENTS_PER_RUN:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return
         book.events.append(event)
 
-    def events(self, run_id: str, after: int = 0) -> list[dict[str, Any]]:
+    def events(self, run_id: str, after: int = 0) -> list[Event]:
         book = self._book(run_id)
         return book.events[after:] if book else []
 
-    def numbered(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+    def numbered(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
         """Events after id `after`, each with its id (its 1-based position: ids never change)."""
         return list(enumerate(self.events(run_id, after), start=after + 1))

@@ -1,4 +1,4 @@
-"""The run ledger on Ray: an async actor hosting `RunLedger`, and the client agents use.
+"""The run ledger on Ray: an async actor hosting `RunLedger` (its client: `agents.ledger_client`).
 
 Kept apart from `agents.actor` so that the ledger's worker process does not import litellm.
 """
@@ -11,12 +11,10 @@ from typing import Any
 
 import ray
 
+from agents.events import ApprovalRequested, Event
 from agents.ledger import Decision, RunLedger, RunState
 
-__all__ = ["EVENT_FLUSH_S", "LedgerActor", "RayLedger"]
-
-# Longest time an event waits in an actor before it is sent to the ledger.
-EVENT_FLUSH_S = 0.05
+__all__ = ["LedgerActor"]
 
 
 @ray.remote(num_cpus=0)
@@ -44,14 +42,14 @@ class LedgerActor:
             return False
         return True
 
-    def open(self, run_id: str, budget: int | None, first: dict[str, Any] | None = None) -> None:
+    def open(self, run_id: str, budget: int | None, first: Event | None = None) -> None:
         """Start counting a run; `first` is its first event (before any agent's)."""
         self._ledger.open(run_id, budget)
         if first is not None:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
 
-    def finish(self, run_id: str, final: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return all its events with their ids."""
         events = self._ledger.finish(run_id, final)
         self._changed(run_id)
@@ -61,7 +59,7 @@ class LedgerActor:
         self._ledger.close(run_id)
         self._changed(run_id)
 
-    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
         """The run's spans sent so far and its events, without taking them."""
         return self._ledger.snapshot(run_id)
 
@@ -81,8 +79,8 @@ class LedgerActor:
         self,
         run_id: str,
         call_id: str,
-        event: dict[str, Any],
-        earlier: list[tuple[str, dict[str, Any]]] | None = None,
+        event: ApprovalRequested,
+        earlier: list[tuple[str, Event]] | None = None,
         spans: list[tuple[str, list[dict[str, Any]]]] | None = None,
     ) -> str:
         """Register a call waiting for approval, after the caller's `earlier` events (sent
@@ -100,7 +98,7 @@ class LedgerActor:
         self._changed(run_id)
         return outcome
 
-    def pending(self, run_id: str) -> list[dict[str, Any]]:
+    def pending(self, run_id: str) -> list[ApprovalRequested]:
         return self._ledger.pending(run_id)
 
     async def await_decision(
@@ -127,7 +125,7 @@ class LedgerActor:
 
     def emit_many(
         self,
-        events: list[tuple[str, dict[str, Any]]],
+        events: list[tuple[str, Event]],
         spans: list[tuple[str, list[dict[str, Any]]]],
     ) -> None:
         changed = set()
@@ -142,7 +140,7 @@ class LedgerActor:
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
-    ) -> tuple[list[tuple[int, dict[str, Any]]], RunState]:
+    ) -> tuple[list[tuple[int, Event]], RunState]:
         """The run's events with ids above `after`, and whether the run is open, closed or
         unknown here; with `wait_s`, wait that long for a first new event (not once closed)."""
         until = time.monotonic() + wait_s
@@ -174,90 +172,3 @@ class LedgerActor:
             missing = max(expected, started - lost - lost_here) - have - sent
             if missing <= 0 or not await self._wait_for_change(run_id, until):
                 return self._ledger.take_spans(run_id), max(missing, 0)
-
-
-class RayLedger:
-    """The `Ledger` and `EventSink` protocols over a `LedgerActor` handle.
-
-    Events and spans are batched: one actor call per flush instead of one per event, flushed
-    when an invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
-    """
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-        self._batch: list[tuple[str, dict[str, Any]]] = []
-        self._spans: list[tuple[str, list[dict[str, Any]]]] = []
-        self._timer: asyncio.TimerHandle | None = None
-
-    async def tokens_left(self, run_id: str) -> int | None:
-        left: int | None = await self._handle.tokens_left.remote(run_id)
-        return left
-
-    def charge(self, run_id: str, tokens: int) -> None:
-        self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
-
-    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
-        # Awaited: the record must exist before the call is made.
-        await self._handle.record_effect.remote(run_id, attempts, tool)
-
-    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
-        # The buffered events go in the same call, so that they come before this one.
-        events, spans = self._take()
-        unique: str = await self._handle.request_approval.remote(
-            run_id, call_id, event, events, spans
-        )
-        return unique
-
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
-    ) -> dict[str, Any] | None:
-        decision: dict[str, Any] | None = await self._handle.await_decision.remote(
-            run_id, call_id, wait_s
-        )
-        return decision
-
-    async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
-            run_id, call_id, approved, message, by
-        )
-        return outcome
-
-    async def effects(self, run_id: str, attempt: str) -> list[str]:
-        found: list[str] = await self._handle.effects.remote(run_id, attempt)
-        return found
-
-    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        if spans:
-            self._spans.append((run_id, spans))
-
-    def emit(self, run_id: str, event: dict[str, Any]) -> None:
-        self._batch.append((run_id, event))
-        if self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self.flush()
-                return
-            self._timer = loop.call_later(EVENT_FLUSH_S, self.flush)
-
-    def flush(self) -> None:
-        self._send()
-
-    def _take(
-        self,
-    ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, list[dict[str, Any]]]]]:
-        """The buffered events and spans, handed over (the flush timer stopped)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        events, self._batch = self._batch, []
-        spans, self._spans = self._spans, []
-        return events, spans
-
-    def _send(self) -> Any:
-        events, spans = self._take()
-        if not (events or spans):
-            return None
-        return self._handle.emit_many.remote(events, spans)

@@ -33,6 +33,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from agents.delegate import reserved_by
+from agents.errors import describe_error
 from agents.spec import McpServerSpec
 from agents.tools import ToolCallContext, ToolOutput
 
@@ -163,7 +164,7 @@ class McpServer:
             raise
         except Exception as exc:
             await self._close()
-            raise McpUnavailable(_describe(exc)) from exc
+            raise McpUnavailable(describe_error(exc)) from exc
         return self._client
 
     async def _list(self, client: Client) -> list[types.Tool]:
@@ -198,7 +199,7 @@ class McpServer:
                 tools = await self._list(client)
             except Exception as exc:
                 await self._close()
-                raise McpUnavailable(f"cannot list its tools: {_describe(exc)}") from exc
+                raise McpUnavailable(f"cannot list its tools: {describe_error(exc)}") from exc
             self._pin(tools)
             return tools
 
@@ -247,14 +248,6 @@ class McpServer:
             await self._close()
 
 
-def _describe(exc: BaseException) -> str:
-    # anyio task groups wrap the real cause in exception groups.
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
-
-
 @dataclass
 class McpTool:
     """One tool of an MCP server, offered to the model under `prefix + name`."""
@@ -286,7 +279,7 @@ class McpTool:
             )
         except Exception as exc:
             return ToolOutput(
-                f"error: MCP server {self.server.spec.name} failed: {_describe(exc)}",
+                f"error: MCP server {self.server.spec.name} failed: {describe_error(exc)}",
                 is_error=True,
             )
         return ToolOutput(result_text(result), is_error=bool(result.is_error))
@@ -305,7 +298,7 @@ async def open_mcp_tools(
     for server, outcome in zip(servers, listed, strict=True):
         if isinstance(outcome, BaseException):
             problems[server.spec.name] = (
-                str(outcome) if isinstance(outcome, McpUnavailable) else _describe(outcome)
+                str(outcome) if isinstance(outcome, McpUnavailable) else describe_error(outcome)
             )
             continue
         tools.extend(

@@ -11,17 +11,39 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.errors import DelegationRefused, RefusalReason
 from agents.spec import Limits
 
-__all__ = ["AgentResult", "Delegation", "Outcome", "Refusal", "RunContext", "Usage"]
+__all__ = ["AgentResult", "Delegation", "Refusal", "RunContext", "RunStatus", "Usage"]
 
 
-class Outcome(StrEnum):
-    """How an agent invocation (and so a run) ended."""
+class RunStatus(StrEnum):
+    """Where a run stands, or how it (or one agent invocation) ended.
 
+    An invocation ends with one of the outcomes (`succeeded` to `budget_exceeded`); a run also
+    waits (`queued`, `running`, `waiting_for_approval`) and can be cut off (`interrupted`: the
+    service that ran it stopped).
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
     LIMIT_EXCEEDED = "limit_exceeded"
     BUDGET_EXCEEDED = "budget_exceeded"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run is over (nothing will change it any more)."""
+        return self not in _UNFINISHED
+
+    @classmethod
+    def unfinished(cls) -> tuple[RunStatus, ...]:
+        """The statuses of runs still in flight."""
+        return _UNFINISHED
+
+
+_UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL)
 
 
 class Usage(BaseModel):
@@ -119,7 +141,7 @@ class AgentResult(BaseModel):
     """The outcome of one agent invocation, with the invocations it delegated to."""
 
     agent: str
-    status: Outcome
+    status: RunStatus
     output: str | None = None
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)

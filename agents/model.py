@@ -22,7 +22,16 @@ __all__ = [
     "ToolCall",
     "configure_litellm",
     "forbid_remote_models",
+    "tool_schema",
 ]
+
+
+def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool as offered to a model (OpenAI's function-tool shape, which litellm speaks)."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,20 @@ class ModelReply:
     output_tokens: int = 0
     cost_usd: float | None = None  # None: litellm has no price for this model
     finish_reason: str | None = None
+
+    def as_message(self) -> dict[str, Any]:
+        """The reply as the assistant message of the conversation (OpenAI's shape)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
 
 
 class ModelClient:

@@ -13,7 +13,8 @@ from typing import Any
 import ray
 
 from agents.actor import AgentActor, RayDispatcher, SystemRef
-from agents.ledger_actor import LedgerActor, RayLedger
+from agents.ledger_actor import LedgerActor
+from agents.ledger_client import LedgerClient
 from agents.spec import AgentSpec, TraceOptions
 
 __all__ = ["AgentPool", "start_pool"]
@@ -31,11 +32,11 @@ class AgentPool:
     placement: list[dict[str, Any]]
 
     @property
-    def ledger(self) -> RayLedger:
-        return RayLedger(self.ledger_handle)
+    def ledger(self) -> LedgerClient:
+        return LedgerClient(self.ledger_handle)
 
-    def dispatcher(self) -> RayDispatcher:
-        return RayDispatcher(self.system, self.ledger)
+    def dispatcher(self, ledger: LedgerClient | None = None) -> RayDispatcher:
+        return RayDispatcher(self.system, ledger or self.ledger)
 
 
 def _actor_options(spec: AgentSpec, name: str, namespace: str, detached: bool) -> dict[str, Any]:

@@ -8,18 +8,31 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from agents.delegate import DelegateTool
 from agents.errors import DelegationRefused
+from agents.events import (
+    AgentFinished,
+    AgentStarted,
+    ApprovalRequested,
+    Event,
+    EventBase,
+    ModelFinished,
+    ModelStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from agents.events import DelegationRefused as DelegationRefusedEvent
 from agents.ledger import Approvals, EventSink, Ledger, SpanSource
-from agents.messages import AgentResult, Delegation, Outcome, Refusal, RunContext, Usage
-from agents.model import ModelClient, ModelReply, ToolCall
+from agents.messages import AgentResult, Delegation, Refusal, RunContext, RunStatus, Usage
+from agents.model import ModelClient, ModelReply, ToolCall, tool_schema
 from agents.spec import AgentSpec, TraceOptions
 from agents.tools import FunctionTool, Tool, ToolCallContext, ToolOutput
 from tracing import (
@@ -36,6 +49,7 @@ from tracing import attributes as attr
 __all__ = ["AgentRuntime"]
 
 logger = logging.getLogger(__name__)
+_E = TypeVar("_E", bound=EventBase)
 
 # A child gets this long past the run deadline to report its own limit before its caller stops
 # waiting for it.
@@ -54,6 +68,8 @@ class _Invocation:
     steps: int = 0
     children: list[AgentResult] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    seq: int = 0  # events emitted so far
 
     @property
     def ctx(self) -> RunContext:
@@ -94,7 +110,7 @@ class AgentRuntime:
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
-        self._schemas = [_schema(t) for t in self.tools]
+        self._schemas = [tool_schema(t.name, t.description, t.parameters) for t in self.tools]
 
     def tool_names(self) -> set[str]:
         """Every name a model may call, hidden delegations included."""
@@ -106,20 +122,21 @@ class AgentRuntime:
             if tool.name in self._by_name:
                 raise ValueError(f"tool name {tool.name!r} is taken")
             self._by_name[tool.name] = tool
-            self._schemas.append(_schema(tool))
+            self._schemas.append(tool_schema(tool.name, tool.description, tool.parameters))
 
-    def _emit(self, ctx: RunContext, kind: str, **data: Any) -> None:
+    def _event(self, inv: _Invocation, kind: type[_E], **data: Any) -> _E:
+        inv.seq += 1
+        return kind(
+            agent=self.spec.name,
+            chain=list(inv.ctx.chain),
+            invocation=inv.id,
+            seq=inv.seq,
+            **self.redactor.value(data),
+        )
+
+    def _emit(self, inv: _Invocation, kind: type[EventBase], **data: Any) -> None:
         if self.events is not None:
-            self.events.emit(
-                ctx.run_id,
-                {
-                    "type": kind,
-                    "ts": time.time(),
-                    "agent": self.spec.name,
-                    "chain": list(ctx.chain),
-                    **self.redactor.value(data),
-                },
-            )
+            self.events.emit(inv.ctx.run_id, cast("Event", self._event(inv, kind, **data)))
 
     def _content(self, span: trace.Span, key: str, value: Any) -> None:
         options = self.trace_options
@@ -143,8 +160,8 @@ class AgentRuntime:
                 trace_id = span.get_span_context().trace_id
                 ids = span_ids(span)
                 self._emit(
-                    ctx,
-                    "agent_started",
+                    inv,
+                    AgentStarted,
                     call_id=delegation.call_id,
                     caller=delegation.caller,
                     **ids,
@@ -153,24 +170,24 @@ class AgentRuntime:
                 try:
                     result = await self._loop(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
-                    result = self._end(inv, Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
+                    result = self._end(inv, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
                 total = result.usage
                 span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
                 span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
                 span.set_attribute(attr.BATON_USAGE_COST, total.cost_usd)
                 if result.output is not None:
                     self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, result.output)
-                if result.status != Outcome.SUCCEEDED:
+                if result.status != RunStatus.SUCCEEDED:
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
         except asyncio.CancelledError:
             self._ship_spans(ctx, trace_id, None)
             raise
         self._emit(
-            ctx,
-            "agent_finished",
+            inv,
+            AgentFinished,
             call_id=delegation.call_id,
-            status=result.status.value,
+            status=result.status,
             duration_s=result.duration_s,
             steps=result.steps,
             error=result.error,
@@ -196,7 +213,7 @@ class AgentRuntime:
     def _end(
         self,
         inv: _Invocation,
-        status: Outcome,
+        status: RunStatus,
         *,
         output: str | None = None,
         error: str | None = None,
@@ -231,8 +248,8 @@ class AgentRuntime:
                 return reply_or_stop
             reply = reply_or_stop
             if not reply.tool_calls:
-                return self._end(inv, Outcome.SUCCEEDED, output=reply.content or "")
-            messages.append(_reply_message(reply))
+                return self._end(inv, RunStatus.SUCCEEDED, output=reply.content or "")
+            messages.append(reply.as_message())
             outputs = await self._run_tools(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
@@ -240,7 +257,7 @@ class AgentRuntime:
                     inv.children.append(out.child)
         return self._end(
             inv,
-            Outcome.LIMIT_EXCEEDED,
+            RunStatus.LIMIT_EXCEEDED,
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
 
@@ -249,7 +266,7 @@ class AgentRuntime:
         if ctx.time_left() <= 0:
             return self._end(
                 inv,
-                Outcome.LIMIT_EXCEEDED,
+                RunStatus.LIMIT_EXCEEDED,
                 error=f"run deadline ({ctx.limits.deadline_s:g}s) passed after {inv.steps} steps",
             )
         if ctx.limits.token_budget is not None and self.ledger is not None:
@@ -257,7 +274,7 @@ class AgentRuntime:
             if left is not None and left <= 0:
                 return self._end(
                     inv,
-                    Outcome.BUDGET_EXCEEDED,
+                    RunStatus.BUDGET_EXCEEDED,
                     error=f"token budget {ctx.limits.token_budget} spent after {inv.steps} steps",
                 )
         return None
@@ -268,6 +285,7 @@ class AgentRuntime:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
         with chat_span(self.model.model) as span:
+            self._emit(inv, ModelStarted, model=self.model.model, step=inv.steps, **span_ids(span))
             self._content(span, attr.GEN_AI_INPUT_MESSAGES, messages)
             try:
                 reply = await asyncio.wait_for(
@@ -278,18 +296,18 @@ class AgentRuntime:
                 if ctx.time_left() <= 0:
                     return self._end(
                         inv,
-                        Outcome.LIMIT_EXCEEDED,
+                        RunStatus.LIMIT_EXCEEDED,
                         error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
                         "during a model call",
                     )
                 return self._end(
-                    inv, Outcome.FAILED, error=f"model call timed out after {timeout:.1f}s"
+                    inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
                 )
             except Exception as exc:
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                 span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
                 return self._end(
-                    inv, Outcome.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
+                    inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
                 )
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
@@ -297,7 +315,7 @@ class AgentRuntime:
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
             if reply.cost_usd is not None:
                 span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
-            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, _reply_message(reply))
+            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, reply.as_message())
         inv.usage = inv.usage + Usage(
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
@@ -307,8 +325,8 @@ class AgentRuntime:
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
         self._emit(
-            ctx,
-            "model_finished",
+            inv,
+            ModelFinished,
             model=self.model.model,
             step=inv.steps,
             tool_calls=len(reply.tool_calls),
@@ -331,19 +349,18 @@ class AgentRuntime:
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
     async def _run_tool(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
-        ctx = inv.ctx
         tool = self._by_name.get(call.name)
         target = tool.target.name if isinstance(tool, DelegateTool) else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
-            self._emit(ctx, "tool_started", tool=call.name, call_id=call.id, target=target, **ids)
+            self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
             self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
             out = await self._execute(inv, call)
             self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             if out.is_error:
                 span.set_status(Status(StatusCode.ERROR, out.content[:200]))
                 span.set_attribute(attr.ERROR_TYPE, "tool_error")
-        self._emit(ctx, "tool_finished", tool=call.name, call_id=call.id, error=out.is_error, **ids)
+        self._emit(inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids)
         return out
 
     async def _execute(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
@@ -415,18 +432,18 @@ class AgentRuntime:
             )
         wait = max(0.0, min(ctx.limits.approval_timeout_s, ctx.time_left()))
         shown = json.dumps(arguments, default=str)
-        event = {
-            "ts": time.time(),
-            "agent": self.spec.name,
-            "chain": list(ctx.chain),
-            "tool": call.name,
-            "tool_call_id": call.id,
-            "arguments": self.redactor.value(shown[:_APPROVAL_ARGUMENTS_CHARS]),
-            "expires_at": time.time() + wait,
+        event = self._event(
+            inv,
+            ApprovalRequested,
+            call_id=call.id,  # made unique by the ledger
+            tool=call.name,
+            tool_call_id=call.id,
+            arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
+            expires_at=time.time() + wait,
             **span_ids(span),
-        }
+        )
         approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)
-        span.add_event("approval_requested", {"baton.approval.id": approval_id})
+        span.add_event(attr.EVENT_APPROVAL_REQUESTED, {attr.BATON_APPROVAL_ID: approval_id})
         decision = await self.approvals.await_decision(ctx.run_id, approval_id, wait)
         if decision is None:  # expired: deny, unless a person got there first
             _, decision = await self.approvals.decide(
@@ -434,7 +451,7 @@ class AgentRuntime:
             )
         assert decision is not None
         span.add_event(
-            "approval_decided",
+            attr.EVENT_APPROVAL_DECIDED,
             {"approved": bool(decision["approved"]), "by": str(decision["by"])},
         )
         if decision["approved"]:
@@ -453,11 +470,10 @@ class AgentRuntime:
         )
 
     def _refused(self, inv: _Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
-        ctx = inv.ctx
         inv.refusals.append(Refusal.of(refused, call.id))
         self._emit(
-            ctx,
-            "delegation_refused",
+            inv,
+            DelegationRefusedEvent,
             target=refused.target,
             reason=refused.reason,
             message=refused.message,
@@ -465,7 +481,7 @@ class AgentRuntime:
             **span_ids(trace.get_current_span()),
         )
         trace.get_current_span().add_event(
-            "delegation_refused",
+            attr.EVENT_DELEGATION_REFUSED,
             {attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message},
         )
         return ToolOutput(
@@ -478,29 +494,3 @@ class AgentRuntime:
             ),
             is_error=True,
         )
-
-
-def _schema(tool: Tool) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        },
-    }
-
-
-def _reply_message(reply: ModelReply) -> dict[str, Any]:
-    """A model reply as the assistant message of the conversation (OpenAI's shape)."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            }
-            for c in reply.tool_calls
-        ]
-    return message

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from agents.model import LiteLLMClient
 from agents.spec import ModelSpec
 from bench._common import engine, interleaved_medians, start
@@ -78,7 +78,7 @@ def chain_yaml(depth: int, tracing: bool = True) -> str:
 def baton_run(baton: Engine, tracing: bool) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
         result = await baton.run("go")
-        assert result.status == Outcome.SUCCEEDED, result.error
+        assert result.status == RunStatus.SUCCEEDED, result.error
         assert bool(result.spans) == tracing
 
     return run

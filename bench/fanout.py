@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from agents.model import LiteLLMClient
 from agents.spec import ModelSpec
 from bench._common import engine, median_seconds, start
@@ -101,7 +101,7 @@ async def main() -> None:
 
         async def run(baton=baton, width=width) -> None:  # type: ignore[no-untyped-def]
             result = await baton.run("fan out")
-            assert result.status == Outcome.SUCCEEDED, result.error
+            assert result.status == RunStatus.SUCCEEDED, result.error
             assert result.tree is not None and len(result.tree.children) == width
 
         wall = await median_seconds(run, warmup=2, repeats=7)

@@ -25,7 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import ray
 from ray.cluster_utils import Cluster
 
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from bench._common import engine, interleaved_medians, median_seconds
 from bench.work import rounds_for
 from orchestrator.engine import Engine
@@ -64,7 +64,7 @@ async def fanout_seconds(name: str, replicas: int, rounds: int) -> float:
 
     async def run() -> None:
         result = await baton.run("fan out")
-        assert result.status == Outcome.SUCCEEDED, result.error
+        assert result.status == RunStatus.SUCCEEDED, result.error
         assert result.tree is not None and len(result.tree.children) == PARTS
 
     seconds = await median_seconds(run, warmup=1, repeats=3)
@@ -94,7 +94,7 @@ def chain_yaml(name: str, nodes: list[str]) -> str:
 def chain_run(baton: Engine):  # type: ignore[no-untyped-def]
     async def run() -> None:
         result = await baton.run("go")
-        assert result.status == Outcome.SUCCEEDED, result.error
+        assert result.status == RunStatus.SUCCEEDED, result.error
 
     return run
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from agents.events import EVENTS, Event, RunFinished
+
 __all__ = ["ApiError", "BatonClient", "ServerEvent", "parse_sse"]
 
 RECONNECTS = 5
@@ -113,7 +115,7 @@ class BatonClient:
         )
         return await self._json(answer)  # type: ignore[no-any-return]
 
-    async def events(self, run_id: str) -> AsyncIterator[dict[str, Any]]:
+    async def events(self, run_id: str) -> AsyncIterator[Event]:
         """The run's events until `run_finished`, reconnecting (with `Last-Event-ID`) if the
         connection drops."""
         last: str | None = None
@@ -130,9 +132,9 @@ class BatonClient:
                     async for item in parse_sse(response.aiter_lines()):
                         failures = 0
                         last = item.id or last
-                        event: dict[str, Any] = item.json()
+                        event = EVENTS.validate_python(item.json())
                         yield event
-                        if item.event == "run_finished":
+                        if isinstance(event, RunFinished):
                             return
                 return  # the server ended the stream
             except (httpx.TransportError, httpx.StreamError):

@@ -16,9 +16,10 @@ import ray
 from ray.exceptions import TaskCancelledError
 
 from agents.errors import DelegationRefused
+from agents.events import RunFinished, RunStarted
 from agents.guard import check_delegation
-from agents.ledger import Decision, RunState
-from agents.messages import AgentResult, Delegation, Outcome, RunContext
+from agents.ledger_client import LedgerClient
+from agents.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
 from orchestrator.results import RunResult
@@ -35,7 +36,7 @@ from tracing import (
     workflow_span,
 )
 
-__all__ = ["Engine", "connect_ray", "final_event", "run_event"]
+__all__ = ["Engine", "connect_ray", "final_event"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,25 +46,19 @@ ENTRY_GRACE_S = 5.0
 SPANS_WAIT_S = 3.0
 
 
-def run_event(kind: str, agent: str, **data: Any) -> dict[str, Any]:
-    """A run-level progress event, shaped like the agents' own."""
-    return {"type": kind, "ts": time.time(), "agent": agent, "chain": [], **data}
-
-
-def final_event(result: RunResult | None, entry: str, error: str | None = None) -> dict[str, Any]:
+def final_event(result: RunResult | None, entry: str, error: str | None = None) -> RunFinished:
     """The `run_finished` event: how the run ended, its answer or error, usage and duration.
-    With no result (the run broke off), a failure with `error`."""
+
+    With no result (the run broke off), a failure with `error`.
+    """
     if result is None:
-        return run_event(
-            "run_finished", entry, status=Outcome.FAILED.value, error=error or "run broke off"
-        )
-    return run_event(
-        "run_finished",
-        entry,
-        status=result.status.value,
+        return RunFinished(agent=entry, status=RunStatus.FAILED, error=error or "run broke off")
+    return RunFinished(
+        agent=entry,
+        status=result.status,
         output=result.output,
         error=result.error,
-        usage=result.usage.model_dump(),
+        usage=result.usage,
         duration_s=result.duration_s,
     )
 
@@ -115,6 +110,7 @@ class Engine:
         self.namespace = namespace
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
+        self._ledger: LedgerClient | None = None
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: set[str] = set()  # active runs asked to stop
@@ -146,8 +142,16 @@ class Engine:
                 detached=self._detached,
                 forbid_remote=self._forbid_remote,
             )
-            self._dispatcher = self._pool.dispatcher()
+            self._ledger = self._pool.ledger
+            self._dispatcher = self._pool.dispatcher(self._ledger)
         return self._pool
+
+    @property
+    def ledger(self) -> LedgerClient:
+        """The system's run ledger: events, approvals, late spans (once `start` was called)."""
+        if self._ledger is None:
+            raise RuntimeError("Engine.start() has not been called")
+        return self._ledger
 
     @property
     def started(self) -> bool:
@@ -188,35 +192,6 @@ class Engine:
             for a in self.system.config.agents
         )
 
-    async def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's calls waiting for a person, oldest first."""
-        found: list[dict[str, Any]] = await self.pool.ledger_handle.pending.remote(run_id)
-        return found
-
-    async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """A person's decision on a pending call: the first decision counts."""
-        outcome: tuple[
-            Decision, dict[str, Any] | None
-        ] = await self.pool.ledger_handle.decide.remote(
-            run_id, call_id, approved, message, "person"
-        )
-        return outcome
-
-    async def watch_approvals(
-        self, run_id: str, seen: int, wait_s: float
-    ) -> tuple[int, int, RunState]:
-        """Wait for the run's approvals to change from version `seen` (see the ledger)."""
-        found: tuple[int, int, RunState] = await self.pool.ledger_handle.watch_pending.remote(
-            run_id, seen, wait_s
-        )
-        return found
-
-    async def ping(self, timeout_s: float = 2.0) -> None:
-        """Raise unless the system's ledger actor answers within `timeout_s` (Ray is up)."""
-        await asyncio.wait_for(self.pool.ledger_handle.events.remote("-"), timeout_s)
-
     def stop(self) -> None:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
         if self._pool is None:
@@ -229,6 +204,7 @@ class Engine:
             ray.kill(handle)
         ray.kill(self._pool.ledger_handle)
         self._pool = None
+        self._ledger = None
 
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         if agent == AUTO:
@@ -253,7 +229,7 @@ class Engine:
                 caller to record the result first and then call `finish` (so that whoever
                 sees the `run_finished` event finds the run recorded).
         """
-        pool = self.start()
+        self.start()
         run_id = run_id or uuid.uuid4().hex
         limits = self.system.config.limits
         overrides: dict[str, Any] = {}
@@ -271,15 +247,14 @@ class Engine:
         try:
             with workflow_span(run_id, entry, self.system.config.name, record=recorded) as span:
                 trace_id = span.get_span_context().trace_id
-                first = run_event(
-                    "run_started",
-                    entry,
+                first = RunStarted(
+                    agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
                     **span_ids(span),
                 )
                 # Awaited: agents on other processes ask the ledger about the budget, and the
                 # first event must come before any agent's.
-                await pool.ledger_handle.open.remote(run_id, limits.token_budget, first)
+                await self.ledger.open(run_id, limits.token_budget, first)
                 tree = await self._dispatch_entry(task, entry, ctx)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
@@ -303,16 +278,8 @@ class Engine:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
             if finish:
-                await self.finish(run_id, final_event(result, entry))
+                await self.ledger.finish(run_id, final_event(result, entry))
         return result
-
-    async def finish(self, run_id: str, final: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-        """Add the run's `run_finished` event, close its event log, and return every event of
-        the run with its id."""
-        events: list[tuple[int, dict[str, Any]]] = await self.pool.ledger_handle.finish.remote(
-            run_id, final
-        )
-        return events
 
     async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
         known = entry in self.system.topology.graph
@@ -326,13 +293,16 @@ class Engine:
                 tokens_left=ctx.limits.token_budget,
             )
         except DelegationRefused as refused:
-            return AgentResult(agent=entry, status=Outcome.FAILED, error=refused.message)
+            return AgentResult(agent=entry, status=RunStatus.FAILED, error=refused.message)
         delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
         run_id = ctx.run_id
         started_at = ctx.deadline - ctx.limits.deadline_s
         if run_id in self._cancelled:
             return AgentResult(
-                agent=entry, status=Outcome.CANCELLED, error="run cancelled", started_at=started_at
+                agent=entry,
+                status=RunStatus.CANCELLED,
+                error="run cancelled",
+                started_at=started_at,
             )
 
         def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
@@ -359,14 +329,14 @@ class Engine:
             )
             return AgentResult(
                 agent=entry,
-                status=Outcome.LIMIT_EXCEEDED,
+                status=RunStatus.LIMIT_EXCEEDED,
                 error=f"{entry} did not return within {self._entry_grace_s:g}s after the deadline",
                 started_at=started_at,
             )
         except TaskCancelledError:
             return AgentResult(
                 agent=entry,
-                status=Outcome.CANCELLED,
+                status=RunStatus.CANCELLED,
                 error="run cancelled",
                 started_at=started_at,
             )
@@ -384,15 +354,10 @@ class Engine:
         # Results made here (refused entry, cancellation) or by a caller for a dead actor
         # stand for no invocation that can send spans.
         expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
-        if tree.status != Outcome.CANCELLED and own >= expected:
+        if tree.status != RunStatus.CANCELLED and own >= expected:
             return spans  # a single agent: complete without asking the ledger
         # Sent before the results were, but from other processes: wait (bounded) for them.
-        collected: tuple[
-            list[SpanRecord], int
-        ] = await self.pool.ledger_handle.collect_spans.remote(
-            run_id, own, lost, expected, SPANS_WAIT_S
-        )
-        kept, missing = collected
+        kept, missing = await self.ledger.collect_spans(run_id, own, lost, expected, SPANS_WAIT_S)
         if missing:
             logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)
         return spans + kept
@@ -411,22 +376,3 @@ class Engine:
             # recursive: the delegations the entry agent started are cancelled too.
             ray.cancel(ref, recursive=True)
         return True
-
-    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[dict[str, Any]]]:
-        """What the ledger holds of a run in flight: the spans sub-agents have sent, and the
-        progress events (which carry the ids of the spans still open)."""
-        answer: tuple[
-            list[SpanRecord], list[dict[str, Any]]
-        ] = await self.pool.ledger_handle.snapshot.remote(run_id)
-        return answer
-
-    async def events(
-        self, run_id: str, after: int = 0, wait_s: float = 0.0
-    ) -> tuple[list[tuple[int, dict[str, Any]]], RunState]:
-        """A run's progress events with ids above `after`, and the state of its event log
-        (`open`, `closed`, or `unknown`: not started, or finished long ago). With `wait_s`,
-        wait up to that long for a new event rather than return none."""
-        answer: tuple[
-            list[tuple[int, dict[str, Any]]], RunState
-        ] = await self.pool.ledger_handle.events.remote(run_id, after, wait_s)
-        return answer

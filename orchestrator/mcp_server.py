@@ -19,6 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
+from agents.events import RunFinished
 from orchestrator.errors import ServiceError
 from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, run_view
@@ -68,7 +69,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             raise ToolError(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents))}")
         try:
             request = RunRequest(task=task, agent=agent)
-            run, _ = await runs.submit(request, principal="mcp")
+            run, _ = await runs.submit(request.submission(), principal="mcp")
         except ValidationError as exc:
             raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
         except ServiceError as exc:
@@ -76,8 +77,8 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         if wait_s > 0:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(wait_s, _MAX_WAIT_S)):
-                    async for item in runs.events(run):
-                        if item is not None and item[1].get("type") == "run_finished":
+                    async for item in runs.feed.follow(run):
+                        if item is not None and isinstance(item[1], RunFinished):
                             break
         return _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agents.errors import ConfigIssue
-from agents.messages import AgentResult, Outcome
+from agents.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage
@@ -28,18 +28,18 @@ __all__ = [
 ]
 
 _STYLE = {
-    Outcome.SUCCEEDED: "green",
-    Outcome.FAILED: "red",
-    Outcome.CANCELLED: "yellow",
-    Outcome.LIMIT_EXCEEDED: "magenta",
-    Outcome.BUDGET_EXCEEDED: "magenta",
+    RunStatus.SUCCEEDED: "green",
+    RunStatus.FAILED: "red",
+    RunStatus.CANCELLED: "yellow",
+    RunStatus.LIMIT_EXCEEDED: "magenta",
+    RunStatus.BUDGET_EXCEEDED: "magenta",
 }
 _MARK = {
-    Outcome.SUCCEEDED: "✓",
-    Outcome.FAILED: "✗",
-    Outcome.CANCELLED: "■",
-    Outcome.LIMIT_EXCEEDED: "⧗",
-    Outcome.BUDGET_EXCEEDED: "$",
+    RunStatus.SUCCEEDED: "✓",
+    RunStatus.FAILED: "✗",
+    RunStatus.CANCELLED: "■",
+    RunStatus.LIMIT_EXCEEDED: "⧗",
+    RunStatus.BUDGET_EXCEEDED: "$",
 }
 
 
@@ -108,7 +108,7 @@ def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
 
 def _status_style(status: str) -> str:
     try:
-        return _STYLE[Outcome(status)]
+        return _STYLE[RunStatus(status)]
     except ValueError:
         return "yellow"  # queued, running, interrupted
 
@@ -149,7 +149,7 @@ def print_runs(console: Console, page: RunPage) -> None:
 
 def print_run_view(console: Console, run: RunView) -> None:
     """A run: its answer or error in a panel, then usage, routing and the delegation tree."""
-    body = run.output if run.status == Outcome.SUCCEEDED.value else (run.error or "")
+    body = run.output if run.status == RunStatus.SUCCEEDED.value else (run.error or "")
     duration = f" · {run.duration_s:.2f}s" if run.duration_s is not None else ""
     console.print(
         Panel(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.messages import AgentResult, Outcome, Usage
+from agents.messages import AgentResult, RunStatus, Usage
 from orchestrator.routing import RoutingDecision
 from tracing import SpanRecord
 
@@ -18,7 +18,7 @@ class RunResult(BaseModel):
     task: str
     entry_agent: str
     routing: RoutingDecision | None = None
-    status: Outcome
+    status: RunStatus
     output: str | None = None
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)

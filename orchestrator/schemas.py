@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agents.messages import AgentResult, Usage
+from agents.messages import AgentResult, RunStatus, Usage
 from orchestrator.store import StoredRun
+from orchestrator.submission import Submission
 from tracing import SpanRecord
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "RunLinks",
     "RunPageView",
     "RunRequest",
+    "RunSubmission",
     "RunView",
     "SpanNode",
     "TopologyView",
@@ -70,22 +71,18 @@ class RunRequest(BaseModel):
         default=None, description="Wall-clock limit of the run, in seconds."
     )
 
-    def fingerprint(self) -> str:
-        """Identifies the request body, for idempotent retries."""
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+    def submission(self) -> Submission:
+        """The request as the run service takes it."""
+        return Submission(
+            task=self.task,
+            agent=self.agent,
+            token_budget=self.token_budget,
+            deadline_s=self.deadline_s,
+        )
 
 
-RunStatus = Literal[
-    "queued",
-    "running",
-    "waiting_for_approval",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "limit_exceeded",
-    "budget_exceeded",
-    "interrupted",
-]
+class RunSubmission(RunRequest):
+    """The body of `POST /v1/runs` (the OpenAPI document lists the system's agents)."""
 
 
 class ErrorDetail(BaseModel):
@@ -265,7 +262,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
     base = f"{prefix}/runs/{run.id}"
     return RunView(
         id=run.id,
-        status=run.status,  # type: ignore[arg-type]
+        status=run.status,
         task=run.task,
         requested_agent=run.requested_agent,
         entry_agent=run.entry_agent,

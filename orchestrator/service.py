@@ -15,29 +15,25 @@ import contextvars
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from agents.errors import describe_error
+from agents.events import RunFinished
+from agents.messages import RunStatus
+from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
-from orchestrator.engine import Engine, connect_ray, final_event, run_event
-from orchestrator.errors import (
-    ApprovalConflict,
-    ApprovalNotFound,
-    IdempotencyConflict,
-    NotReady,
-    Overloaded,
-    RunNotFound,
-)
+from orchestrator.engine import Engine, final_event
+from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
+from orchestrator.feed import EventFeed
 from orchestrator.live_trace import live_spans
 from orchestrator.results import RunResult
-from orchestrator.schemas import RunRequest
-from orchestrator.store import INTERRUPTED, DuplicateIdempotencyKey, RunStore, StoredRun
-from tracing import OtlpExport, SpanRecord
+from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
+from orchestrator.submission import Submission
+from tracing import SpanRecord
 from tracing.sequence import Detail, Diagram, sequence_diagram
 
-__all__ = ["RunService", "ServiceLimits", "open_service"]
+__all__ = ["RunService", "ServiceLimits"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +83,9 @@ class RunService:
         self._mean_run_s = 1.0
         self._orphans: list[tuple[str, str]] = []  # interrupted runs still open in the ledger
         self.startup_error: str | None = None
+        heartbeat = self.limits.heartbeat_s
+        self.feed = EventFeed(engine, store, self._ready, heartbeat)
+        self.approvals = ApprovalDesk(engine, store, self._ready, heartbeat)
 
     # Life cycle ----------------------------------------------------------------------------
 
@@ -118,8 +117,8 @@ class RunService:
         while self._orphans and self.ready:
             run_id, reason = self._orphans.pop()
             try:
-                final = run_event("run_finished", "", status=INTERRUPTED, error=reason)
-                await self.store.add_events(run_id, await self.engine.finish(run_id, final))
+                final = RunFinished(status=RunStatus.INTERRUPTED, error=reason)
+                await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, final))
             except Exception:
                 logger.exception("could not close the event log of run %s", run_id)
 
@@ -150,15 +149,15 @@ class RunService:
                 raise NotReady(self.startup_error)
             if not self.ready:
                 raise NotReady("the agents are starting")
-            await self.engine.ping()
+            await self.engine.ledger.ping(2.0)
             status["ray"] = "ok"
         except Exception as exc:
-            status["ray"] = _why(exc)
+            status["ray"] = describe_error(exc)
         try:
             await asyncio.wait_for(self.store.ping(), 5)
             status["store"] = "ok"
         except Exception as exc:
-            status["store"] = _why(exc)
+            status["store"] = describe_error(exc)
         if status["ray"] == "ok":
             # MCP servers that failed, tools disabled: the agents work on without them.
             problems = sorted(
@@ -186,7 +185,7 @@ class RunService:
             )
 
     async def submit(
-        self, request: RunRequest, *, idempotency_key: str | None = None, principal: str = ""
+        self, request: Submission, *, idempotency_key: str | None = None, principal: str = ""
     ) -> tuple[StoredRun, bool]:
         """Accept a run (or find the one this idempotency key made); return it, and whether it
         is new.
@@ -213,7 +212,7 @@ class RunService:
                 owner=self.owner,
                 idempotency_key=scoped,
                 request_hash=digest,
-                options=request.model_dump(exclude={"task"}, exclude_none=True),
+                options=request.options(),
             )
         except DuplicateIdempotencyKey:
             # A concurrent twin got there first: it is the run.
@@ -233,11 +232,21 @@ class RunService:
             raise RunNotFound(run_id)
         return run
 
+    async def list_runs(
+        self, *, status: str | None = None, agent: str | None = None, limit: int, offset: int = 0
+    ) -> RunPage:
+        """Stored runs, newest first, filtered by status and entry agent."""
+        return await self.store.list(status=status, agent=agent, limit=limit, offset=offset)
+
+    async def placement(self) -> list[dict[str, Any]]:
+        """Each agent replica, asked now (none before the agents have started)."""
+        return await self.engine.placement() if self.engine.started else []
+
     async def spans(self, run: StoredRun) -> list[SpanRecord]:
         """The run's spans: as stored once it is finished; while it goes on, those finished so
         far with the open ones rebuilt from its events (`orchestrator.live_trace`)."""
         if not run.finished and self.ready:
-            finished, events = await self.engine.snapshot(run.id)
+            finished, events = await self.engine.ledger.snapshot(run.id)
             if events:
                 return live_spans(finished, events)
         return await self.store.spans(run.id)
@@ -269,47 +278,7 @@ class RunService:
             task.cancel()  # still queued
         return True
 
-    # Approvals ---------------------------------------------------------------------------
-
-    async def pending_approvals(self, run_id: str) -> list[dict[str, Any]]:
-        run = await self.get(run_id)
-        if run.finished or not self.ready:
-            return []
-        return await self.engine.pending_approvals(run_id)
-
-    async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str
-    ) -> dict[str, Any]:
-        """Approve or deny a call waiting in a run (whichever instance runs it)."""
-        run = await self.get(run_id)
-        if run.finished:
-            raise ApprovalConflict(f"run {run_id!r} is {run.status}", run_id=run_id)
-        if not self.ready:
-            raise NotReady("the agents are starting")
-        outcome, decision = await self.engine.decide(run_id, call_id, approved, message)
-        if outcome == "unknown":
-            raise ApprovalNotFound(run_id, call_id)
-        if outcome == "already_decided":
-            raise ApprovalConflict(
-                f"call {call_id!r} was decided already", call_id=call_id, decision=decision
-            )
-        assert decision is not None
-        return {"call_id": call_id, **decision}
-
-    async def _track_approvals(self, run_id: str) -> None:
-        """Keep the stored status `waiting_for_approval` while a call of the run waits."""
-        seen, waiting = 0, False
-        while True:
-            seen, pending, state = await self.engine.watch_approvals(
-                run_id, seen, self.limits.heartbeat_s
-            )
-            if state == "closed":
-                return
-            if (pending > 0) != waiting:
-                waiting = pending > 0
-                await self.store.set_waiting(run_id, waiting)
-
-    async def _execute(self, run_id: str, request: RunRequest) -> None:
+    async def _execute(self, run_id: str, request: Submission) -> None:
         began = time.monotonic()
         try:
             async with self._slots:
@@ -318,7 +287,9 @@ class RunService:
                 await self._run(run_id, request)
         except asyncio.CancelledError:
             if not self._stopping:  # cancelled while queued
-                await self._end_unstarted(run_id, "cancelled", "cancelled before it started")
+                await self._end_unstarted(
+                    run_id, RunStatus.CANCELLED, "cancelled before it started"
+                )
         except Exception:  # recording failed: the store is unreachable, say; keep serving
             logger.exception("run %s could not be recorded", run_id)
         finally:
@@ -326,12 +297,12 @@ class RunService:
             self._tasks.pop(run_id, None)
             self._mean_run_s = 0.9 * self._mean_run_s + 0.1 * (time.monotonic() - began)
 
-    async def _run(self, run_id: str, request: RunRequest) -> None:
+    async def _run(self, run_id: str, request: Submission) -> None:
         await self.store.start(run_id)
         result: RunResult | None = None
         error: str | None = None
         tracker = (
-            asyncio.create_task(self._track_approvals(run_id))
+            asyncio.create_task(self.approvals.track(run_id))
             if self.engine.needs_approvals
             else None
         )
@@ -355,14 +326,14 @@ class RunService:
             await _stop(tracker)
             # Recorded first, announced after: whoever sees `run_finished` finds the record.
             entry = result.entry_agent if result else (request.agent or self.system.entry)
-            events = await self.engine.finish(run_id, final_event(result, entry, error))
+            events = await self.engine.ledger.finish(run_id, final_event(result, entry, error))
             await self.store.add_events(run_id, events)
 
-    async def _end_unstarted(self, run_id: str, status: str, reason: str) -> None:
+    async def _end_unstarted(self, run_id: str, status: RunStatus, reason: str) -> None:
         await self.store.end(run_id, status, reason)
         if self.ready:
-            event = run_event("run_finished", "", status=status, error=reason)
-            await self.store.add_events(run_id, await self.engine.finish(run_id, event))
+            event = RunFinished(status=status, error=reason)
+            await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, event))
 
     # Leases --------------------------------------------------------------------------------
 
@@ -385,73 +356,6 @@ class RunService:
                 logger.exception("lease upkeep failed; retrying")
             await asyncio.sleep(period)
 
-    # Events --------------------------------------------------------------------------------
-
-    async def events(
-        self, run: StoredRun, after: int = 0
-    ) -> AsyncIterator[tuple[int, dict[str, Any]] | None]:
-        """A run's progress events with ids above `after`, as they happen, ending with its
-        `run_finished` event; `None` marks a quiet heartbeat period.
-
-        While a run is in flight its events come from the system's ledger (shared by every
-        instance); once it is finished and gone from there, from the store.
-        """
-        run_id = run.id
-        last = after
-        while True:
-            if not self.ready:  # no ledger to read yet (or ever): only the store
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._ready.wait(), self.limits.heartbeat_s)
-                if not self.ready:
-                    run = await self.get(run_id)  # no ledger: the store says how it stands
-                    if run.finished:
-                        async for item in self._stored_events(run, last):
-                            yield item
-                        return
-                    yield None
-                    continue
-            found, state = await self.engine.events(run_id, last, self.limits.heartbeat_s)
-            for seq, event in found:
-                yield seq, event
-                last = seq
-                if event.get("type") == "run_finished":
-                    return
-            if state == "closed" and not found:
-                return
-            if not found:
-                stored = await self.store.get(run_id)
-                if stored is None:
-                    return
-                # Gone from the ledger, or left open there by an instance that died: the
-                # store has the rest.
-                if stored.finished and (state == "unknown" or _long_ago(stored.finished_at)):
-                    async for item in self._stored_events(stored, last):
-                        yield item
-                    return
-                yield None
-
-    async def _stored_events(
-        self, run: StoredRun, after: int
-    ) -> AsyncIterator[tuple[int, dict[str, Any]]]:
-        last = after
-        for seq, event in await self.store.events(run.id, after):
-            yield seq, event
-            last = seq
-            if event.get("type") == "run_finished":
-                return
-        # Interrupted runs have no stored events: say how the run ended all the same.
-        yield (
-            last + 1,
-            run_event(
-                "run_finished",
-                run.entry_agent or "",
-                status=run.status,
-                output=run.output,
-                error=run.error,
-                duration_s=run.duration_s,
-            ),
-        )
-
 
 async def _stop(task: asyncio.Task[None] | None) -> None:
     if task is not None:
@@ -467,54 +371,3 @@ def _replay(existing: StoredRun, digest: str) -> StoredRun:
             run_id=existing.id,
         )
     return existing
-
-
-def _long_ago(stamp: float | None, seconds: float = 5.0) -> bool:
-    return stamp is not None and time.time() - stamp > seconds
-
-
-def _why(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
-
-
-@asynccontextmanager
-async def open_service(
-    system: AgentSystem,
-    *,
-    store_url: str,
-    ray_address: str | None,
-    namespace: str,
-    owner: str,
-    env: Mapping[str, str] | None = None,
-    export: OtlpExport | None = None,
-    limits: ServiceLimits | None = None,
-    detached: bool = False,
-    forbid_remote_models: bool = False,
-) -> AsyncIterator[RunService]:
-    """Open the store, join Ray, and run a `RunService` until the block ends.
-
-    Args:
-        detached: agents outlive this process (a service: restarts and replicas find them).
-    """
-    store = await RunStore.open(store_url)
-    try:
-        await asyncio.to_thread(connect_ray, ray_address, namespace)
-        engine = Engine(
-            system,
-            namespace=namespace,
-            env=env,
-            export=export,
-            detached=detached,
-            forbid_remote_models=forbid_remote_models,
-        )
-        service = RunService(system, engine, store, owner=owner, limits=limits)
-        await service.start()
-        try:
-            yield service
-        finally:
-            await service.stop()
-    finally:
-        await store.close()
-        if export is not None:
-            await asyncio.to_thread(export.shutdown)  # send what is queued

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from orchestrator.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
+    from agents.events import Event
     from orchestrator.engine import Engine
 
 __all__ = [
@@ -244,9 +245,9 @@ class EventList:
     """An event sink that keeps every event, in order."""
 
     def __init__(self) -> None:
-        self.events: list[dict[str, object]] = []
+        self.events: list[Event] = []
 
-    def emit(self, run_id: str, event: dict[str, object]) -> None:
+    def emit(self, run_id: str, event: Event) -> None:
         self.events.append(event)
 
     def keep_spans(self, run_id: str, spans: list[dict[str, object]]) -> None:

@@ -1,4 +1,5 @@
-"""Span attribute names: the GenAI semantic conventions, plus Baton's own where they have none."""
+"""Span names and attribute keys: the GenAI semantic conventions, plus Baton's own where they
+have none. Every module that makes or reads spans takes its names from here."""
 
 from __future__ import annotations
 
@@ -25,14 +26,21 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 __all__ = [
+    "AGENT_SPAN_PREFIX",
     "BATON_AGENT_LOST",
+    "BATON_APPROVAL_ID",
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
     "BATON_REFUSAL_REASON",
     "BATON_RUN_ID",
     "BATON_USAGE_COST",
+    "CHAT_SPAN_PREFIX",
+    "DELEGATE_TOOL_PREFIX",
     "ERROR_TYPE",
+    "EVENT_APPROVAL_DECIDED",
+    "EVENT_APPROVAL_REQUESTED",
+    "EVENT_DELEGATION_REFUSED",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
@@ -51,6 +59,15 @@ __all__ = [
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_WORKFLOW_NAME",
+    "OP_CHAT",
+    "OP_EXECUTE_TOOL",
+    "OP_INVOKE_AGENT",
+    "OP_INVOKE_WORKFLOW",
+    "TOOL_SPAN_PREFIX",
+    "WORKFLOW_SPAN",
+    "agent_span_name",
+    "chat_span_name",
+    "tool_span_name",
 ]
 
 BATON_RUN_ID = "baton.run.id"
@@ -64,3 +81,37 @@ BATON_DELEGATION_TARGET = "baton.delegation.target"
 # litellm's cost of a model call in USD, from its local price tables (the conventions have no
 # name for cost yet).
 BATON_USAGE_COST = "baton.usage.cost_usd"
+
+BATON_APPROVAL_ID = "baton.approval.id"
+# Span events (not spans) that the runtime records on tool spans.
+EVENT_DELEGATION_REFUSED = "delegation_refused"
+EVENT_APPROVAL_REQUESTED = "approval_requested"
+EVENT_APPROVAL_DECIDED = "approval_decided"
+
+# `gen_ai.operation.name` values, and span names `{operation} {target}` as the conventions name
+# them.
+OP_INVOKE_WORKFLOW = "invoke_workflow"
+OP_INVOKE_AGENT = "invoke_agent"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_CHAT = "chat"
+WORKFLOW_SPAN = f"{OP_INVOKE_WORKFLOW} baton"
+AGENT_SPAN_PREFIX = f"{OP_INVOKE_AGENT} "
+TOOL_SPAN_PREFIX = f"{OP_EXECUTE_TOOL} "
+CHAT_SPAN_PREFIX = f"{OP_CHAT} "
+# Delegations are tools named after their target: `delegate_to_{agent}`.
+DELEGATE_TOOL_PREFIX = "delegate_to_"
+
+
+def agent_span_name(agent: str) -> str:
+    """The name of an agent invocation's span."""
+    return AGENT_SPAN_PREFIX + agent
+
+
+def tool_span_name(tool: str) -> str:
+    """The name of a tool call's span."""
+    return TOOL_SPAN_PREFIX + tool
+
+
+def chat_span_name(model: str) -> str:
+    """The name of a model call's span."""
+    return CHAT_SPAN_PREFIX + model

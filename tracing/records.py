@@ -7,6 +7,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from tracing import attributes as attr
 from tracing.redaction import Redactor
 
 __all__ = [
@@ -46,8 +47,8 @@ def agent_span_counts(records: list[SpanRecord]) -> tuple[int, int]:
     invocation whose own spans were lost (a dead actor)."""
     own = lost = 0
     for record in records:
-        if str(record["name"]).startswith("invoke_agent "):
-            if (record.get("attributes") or {}).get("baton.agent.lost"):
+        if str(record["name"]).startswith(attr.AGENT_SPAN_PREFIX):
+            if (record.get("attributes") or {}).get(attr.BATON_AGENT_LOST):
                 lost += 1
             else:
                 own += 1

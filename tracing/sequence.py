@@ -15,14 +15,16 @@ pages. Every fold is said in the diagram and listed in `Diagram.folded`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
+from tracing import attributes as attr
 from tracing.mermaid_text import label, mermaid_modules
 from tracing.mermaid_text import title as diagram_title
 from tracing.records import SpanRecord
+from tracing.tree import SpanTree as _Node
+from tracing.tree import span_forest
 
 __all__ = ["DEFAULT_MAX_CHARS", "Detail", "Diagram", "sequence_diagram"]
 
@@ -31,10 +33,10 @@ Detail = Literal["agents", "tools", "full"]
 DEFAULT_MAX_CHARS = 40_000
 COLLAPSE_AT = 3  # alike calls (or steps) from this many on are folded into one loop
 
-_AGENT = "invoke_agent "
-_TOOL = "execute_tool "
-_CHAT = "chat "
-_DELEGATE = "delegate_to_"
+_AGENT = attr.AGENT_SPAN_PREFIX
+_TOOL = attr.TOOL_SPAN_PREFIX
+_CHAT = attr.CHAT_SPAN_PREFIX
+_DELEGATE = attr.DELEGATE_TOOL_PREFIX
 _TIMES = "\N{MULTIPLICATION SIGN}"
 
 
@@ -61,37 +63,17 @@ class Diagram:
     folded: list[str] = field(default_factory=list)
 
 
-@dataclass
-class _Node:
-    span: SpanRecord
-    children: list[_Node] = field(default_factory=list)
+def _duration(node: _Node) -> str:
+    ms = node.duration_ms
+    if ms is None:
+        return "running"
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
-    @property
-    def name(self) -> str:
-        return str(self.span["name"])
 
-    @property
-    def attrs(self) -> dict[str, Any]:
-        return self.span.get("attributes") or {}
-
-    @property
-    def failed(self) -> bool:
-        return self.span.get("status") == "ERROR"
-
-    @property
-    def open(self) -> bool:
-        return self.span.get("end_ns") is None
-
-    def duration(self) -> str:
-        if self.open:
-            return "running"
-        ms = (int(self.span["end_ns"]) - int(self.span["start_ns"])) / 1e6
-        return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
-
-    def tokens(self) -> str:
-        inp = self.attrs.get("gen_ai.usage.input_tokens")
-        out = self.attrs.get("gen_ai.usage.output_tokens")
-        return f"{inp}/{out} tok" if inp is not None else ""
+def _tokens(node: _Node) -> str:
+    inp = node.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS)
+    out = node.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
+    return f"{inp}/{out} tok" if inp is not None else ""
 
 
 @dataclass
@@ -107,15 +89,6 @@ class _Chunk:
         self.elements += other.elements
         self.arrows += other.arrows
         self.chars += other.chars
-
-
-def _forest(spans: Iterable[SpanRecord]) -> list[_Node]:
-    nodes = {s["span_id"]: _Node(s) for s in sorted(spans, key=lambda s: s["start_ns"])}
-    roots: list[_Node] = []
-    for node in nodes.values():
-        parent = nodes.get(node.span.get("parent_span_id") or "")
-        (parent.children if parent is not None else roots).append(node)
-    return roots
 
 
 class _Builder:
@@ -165,12 +138,12 @@ class _Builder:
         """(opening arrows, the entry agent's steps, closing arrows and totals)."""
         client, orch = self.who("client", "Client"), self.orchestrator
         head, tail = _Chunk(), _Chunk()
-        run_id = str(root.attrs.get("baton.run.id", ""))[:12]
+        run_id = str(root.attrs.get(attr.BATON_RUN_ID, ""))[:12]
         head.add(self.arrow(client, orch, _Arrow.SEND, f"run {run_id}", root.span))
         entries = [c for c in root.children if c.name.startswith(_AGENT)]
         steps: list[_Chunk] = []
         for entry in entries:
-            agent = self.who("agent", _agent_name(entry))
+            agent = self.who("agent", entry.agent)
             head.add(self.arrow(orch, agent, _Arrow.CALL, "task", entry.span))
             self.count(entry)
             steps += self.steps(entry, agent)
@@ -178,7 +151,7 @@ class _Builder:
         if not root.open:
             status = "failed" if root.failed else "done"
             tail.add(
-                self.arrow(orch, client, _Arrow.REPLY, f"{status} · {root.duration()}", root.span)
+                self.arrow(orch, client, _Arrow.REPLY, f"{status} · {_duration(root)}", root.span)
             )
         for (kind, name), participant in self.cast.items():
             if kind == "agent" and name in self.totals:
@@ -188,10 +161,10 @@ class _Builder:
         return head, steps, tail
 
     def count(self, node: _Node) -> None:
-        totals = self.totals.setdefault(_agent_name(node), [0, 0, 0])
+        totals = self.totals.setdefault(node.agent, [0, 0, 0])
         totals[0] += 1
-        totals[1] += int(node.attrs.get("gen_ai.usage.input_tokens") or 0)
-        totals[2] += int(node.attrs.get("gen_ai.usage.output_tokens") or 0)
+        totals[1] += int(node.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS) or 0)
+        totals[2] += int(node.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS) or 0)
 
     def returning(self, node: _Node, agent: Any, caller: Any) -> _Chunk:
         chunk = _Chunk()
@@ -199,17 +172,17 @@ class _Builder:
             chunk.add(self.note(agent, "running…"))
             return chunk
         if node.failed:
-            kind = node.attrs.get("error.type") or "error"
+            kind = node.attrs.get(attr.ERROR_TYPE) or "error"
             chunk.add(
-                self.arrow(agent, caller, _Arrow.FAIL, f"{kind} · {node.duration()}", node.span)
+                self.arrow(agent, caller, _Arrow.FAIL, f"{kind} · {_duration(node)}", node.span)
             )
             chunk.add(self.note(agent, f"✗ {node.span.get('status_message') or kind}"))
         else:
-            parts = ["ok", node.duration(), node.tokens()]
+            parts = ["ok", _duration(node), _tokens(node)]
             chunk.add(
                 self.arrow(agent, caller, _Arrow.RETURN, " · ".join(filter(None, parts)), node.span)
             )
-        chunk.shape = hash(("return", node.failed, str(node.attrs.get("error.type"))))
+        chunk.shape = hash(("return", node.failed, str(node.attrs.get(attr.ERROR_TYPE))))
         return chunk
 
     def steps(self, node: _Node, agent: Any) -> list[_Chunk]:
@@ -232,7 +205,7 @@ class _Builder:
             if not chat.open:
                 back = _Arrow.CROSS if chat.failed else _Arrow.REPLY
                 chunk.add(
-                    self.arrow(model, agent, back, chat.tokens() or chat.duration(), chat.span)
+                    self.arrow(model, agent, back, _tokens(chat) or _duration(chat), chat.span)
                 )
         calls = [(t, self.tool(agent, t)) for t in tools]
         calls = [(t, c) for t, c in calls if c.elements]
@@ -246,15 +219,14 @@ class _Builder:
 
     def tool(self, agent: Any, node: _Node) -> _Chunk:
         tool = node.name.removeprefix(_TOOL)
-        target = node.attrs.get("baton.delegation.target") or (
+        target = node.attrs.get(attr.BATON_DELEGATION_TARGET) or (
             tool.removeprefix(_DELEGATE) if tool.startswith(_DELEGATE) else None
         )
-        refusals = [
-            e for e in node.span.get("events") or [] if e.get("name") == "delegation_refused"
-        ]
+        events = node.span.get("events") or []
+        refusals = [e for e in events if e.get("name") == attr.EVENT_DELEGATION_REFUSED]
         if refusals:
             attrs = refusals[0].get("attributes") or {}
-            reason = attrs.get("baton.refusal.reason", "refused")
+            reason = attrs.get(attr.BATON_REFUSAL_REASON, "refused")
             text = f"⊘ {target} refused ({reason}): {attrs.get('message', '')}"
             chunk = self.note(agent, text)
             chunk.shape = hash(("refused", target, reason))
@@ -297,7 +269,7 @@ class _Builder:
             else:
                 chunk.add(
                     self.arrow(
-                        participant, agent, _Arrow.REPLY, f"ok · {node.duration()}", node.span
+                        participant, agent, _Arrow.REPLY, f"ok · {_duration(node)}", node.span
                     )
                 )
         chunk.shape = hash(("tool", tool, node.failed))
@@ -343,10 +315,6 @@ class _Builder:
         return out
 
 
-def _agent_name(node: _Node) -> str:
-    return str(node.attrs.get("gen_ai.agent.name") or node.name.removeprefix(_AGENT))
-
-
 def _pages(steps: list[_Chunk], budget: int) -> list[list[_Chunk]]:
     pages: list[list[_Chunk]] = [[]]
     used = 0
@@ -378,8 +346,8 @@ def sequence_diagram(
     """
     sequence, _ = mermaid_modules()
     builder = _Builder(detail)
-    roots = _forest(spans)
-    workflow = next((r for r in roots if r.name == "invoke_workflow baton"), None)
+    roots = span_forest(spans)
+    workflow = next((r for r in roots if r.name == attr.WORKFLOW_SPAN), None)
     if workflow is None:
         if roots:  # no run span (an odd trace): show what there is under a synthetic root
             workflow = _Node({"span_id": "", "name": "run", "start_ns": 0, "end_ns": None}, roots)

@@ -90,10 +90,10 @@ def workflow_span(
             yield span
         return
     with _tracer.start_as_current_span(
-        "invoke_workflow baton",
+        attr.WORKFLOW_SPAN,
         kind=SpanKind.INTERNAL,
         attributes={
-            attr.GEN_AI_OPERATION_NAME: "invoke_workflow",
+            attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_WORKFLOW,
             attr.GEN_AI_WORKFLOW_NAME: workflow,
             attr.BATON_RUN_ID: run_id,
             attr.GEN_AI_CONVERSATION_ID: run_id,
@@ -107,7 +107,7 @@ def _agent_attributes(
     agent: str, actor_id: str, run_id: str, chain: tuple[str, ...]
 ) -> dict[str, Any]:
     return {
-        attr.GEN_AI_OPERATION_NAME: "invoke_agent",
+        attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_AGENT,
         attr.GEN_AI_AGENT_NAME: agent,
         attr.GEN_AI_AGENT_ID: actor_id,
         attr.BATON_RUN_ID: run_id,
@@ -122,7 +122,7 @@ def agent_span(
     agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], parent: Context | None
 ) -> Iterator[Span]:
     with _tracer.start_as_current_span(
-        f"invoke_agent {agent}",
+        attr.agent_span_name(agent),
         context=parent,
         kind=SpanKind.INTERNAL,
         attributes=_agent_attributes(agent, actor_id, run_id, chain),
@@ -133,14 +133,14 @@ def agent_span(
 @contextmanager
 def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Iterator[Span]:
     attributes: dict[str, Any] = {
-        attr.GEN_AI_OPERATION_NAME: "execute_tool",
+        attr.GEN_AI_OPERATION_NAME: attr.OP_EXECUTE_TOOL,
         attr.GEN_AI_TOOL_NAME: tool,
         attr.GEN_AI_TOOL_CALL_ID: call_id,
         attr.GEN_AI_TOOL_TYPE: "function",
     }
     if delegate_to is not None:
         attributes[attr.BATON_DELEGATION_TARGET] = delegate_to
-    with _tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes) as span:
+    with _tracer.start_as_current_span(attr.tool_span_name(tool), attributes=attributes) as span:
         yield span
 
 
@@ -148,13 +148,13 @@ def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Ite
 def chat_span(model: str) -> Iterator[Span]:
     provider, sep, _ = model.partition("/")
     attributes: dict[str, Any] = {
-        attr.GEN_AI_OPERATION_NAME: "chat",
+        attr.GEN_AI_OPERATION_NAME: attr.OP_CHAT,
         attr.GEN_AI_REQUEST_MODEL: model,
     }
     if sep:
         attributes[attr.GEN_AI_PROVIDER_NAME] = provider
     with _tracer.start_as_current_span(
-        f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes
+        attr.chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
     ) as span:
         yield span
 
@@ -171,7 +171,7 @@ def lost_agent_span(
     """An error `invoke_agent` span for an invocation that could not report its own (its actor
     died, or it was abandoned past the deadline), made by whoever saw it go."""
     span = _tracer.start_span(
-        f"invoke_agent {agent}",
+        attr.agent_span_name(agent),
         kind=SpanKind.INTERNAL,
         start_time=start_ns,
         attributes={

@@ -2,9 +2,6 @@
 
 from orchestrator.store.store import (
     DEFAULT_STORE_URL,
-    FINAL_STATUSES,
-    INTERRUPTED,
-    WAITING_FOR_APPROVAL,
     DuplicateIdempotencyKey,
     RunPage,
     RunStore,
@@ -13,9 +10,6 @@ from orchestrator.store.store import (
 
 __all__ = [
     "DEFAULT_STORE_URL",
-    "FINAL_STATUSES",
-    "INTERRUPTED",
-    "WAITING_FOR_APPROVAL",
     "DuplicateIdempotencyKey",
     "RunPage",
     "RunStore",

@@ -18,7 +18,8 @@ from sqlalchemy import Connection, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
-from agents.messages import Outcome
+from agents.events import EVENTS, Event
+from agents.messages import RunStatus
 from orchestrator.store.tables import EventRow, RunRow, SpanRow
 from tracing import SpanRecord
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORE_URL",
-    "FINAL_STATUSES",
-    "WAITING_FOR_APPROVAL",
     "DuplicateIdempotencyKey",
     "RunPage",
     "RunStore",
@@ -36,10 +35,7 @@ __all__ = [
 ]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
-INTERRUPTED = "interrupted"
-WAITING_FOR_APPROVAL = "waiting_for_approval"
-FINAL_STATUSES = frozenset(o.value for o in Outcome) | {INTERRUPTED}
-UNFINISHED = ("queued", "running")
+_UNFINISHED = RunStatus.unfinished()
 
 
 class DuplicateIdempotencyKey(Exception):
@@ -52,7 +48,7 @@ class StoredRun(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     id: str
-    status: str
+    status: RunStatus
     task: str
     requested_agent: str | None
     entry_agent: str | None
@@ -77,7 +73,7 @@ class StoredRun(BaseModel):
 
     @property
     def finished(self) -> bool:
-        return self.status in FINAL_STATUSES
+        return self.status.finished
 
 
 class RunPage(BaseModel):
@@ -160,7 +156,7 @@ class RunStore:
             async with self._sessions.begin() as session:
                 row = RunRow(
                     id=run_id,
-                    status="queued",
+                    status=RunStatus.QUEUED,
                     task=task,
                     requested_agent=agent,
                     system=system,
@@ -190,16 +186,19 @@ class RunStore:
             return StoredRun.model_validate(row) if row is not None else None
 
     async def start(self, run_id: str) -> None:
-        await self._set(run_id, status="running", started_at=time.time())
+        await self._set(run_id, status=RunStatus.RUNNING, started_at=time.time())
 
     async def set_waiting(self, run_id: str, waiting: bool) -> None:
         """Mark a running run as waiting for approval, or as running again (never a finished
         one)."""
-        status = WAITING_FOR_APPROVAL if waiting else "running"
+        status = RunStatus.WAITING_FOR_APPROVAL if waiting else RunStatus.RUNNING
         async with self._sessions.begin() as session:
             await session.execute(
                 update(RunRow)
-                .where(RunRow.id == run_id, RunRow.status.in_(("running", WAITING_FOR_APPROVAL)))
+                .where(
+                    RunRow.id == run_id,
+                    RunRow.status.in_((RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL)),
+                )
                 .values(status=status)
             )
 
@@ -225,12 +224,12 @@ class RunStore:
                 await session.execute(insert(SpanRow), _span_rows(result.run_id, result.spans))
             await session.execute(update(RunRow).where(RunRow.id == result.run_id).values(**values))
 
-    async def end(self, run_id: str, status: str, error: str) -> None:
+    async def end(self, run_id: str, status: RunStatus, error: str) -> None:
         """Record a run that ended before the engine could report a result."""
         await self._set(run_id, status=status, error=error, finished_at=time.time())
 
     async def fail(self, run_id: str, error: str) -> None:
-        await self.end(run_id, Outcome.FAILED.value, error)
+        await self.end(run_id, RunStatus.FAILED, error)
 
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         if not spans:
@@ -246,18 +245,23 @@ class RunStore:
             )
             return [{c: getattr(row, c) for c in _SPAN_COLUMNS} for row in rows]
 
-    async def add_events(self, run_id: str, events: list[tuple[int, dict[str, Any]]]) -> None:
+    async def add_events(self, run_id: str, events: list[tuple[int, Event]]) -> None:
         """Keep a finished run's progress events with the ids clients saw them under."""
         if not events:
             return
         rows = [
-            {"run_id": run_id, "seq": seq, "type": str(data.get("type", "")), "data": data}
-            for seq, data in events
+            {
+                "run_id": run_id,
+                "seq": seq,
+                "type": event.type,
+                "data": event.model_dump(mode="json"),
+            }
+            for seq, event in events
         ]
         async with self._sessions.begin() as session:
             await session.execute(insert(EventRow), rows)
 
-    async def events(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+    async def events(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
         """A finished run's events with ids above `after`, in order."""
         async with self._sessions() as session:
             rows = await session.execute(
@@ -265,7 +269,7 @@ class RunStore:
                 .where(EventRow.run_id == run_id, EventRow.seq > after)
                 .order_by(EventRow.seq)
             )
-            return [(int(seq), dict(data)) for seq, data in rows]
+            return [(int(seq), EVENTS.validate_python(data)) for seq, data in rows]
 
     async def renew(self, owner: str, run_ids: list[str]) -> None:
         """Renew `owner`'s lease on its runs in flight."""
@@ -297,14 +301,14 @@ class RunStore:
         async with self._sessions.begin() as session:
             ids = list(
                 await session.scalars(
-                    select(RunRow.id).where(RunRow.status.in_(UNFINISHED), *where)
+                    select(RunRow.id).where(RunRow.status.in_(_UNFINISHED), *where)
                 )
             )
             if ids:
                 await session.execute(
                     update(RunRow)
-                    .where(RunRow.id.in_(ids), RunRow.status.in_(UNFINISHED))
-                    .values(status=INTERRUPTED, error=reason, finished_at=time.time())
+                    .where(RunRow.id.in_(ids), RunRow.status.in_(_UNFINISHED))
+                    .values(status=RunStatus.INTERRUPTED, error=reason, finished_at=time.time())
                 )
             return ids
 
@@ -319,7 +323,7 @@ class RunStore:
                     select(RunRow.id).where(
                         RunRow.owner == owner,
                         RunRow.cancel_requested.is_(True),
-                        RunRow.status.in_(UNFINISHED),
+                        RunRow.status.in_(_UNFINISHED),
                     )
                 )
             )

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+from agents.events import AgentFinished, AgentStarted, ToolStarted
 from agents.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
+from agents.messages import RunStatus
+
+STARTED = AgentStarted(agent="a")
+FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, steps=1)
 
 
 def test_the_budget_is_shared_by_every_charge_of_a_run() -> None:
@@ -23,14 +28,14 @@ def test_a_run_without_a_budget_is_unlimited() -> None:
 
 def test_events_arriving_before_open_are_kept_and_finished_runs_stay_readable() -> None:
     ledger = RunLedger()
-    ledger.emit("r", {"type": "agent_started"})
+    ledger.emit("r", STARTED)
     ledger.open("r", 50)
-    ledger.emit("r", {"type": "agent_finished"})
+    ledger.emit("r", FINISHED)
     assert ledger.tokens_left("r") == 50
     ledger.close("r")
-    assert [e["type"] for e in ledger.events("r")] == ["agent_started", "agent_finished"]
-    assert ledger.events("r", after=1) == [{"type": "agent_finished"}]
-    ledger.emit("r", {"type": "late"})  # after close: dropped, not a new run
+    assert [e.type for e in ledger.events("r")] == ["agent_started", "agent_finished"]
+    assert ledger.events("r", after=1) == [FINISHED]
+    ledger.emit("r", STARTED)  # after close: dropped, not a new run
     assert len(ledger.events("r")) == 2
 
 
@@ -38,24 +43,24 @@ def test_memory_is_bounded_per_run_and_across_finished_runs() -> None:
     ledger = RunLedger()
     ledger.open("big", None)
     for i in range(MAX_EVENTS_PER_RUN + 5):
-        ledger.emit("big", {"i": i})
+        ledger.emit("big", ToolStarted(tool="t", call_id=str(i)))
     assert len(ledger.events("big")) == MAX_EVENTS_PER_RUN
     ledger.close("big")
     for i in range(MAX_CLOSED_RUNS + 1):
         ledger.open(f"r{i}", None)
-        ledger.emit(f"r{i}", {})
+        ledger.emit(f"r{i}", STARTED)
         ledger.close(f"r{i}")
     assert ledger.events("r0") == []
-    assert ledger.events(f"r{MAX_CLOSED_RUNS}") == [{}]
+    assert ledger.events(f"r{MAX_CLOSED_RUNS}") == [STARTED]
 
 
 def test_spans_and_started_invocations_are_reported_together() -> None:
     ledger = RunLedger()
     ledger.keep_spans("r", [{"name": "invoke_agent a"}])  # may arrive before `open`
     ledger.open("r", None)
-    ledger.emit("r", {"type": "agent_started"})
-    ledger.emit("r", {"type": "agent_started"})
-    ledger.emit("r", {"type": "agent_started"})
+    ledger.emit("r", STARTED)
+    ledger.emit("r", STARTED)
+    ledger.emit("r", STARTED)
     ledger.keep_spans("r", [{"name": "invoke_agent b"}, {"name": "chat m"}])
     lost = {"name": "invoke_agent c", "attributes": {"baton.agent.lost": True}}
     ledger.keep_spans("r", [lost])
@@ -76,5 +81,5 @@ def test_started_invocations_are_counted_past_the_event_bound() -> None:
     ledger = RunLedger()
     ledger.open("r", None)
     for _ in range(MAX_EVENTS_PER_RUN + 3):
-        ledger.emit("r", {"type": "agent_started"})
+        ledger.emit("r", STARTED)
     assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0, 0)

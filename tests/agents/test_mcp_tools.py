@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agents.events import ApprovalRequested
 from agents.ledger import Decision, RunLedger
 from agents.mcp_tools import McpTool, open_mcp_tools
 from agents.messages import Delegation, RunContext
@@ -236,7 +237,7 @@ async def test_an_mcp_tool_marked_confirm_runs_only_once_a_person_approves() -> 
             )  # fmt: skip
             running = asyncio.create_task(runtime.invoke(Delegation(task="add", context=context)))
             call_id = await asyncio.wait_for(approvals.asked.get(), 10)
-            assert [p["tool"] for p in approvals.book.pending(context.run_id)] == ["add"]
+            assert [p.tool for p in approvals.book.pending(context.run_id)] == ["add"]
             await approvals.decide(context.run_id, call_id, approve, "checked", "person")
             assert (await asyncio.wait_for(running, 30)).output == "done"
             assert await call(by_name["calls_made"], name="add") == (runs_so_far, False)
@@ -253,7 +254,7 @@ class LocalApprovals:
         self.asked: asyncio.Queue[str] = asyncio.Queue()
         self.decided = asyncio.Event()
 
-    async def request_approval(self, run_id: str, call_id: str, event: dict[str, Any]) -> str:
+    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         unique = self.book.request_approval(run_id, call_id, event)
         self.asked.put_nowait(unique)
         return unique

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agents.delegate import DelegateTool
-from agents.messages import AgentResult, Delegation, Outcome, RunContext
+from agents.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.model import LiteLLMClient, ModelReply
 from agents.runtime import AgentRuntime
 from agents.spec import AgentSpec, Limits, ModelSpec, Timeouts
@@ -74,7 +74,7 @@ async def test_several_tool_calls_in_one_step_run_concurrently() -> None:
         {"content": "done"},
     )
     result = await AgentRuntime(spec(), client, [slow]).invoke(delegation())
-    assert result.status == Outcome.SUCCEEDED and result.output == "done", result.error
+    assert result.status == RunStatus.SUCCEEDED and result.output == "done", result.error
     spans = [tuple(map(float, t.split("-"))) for t in tool_messages(client)]
     assert len(spans) == 3
     assert max(s for s, _ in spans) < min(e for _, e in spans)  # all three overlapped
@@ -106,7 +106,7 @@ async def test_tool_errors_and_timeouts_go_back_to_the_model_as_tool_results() -
     )
     agent = spec(timeouts=Timeouts(tool=0.2))
     result = await AgentRuntime(agent, client, [slow, calc]).invoke(delegation())
-    assert result.status == Outcome.SUCCEEDED and result.output == "recovered"
+    assert result.status == RunStatus.SUCCEEDED and result.output == "recovered"
     seen = tool_messages(client)
     assert seen[0] == "error: tool slow_step timed out after 0.2s"
     assert seen[1] == "error: ZeroDivisionError: division by zero"
@@ -118,7 +118,7 @@ async def test_a_model_that_never_stops_calling_tools_ends_at_max_steps() -> Non
     stamp = load_function_tool("tests.testkit:stamp")
     client = scripted(calls(("stamp", {"text": "again"})), repeat_last=True)
     result = await AgentRuntime(spec(max_steps=4), client, [stamp]).invoke(delegation())
-    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.status == RunStatus.LIMIT_EXCEEDED
     assert result.steps == 4
     assert result.error == "max_steps 4 reached without a final answer"
     assert result.usage.model_calls == 4
@@ -131,7 +131,7 @@ async def test_the_run_deadline_stops_a_slow_model() -> None:
     result = await AgentRuntime(spec(max_steps=1000), client, [stamp]).invoke(
         delegation(deadline_s=0.5)
     )
-    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.status == RunStatus.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert time.perf_counter() - started < 1.0
 
@@ -167,7 +167,7 @@ async def test_the_offline_model_delegates_to_matching_agents_and_reports_refusa
         {"a": "handles billing questions", "b": "handles billing refunds"},
     )
     result = await dispatcher.runtimes["a"].invoke(delegation("refund this billing charge"))
-    assert result.status == Outcome.SUCCEEDED
+    assert result.status == RunStatus.SUCCEEDED
     assert [c.agent for c in result.children] == ["b"]
     child = result.children[0]
     assert [(r.reason, r.message) for r in child.refusals] == [

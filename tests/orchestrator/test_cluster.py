@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import ray
 
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import start
 
@@ -26,8 +26,8 @@ async def wait_for(engine: Engine, run_id: str, kind: str, agent: str) -> None:
     seen = 0
     async with asyncio.timeout(60):
         while True:
-            events, _ = await engine.events(run_id, seen, wait_s=1.0)
-            if any(e["type"] == kind and e["agent"] == agent for _, e in events):
+            events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
+            if any(e.type == kind and e.agent == agent for _, e in events):
                 return
             seen += len(events)
 
@@ -51,7 +51,7 @@ async def test_agents_land_where_their_resources_are_and_their_spans_join_one_tr
     assert placement["coder"]["node_ip"] and placement["coder"]["state"] == "alive"
 
     result = await engine.run("write the code and write the prose")
-    assert result.status == Outcome.SUCCEEDED and result.tree is not None
+    assert result.status == RunStatus.SUCCEEDED and result.tree is not None
     assert {c.agent for c in result.tree.children} == {"coder", "writer"}
     assert len({s["trace_id"] for s in result.spans}) == 1
     agents = {
@@ -96,10 +96,10 @@ async def test_a_node_removed_mid_run_ends_the_run_with_its_spans(
     await wait_for(engine, "node-gone", "tool_started", "remote")
     ray_cluster.remove_node(doomed)
     result = await asyncio.wait_for(job, timeout=60)
-    assert result.status == Outcome.SUCCEEDED, result.error  # the boss went on with the error
+    assert result.status == RunStatus.SUCCEEDED, result.error  # the boss went on with the error
     assert result.tree is not None
     [remote] = result.tree.children
-    assert remote.status == Outcome.FAILED
+    assert remote.status == RunStatus.FAILED
     assert "is unavailable" in (remote.error or "") and "no restarts configured" in remote.error
     # The remote agent's own spans died with its node; its caller recorded the loss.
     names = [s["name"] for s in result.spans]
@@ -155,8 +155,8 @@ async def test_a_restartable_agent_killed_mid_delegation_is_retried_once(
     result = await kill_helper_mid_tool(engine, "killed-retried")
     assert result.tree is not None
     [helper] = result.tree.children
-    assert result.status == Outcome.SUCCEEDED, (result.error, helper.status, helper.error)
-    assert helper.status == Outcome.SUCCEEDED and helper.output == "helped", helper.error
+    assert result.status == RunStatus.SUCCEEDED, (result.error, helper.status, helper.error)
+    assert helper.status == RunStatus.SUCCEEDED and helper.output == "helped", helper.error
     helpers = [s for s in result.spans if s["name"] == "invoke_agent helper"]
     assert sorted(s["status"] for s in helpers) == ["ERROR", "UNSET"]  # the lost try, the retry
     stats = {r["agent"]: r for r in await engine.placement()}
@@ -179,6 +179,6 @@ async def test_a_call_that_must_run_at_most_once_is_never_run_again(
     result = await kill_helper_mid_tool(engine, "killed-not-retried")
     assert result.tree is not None
     [helper] = result.tree.children
-    assert helper.status == Outcome.FAILED
+    assert helper.status == RunStatus.FAILED
     assert "not retried: send_once had started (at most once)" in (helper.error or "")
     assert outbox.read_text() == "sent\n"  # once, not twice

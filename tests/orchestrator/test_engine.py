@@ -13,7 +13,7 @@ import litellm
 import pytest
 import ray
 
-from agents.messages import AgentResult, Outcome
+from agents.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from tests.testkit import FakeOpenAI, config
@@ -43,8 +43,8 @@ async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> 
     deadline = time.monotonic() + 30
     seen = 0
     while True:  # the ledger answers as soon as there is news (or after 1 s)
-        events, _ = await engine.events(run_id, seen, wait_s=1.0)
-        if any(e["type"] == kind and e["agent"] == agent for _, e in events):
+        events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
+        if any(e.type == kind and e.agent == agent for _, e in events):
             return
         seen += len(events)
         assert time.monotonic() < deadline, f"{agent} never emitted {kind}"
@@ -60,11 +60,11 @@ async def test_a_task_flows_through_three_levels_of_delegation(default_engine: E
     result = await default_engine.run(
         "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
     )
-    assert result.status == Outcome.SUCCEEDED
+    assert result.status == RunStatus.SUCCEEDED
     assert result.tree is not None
     assert {c.agent for c in result.tree.children} == {"researcher", "analyst"}
     fact_checker = node(result.tree, "researcher", "fact_checker")
-    assert fact_checker.status == Outcome.SUCCEEDED
+    assert fact_checker.status == RunStatus.SUCCEEDED
     assert "calculate: 395" in (result.output or "")
     assert "RISELab" in (result.output or "")  # the researcher's function tool ran
     assert result.usage.model_calls == sum(n.usage.model_calls for n in result.tree.walk()) == 7
@@ -96,7 +96,7 @@ async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEn
     """)
     )
     result = await engine.run("run the survey")
-    assert result.status == Outcome.SUCCEEDED and result.tree is not None
+    assert result.status == RunStatus.SUCCEEDED and result.tree is not None
     workers = result.tree.children
     assert sorted(w.agent for w in workers) == ["w1", "w2", "w3", "w4"]
     latest_start = max(w.started_at for w in workers)
@@ -122,7 +122,7 @@ async def test_depth_limit_refusal_is_seen_by_the_calling_model(start_engine: St
         ("depth", "depth limit 2 reached: a -> b")
     ]
     assert '"reason": "depth"' in (b.output or "")  # the model read the structured error
-    assert result.status == Outcome.SUCCEEDED
+    assert result.status == RunStatus.SUCCEEDED
     refused = next(s for s in result.spans if s["name"] == "execute_tool delegate_to_c")
     assert refused["status"] == "ERROR"
     assert [e["name"] for e in refused["events"]] == ["delegation_refused"]
@@ -163,7 +163,7 @@ async def test_the_token_budget_stops_a_model_that_always_delegates(
 ) -> None:
     engine = start_engine(config(ALWAYS_DELEGATES))
     result = await engine.run("go")
-    assert result.status == Outcome.BUDGET_EXCEEDED
+    assert result.status == RunStatus.BUDGET_EXCEEDED
     assert "token budget 600 spent" in (result.error or "")
     assert result.tree is not None and len(result.tree.children) >= 2
     # Checked before each model call: the overshoot is at most one call per branch.
@@ -188,7 +188,7 @@ async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
     """)
     )
     result = await engine.run("loop", deadline_s=1.0)
-    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.status == RunStatus.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert result.duration_s < 3.0
     assert result.tree is not None and result.tree.steps > 3
@@ -216,9 +216,9 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
     result = await asyncio.wait_for(job, timeout=30)
     assert result.tree is not None
     slowpoke = node(result.tree, "slowpoke")
-    assert slowpoke.status == Outcome.FAILED
+    assert slowpoke.status == RunStatus.FAILED
     assert "is unavailable" in (slowpoke.error or "")
-    assert result.status == Outcome.SUCCEEDED  # boss recovered with the tool error in hand
+    assert result.status == RunStatus.SUCCEEDED  # boss recovered with the tool error in hand
     assert "ended failed" in (result.output or "")
     # The dead actor's own spans died with it; the caller recorded what it saw, in the trace.
     lost = [s for s in result.spans if s["name"] == "invoke_agent slowpoke"]
@@ -246,7 +246,7 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
         result = await engine.run("what is two to the tenth?")
     finally:
         fake.close()
-    assert result.status == Outcome.SUCCEEDED, result.error
+    assert result.status == RunStatus.SUCCEEDED, result.error
     assert result.output == "The tool said 1024"
     assert len(fake.requests) == 2
     first = fake.requests[0]
@@ -286,7 +286,7 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
     await wait_for_event(engine, "cancel-me", "tool_started", "digger")
     assert engine.cancel("cancel-me")
     result = await asyncio.wait_for(job, timeout=15)
-    assert result.status == Outcome.CANCELLED
+    assert result.status == RunStatus.CANCELLED
     assert not engine.cancel("cancel-me")  # no longer in flight
     # The cancelled invocations' spans are kept, in one trace.
     names = sorted(s["name"] for s in result.spans)
@@ -315,7 +315,7 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     )
     began = time.monotonic()
     result = await asyncio.wait_for(engine.run("get stuck", deadline_s=1.0), timeout=10)
-    assert result.status == Outcome.LIMIT_EXCEEDED
+    assert result.status == RunStatus.LIMIT_EXCEEDED
     assert result.error == "stuck did not return within 0.5s after the deadline"
     assert time.monotonic() - began < 3.0
 
@@ -324,7 +324,7 @@ async def test_delegations_are_spread_over_an_agents_replicas(default_engine: En
     actors = set()
     for _ in range(4):
         result = await default_engine.run("calculate 1 + 1", agent="analyst")
-        assert result.tree is not None and result.status == Outcome.SUCCEEDED
+        assert result.tree is not None and result.status == RunStatus.SUCCEEDED
         actors.add(result.tree.actor)
     assert len(actors) == 2  # analyst has `replicas: 2` in configs/default.yaml
     assert all(

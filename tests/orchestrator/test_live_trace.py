@@ -30,7 +30,7 @@ async def test_events_alone_rebuild_every_agent_tool_and_model_span(
     events = EventList()
     _, spans = await local_trace(yaml_text, task, events=events)
     finished = [s for s in spans if s["name"] != "invoke_workflow baton"]  # the engine's own
-    rebuilt = live_spans([], events.events)  # type: ignore[arg-type]
+    rebuilt = live_spans([], events.events)
     assert shape(rebuilt) == shape(finished)
     assert all(s["end_ns"] is not None for s in rebuilt)  # every one was closed by an event
 
@@ -40,10 +40,8 @@ async def test_spans_already_sent_win_and_open_ones_stay_open() -> None:
     _, spans = await local_trace(FAILING, "go", events=events)
     worker = next(s for s in spans if s["name"] == "invoke_agent worker")
     # As it looks midway: the worker's spans have arrived, the boss has not finished.
-    midway = [
-        e for e in events.events if e.get("type") != "agent_finished" or e["agent"] == "worker"
-    ]
-    rebuilt = live_spans([worker], midway)  # type: ignore[list-item, arg-type]
+    midway = [e for e in events.events if e.type != "agent_finished" or e.agent == "worker"]
+    rebuilt = live_spans([worker], midway)  # type: ignore[list-item]
     by_name = {s["name"]: s for s in rebuilt}
     assert by_name["invoke_agent worker"] is worker
     assert by_name["invoke_agent boss"]["end_ns"] is None

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.errors import ConfigError
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import config, start
 
@@ -62,7 +62,7 @@ async def test_an_agent_calls_mcp_tools_and_the_calls_join_the_run_trace(
     assert placement["clerk"]["tool_problems"] == []
 
     result = await engine.run("add and tell the time")
-    assert result.status == Outcome.SUCCEEDED, result.error
+    assert result.status == RunStatus.SUCCEEDED, result.error
     assert len({s["trace_id"] for s in result.spans}) == 1
     spans = by_id(result.spans)
     tools = {
@@ -82,7 +82,7 @@ async def test_an_agent_calls_mcp_tools_and_the_calls_join_the_run_trace(
         "execute_tool get_current_time",
     }
     clerk = next(c for c in result.tree.children if c.agent == "clerk")  # type: ignore[union-attr]
-    assert clerk.status == Outcome.SUCCEEDED
+    assert clerk.status == RunStatus.SUCCEEDED
 
 
 async def test_an_unreachable_server_is_reported_and_the_agent_works_without_it(
@@ -102,7 +102,7 @@ async def test_an_unreachable_server_is_reported_and_the_agent_works_without_it(
     placement = await engine.placement()
     assert any("MCP server gone" in p for p in placement[0]["tool_problems"])
     result = await engine.run("anything")
-    assert result.status == Outcome.SUCCEEDED and result.output == "fine without it"
+    assert result.status == RunStatus.SUCCEEDED and result.output == "fine without it"
 
 
 async def test_file_tools_read_inside_the_base_folder_only(
@@ -132,7 +132,7 @@ async def test_file_tools_read_inside_the_base_folder_only(
         """,
     )
     result = await engine.run("read the guide")
-    assert result.status == Outcome.SUCCEEDED, result.error
+    assert result.status == RunStatus.SUCCEEDED, result.error
     outcomes = [
         (
             s["attributes"]["gen_ai.tool.call.arguments"],

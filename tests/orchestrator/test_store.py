@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from agents.messages import AgentResult, Outcome, Usage
+from agents.messages import AgentResult, RunStatus, Usage
 from orchestrator.engine import RunResult
 from orchestrator.store import RunStore
 
@@ -28,7 +28,7 @@ def _span(span_id: str, parent: str | None, name: str, start: int) -> dict[str, 
     }
 
 
-def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
+def _result(run_id: str, status: RunStatus = RunStatus.SUCCEEDED) -> RunResult:
     tree = AgentResult(agent="coordinator", status=status, output="42", steps=2)
     spans = [
         _span("0000000000000002", "0000000000000001", "invoke_agent coordinator", 2),
@@ -39,8 +39,8 @@ def _result(run_id: str, status: Outcome = Outcome.SUCCEEDED) -> RunResult:
         task="what is 6 * 7",
         entry_agent="coordinator",
         status=status,
-        output="42" if status == Outcome.SUCCEEDED else None,
-        error=None if status == Outcome.SUCCEEDED else "budget spent",
+        output="42" if status == RunStatus.SUCCEEDED else None,
+        error=None if status == RunStatus.SUCCEEDED else "budget spent",
         usage=Usage(input_tokens=30, output_tokens=12, model_calls=2, cost_usd=0.0125),
         started_at=time.time(),
         duration_s=0.25,
@@ -79,7 +79,7 @@ async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> 
     store = await RunStore.open(store_url)
     for i in range(5):
         await store.add(f"r{i}", "task", agent=None, system="s", config={})
-        await store.finish(_result(f"r{i}", Outcome.SUCCEEDED if i % 2 else Outcome.FAILED))
+        await store.finish(_result(f"r{i}", RunStatus.SUCCEEDED if i % 2 else RunStatus.FAILED))
     page = await store.list(limit=2)
     assert page.total == 5 and [r.id for r in page.runs] == ["r4", "r3"]
     failed = await store.list(status="failed")

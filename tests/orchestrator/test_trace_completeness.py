@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.messages import Outcome
+from agents.messages import RunStatus
 from orchestrator.engine import Engine
 from orchestrator.results import RunResult
 from orchestrator.store import RunStore
@@ -71,7 +71,7 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
 
     delegations = FAN * STEPS
     for result in results:
-        assert result.status == Outcome.SUCCEEDED, result.error
+        assert result.status == RunStatus.SUCCEEDED, result.error
         assert result.tree is not None and len(result.tree.children) == delegations
         names = Counter(s["name"] for s in result.spans)
         assert names == {
@@ -113,7 +113,7 @@ async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_s
         result = await engine.run("do the chores")
     finally:
         engine.stop()
-    assert result.status == Outcome.SUCCEEDED
+    assert result.status == RunStatus.SUCCEEDED
     assert result.tree is not None and [c.agent for c in result.tree.children] == ["helper"]
     assert result.spans == []
     assert result.duration_s < 1.0  # no wait for spans that will never come

@@ -1,0 +1,333 @@
+"""Progress events: one pydantic model per kind, a discriminated union on `type`.
+
+The runtime emits them, the ledger carries them, the store keeps them, the SSE route streams them
+(so the OpenAPI document lists every kind), and the CLI and the live trace read them. Each kind
+says how a terminal shows it (`describe`) and what it tells about the span it refers to in a
+trace rebuilt from events (`apply`), so a new kind is added here and nowhere else.
+
+Each event carries the invocation that emitted it and a per-invocation sequence number: events
+of one invocation are in causal order whatever order batches arrive in.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from agents.messages import RunStatus, Usage
+from tracing import SpanRecord
+from tracing import attributes as attr
+
+__all__ = [
+    "EVENTS",
+    "AgentFinished",
+    "AgentStarted",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "DelegationRefused",
+    "Event",
+    "EventBase",
+    "ModelFinished",
+    "ModelStarted",
+    "RunFinished",
+    "RunStarted",
+    "ToolFinished",
+    "ToolStarted",
+    "events_json_schema",
+]
+
+# Spans rebuilt from events, by span id (see `apply`).
+LiveSpans = dict[str, SpanRecord]
+
+
+class EventBase(BaseModel):
+    """What every event has: when, which agent and chain, which invocation, which span."""
+
+    type: str
+    ts: float = Field(default_factory=time.time, description="Unix seconds.")
+    agent: str = Field(
+        default="", description="The agent it is about (the entry agent for run events)."
+    )
+    chain: list[str] = Field(default_factory=list, description="The delegation chain, entry first.")
+    invocation: str | None = Field(
+        default=None, description="The invocation that emitted it (None: the run itself)."
+    )
+    seq: int = Field(default=0, description="Its place among its invocation's events, from 1.")
+    trace_id: str | None = None
+    span_id: str | None = Field(default=None, description="The span it belongs to (hex).")
+    parent_span_id: str | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+    # "progress": shown by `baton run` by default; "detail": with --verbose only.
+    level: ClassVar[Literal["progress", "detail"]] = "detail"
+
+    def describe(self) -> str:
+        """One line for a terminal (rich markup)."""
+        return f"[dim]·[/] {self.agent} {self.type}"
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        """Update `spans`, a trace rebuilt from events, with what this event says.
+
+        Events that say nothing about spans (the default) leave it as it is.
+        """
+
+    def _open(self, spans: LiveSpans, trace_id: str, name: str, **attributes: Any) -> None:
+        if not self.span_id:
+            return
+        attributes = {attr.GEN_AI_AGENT_NAME: self.agent, **attributes}
+        if self.chain:
+            attributes[attr.BATON_DELEGATION_CHAIN] = list(self.chain)
+        spans[self.span_id] = {
+            "trace_id": self.trace_id or trace_id,
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "name": name,
+            "kind": "INTERNAL",
+            "start_ns": int(self.start_ns or self.ts * 1e9),
+            "end_ns": self.end_ns,
+            "status": "UNSET",
+            "status_message": None,
+            "attributes": {k: v for k, v in attributes.items() if v is not None},
+            "events": [],
+            "resource": {},
+        }
+
+    def _close(
+        self, spans: LiveSpans, error_type: str | None = None, message: str | None = None
+    ) -> SpanRecord | None:
+        record = spans.get(self.span_id or "")
+        if record is None:
+            return None
+        record["end_ns"] = self.end_ns or int(self.ts * 1e9)
+        if error_type is not None:
+            record["status"] = "ERROR"
+            record["status_message"] = message
+            record["attributes"][attr.ERROR_TYPE] = error_type
+        return record
+
+
+class RunStarted(EventBase):
+    """The run began: its entry agent, and how it was chosen."""
+
+    type: Literal["run_started"] = "run_started"
+    routing: dict[str, Any] | None = None
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        self._open(spans, trace_id, attr.WORKFLOW_SPAN)
+
+
+class AgentStarted(EventBase):
+    """An agent took a delegation (or the task)."""
+
+    type: Literal["agent_started"] = "agent_started"
+    call_id: str | None = None
+    caller: str | None = None
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def describe(self) -> str:
+        return f"[cyan]→[/] {self.agent}" + (f" (from {self.caller})" if self.caller else "")
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        self._open(spans, trace_id, attr.agent_span_name(self.agent))
+
+
+class ModelStarted(EventBase):
+    """An agent asked its model for the next step."""
+
+    type: Literal["model_started"] = "model_started"
+    model: str
+    step: int
+
+    def describe(self) -> str:
+        return f"[dim]…[/] {self.agent} asks {self.model} (step {self.step})"
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        self._open(
+            spans,
+            trace_id,
+            attr.chat_span_name(self.model),
+            **{attr.GEN_AI_REQUEST_MODEL: self.model},
+        )
+
+
+class ModelFinished(EventBase):
+    """The model answered: with tool calls, or with the final answer."""
+
+    type: Literal["model_finished"] = "model_finished"
+    model: str
+    step: int
+    tool_calls: int
+    tokens: int
+    input_tokens: int
+    output_tokens: int
+
+    def describe(self) -> str:
+        return (
+            f"[dim]…[/] {self.agent} step {self.step}: {self.tool_calls} tool calls, "
+            f"{self.tokens} tokens"
+        )
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        if self.span_id not in spans:  # its start was not seen: the span is whole here
+            self._open(spans, trace_id, attr.chat_span_name(self.model))
+        record = self._close(spans)
+        if record is not None:
+            record["attributes"] = {
+                attr.GEN_AI_REQUEST_MODEL: self.model,
+                attr.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,
+                attr.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
+            }
+
+
+class ToolStarted(EventBase):
+    """An agent called a tool (a delegation names its `target`)."""
+
+    type: Literal["tool_started"] = "tool_started"
+    tool: str
+    call_id: str
+    target: str | None = None
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        self._open(
+            spans,
+            trace_id,
+            attr.tool_span_name(self.tool),
+            **{
+                attr.GEN_AI_TOOL_NAME: self.tool,
+                attr.GEN_AI_TOOL_CALL_ID: self.call_id,
+                attr.BATON_DELEGATION_TARGET: self.target,
+            },
+        )
+
+
+class ToolFinished(EventBase):
+    """A tool call ended (`error`: its result is an error the model reads)."""
+
+    type: Literal["tool_finished"] = "tool_finished"
+    tool: str
+    call_id: str
+    error: bool = False
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        self._close(spans, "tool_error" if self.error else None)
+
+
+class DelegationRefused(EventBase):
+    """The guard refused a delegation before it was dispatched."""
+
+    type: Literal["delegation_refused"] = "delegation_refused"
+    target: str
+    reason: str
+    message: str
+    call_id: str | None = None
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def describe(self) -> str:
+        return f"[yellow]⊘[/] {self.agent} -> {self.target}: {self.message}"
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        record = spans.get(self.span_id or "")
+        if record is not None:
+            record["events"].append(
+                {
+                    "name": attr.EVENT_DELEGATION_REFUSED,
+                    "time_ns": int(self.ts * 1e9),
+                    "attributes": {attr.BATON_REFUSAL_REASON: self.reason, "message": self.message},
+                }
+            )
+
+
+class AgentFinished(EventBase):
+    """An invocation ended: how, how long, and what it spent."""
+
+    type: Literal["agent_finished"] = "agent_finished"
+    call_id: str | None = None
+    status: RunStatus
+    duration_s: float
+    steps: int
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def describe(self) -> str:
+        return f"[cyan]←[/] {self.agent} {self.status.value} in {self.duration_s * 1000:.0f} ms"
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        failed = self.status != RunStatus.SUCCEEDED
+        record = self._close(spans, self.status.value if failed else None, self.error)
+        if record is not None:
+            record["attributes"][attr.GEN_AI_USAGE_INPUT_TOKENS] = self.input_tokens
+            record["attributes"][attr.GEN_AI_USAGE_OUTPUT_TOKENS] = self.output_tokens
+
+
+class ApprovalRequested(EventBase):
+    """A call waits for a person's decision."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    call_id: str = Field(description="Approve or deny it at .../approvals/{call_id}.")
+    tool_call_id: str = Field(description="The model's id for the call.")
+    tool: str
+    arguments: str = Field(description="The call's arguments as JSON (redacted, cut).")
+    expires_at: float = Field(description="When it is denied without a decision.")
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def describe(self) -> str:
+        return f"[yellow]?[/] {self.agent} waits for approval of {self.tool}"
+
+
+class ApprovalDecided(EventBase):
+    """A pending call was approved or denied (by a person, or by expiry)."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    call_id: str
+    tool: str | None = None
+    approved: bool
+    message: str = ""
+    by: Literal["person", "expiry"]
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def describe(self) -> str:
+        verdict = "approved" if self.approved else "denied"
+        return f"[yellow]![/] {self.tool} {verdict} ({self.by})"
+
+
+class RunFinished(EventBase):
+    """The run ended: its status, answer or error, usage and duration. Always the last event."""
+
+    type: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    output: str | None = None
+    error: str | None = None
+    usage: Usage | None = None
+    duration_s: float | None = None
+
+    def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        failed = self.status != RunStatus.SUCCEEDED
+        self._close(spans, self.status.value if failed else None, self.error)
+
+
+Event = Annotated[
+    RunStarted
+    | AgentStarted
+    | ModelStarted
+    | ModelFinished
+    | ToolStarted
+    | ToolFinished
+    | DelegationRefused
+    | AgentFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | RunFinished,
+    Field(discriminator="type"),
+]
+# Parses stored or received events (`EVENTS.validate_python(data)`).
+EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def events_json_schema() -> dict[str, Any]:
+    """The JSON Schema of every event kind (what the UI's copy is generated from)."""
+    return EVENTS.json_schema(mode="serialization")

@@ -1,0 +1,157 @@
+"""The typed client of the run ledger actor, for agents and the orchestrator alike."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agents.events import ApprovalRequested, Event
+from agents.ledger import Decision, RunState
+from tracing import SpanRecord
+
+__all__ = ["EVENT_FLUSH_S", "LedgerClient"]
+
+# Longest time an event waits in an actor before it is sent to the ledger.
+EVENT_FLUSH_S = 0.05
+
+
+class LedgerClient:
+    """A `LedgerActor` as typed calls: the `Ledger`, `Approvals` and `EventSink` protocols the
+    agents use, and the run-level calls the orchestrator makes.
+
+    Events and spans are batched: one actor call per flush instead of one per event, flushed
+    when an invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self._handle = handle
+        self._batch: list[tuple[str, Event]] = []
+        self._spans: list[tuple[str, list[dict[str, Any]]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def tokens_left(self, run_id: str) -> int | None:
+        left: int | None = await self._handle.tokens_left.remote(run_id)
+        return left
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
+
+    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        # Awaited: the record must exist before the call is made.
+        await self._handle.record_effect.remote(run_id, attempts, tool)
+
+    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
+        # The buffered events go in the same call, so that they come before this one.
+        events, spans = self._take()
+        unique: str = await self._handle.request_approval.remote(
+            run_id, call_id, event, events, spans
+        )
+        return unique
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        decision: dict[str, Any] | None = await self._handle.await_decision.remote(
+            run_id, call_id, wait_s
+        )
+        return decision
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
+            run_id, call_id, approved, message, by
+        )
+        return outcome
+
+    async def effects(self, run_id: str, attempt: str) -> list[str]:
+        found: list[str] = await self._handle.effects.remote(run_id, attempt)
+        return found
+
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        if spans:
+            self._spans.append((run_id, spans))
+
+    def emit(self, run_id: str, event: Event) -> None:
+        self._batch.append((run_id, event))
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.flush()
+                return
+            self._timer = loop.call_later(EVENT_FLUSH_S, self.flush)
+
+    def flush(self) -> None:
+        self._send()
+
+    def _take(
+        self,
+    ) -> tuple[list[tuple[str, Event]], list[tuple[str, list[dict[str, Any]]]]]:
+        """The buffered events and spans, handed over (the flush timer stopped)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        events, self._batch = self._batch, []
+        spans, self._spans = self._spans, []
+        return events, spans
+
+    def _send(self) -> Any:
+        events, spans = self._take()
+        if not (events or spans):
+            return None
+        return self._handle.emit_many.remote(events, spans)
+
+    # The orchestrator's side -----------------------------------------------------------
+
+    async def open(self, run_id: str, budget: int | None, first: Event) -> None:
+        """Start counting a run, with its first event (awaited: it comes before any agent's)."""
+        await self._handle.open.remote(run_id, budget, first)
+
+    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
+        """Add the run's last event and close it; return all its events with their ids."""
+        events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final)
+        return events
+
+    async def events(
+        self, run_id: str, after: int = 0, wait_s: float = 0.0
+    ) -> tuple[list[tuple[int, Event]], RunState]:
+        """The run's events with ids above `after` (waiting up to `wait_s` for one), and the
+        state of its event log."""
+        found: tuple[list[tuple[int, Event]], RunState] = await self._handle.events.remote(
+            run_id, after, wait_s
+        )
+        return found
+
+    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
+        """The spans sub-agents have sent for a run in flight, and its events."""
+        found: tuple[list[SpanRecord], list[Event]] = await self._handle.snapshot.remote(run_id)
+        return found
+
+    async def collect_spans(
+        self, run_id: str, have: int, lost: int, expected: int, wait_s: float
+    ) -> tuple[list[SpanRecord], int]:
+        """Take the spans agents sent for a run once all have arrived (see the actor)."""
+        found: tuple[list[SpanRecord], int] = await self._handle.collect_spans.remote(
+            run_id, have, lost, expected, wait_s
+        )
+        return found
+
+    async def pending(self, run_id: str) -> list[ApprovalRequested]:
+        """The run's calls waiting for a person, oldest first."""
+        found: list[ApprovalRequested] = await self._handle.pending.remote(run_id)
+        return found
+
+    async def watch_pending(
+        self, run_id: str, seen: int, wait_s: float
+    ) -> tuple[int, int, RunState]:
+        """Wait for the run's approvals to change from version `seen` (see the actor)."""
+        found: tuple[int, int, RunState] = await self._handle.watch_pending.remote(
+            run_id, seen, wait_s
+        )
+        return found
+
+    async def ping(self, timeout_s: float) -> None:
+        """Raise unless the ledger actor answers within `timeout_s`."""
+        await asyncio.wait_for(self._handle.events.remote("-"), timeout_s)

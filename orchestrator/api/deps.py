@@ -1,0 +1,95 @@
+"""The dependencies routes declare: the run service, the caller, a run by id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException
+
+from orchestrator.api.guards import KeyRing, RateLimiter, retry_after
+from orchestrator.service import RunService
+from orchestrator.store import StoredRun
+
+__all__ = [
+    "CALL_ID",
+    "MERMAID",
+    "RUN_ID",
+    "Caller",
+    "Run",
+    "Service",
+    "caller_guard",
+]
+
+MERMAID = "text/vnd.mermaid"
+RUN_ID = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="A run id.")]
+CALL_ID = Annotated[
+    str,
+    Path(
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="The pending call's id (from its approval_requested event).",
+    ),
+]
+
+
+def _service(request: Request) -> RunService:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+Service = Annotated[RunService, Depends(_service)]
+
+
+def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
+    """The dependency every /v1 route gets where the router is included: who is calling
+    (checked when keys are set; kept as `request.state.principal`), and whether they are
+    within their rate. Without keys, the caller is its address and no key is documented."""
+
+    def admit(request: Request, caller: str) -> None:
+        wait = limiter.acquire(caller)
+        if wait:
+            raise HTTPException(
+                429,
+                "rate limit exceeded; slow down",
+                headers={"Retry-After": retry_after(wait)},
+            )
+        request.state.principal = caller
+
+    if not keys.enabled:
+
+        def anonymous(request: Request) -> None:
+            host = request.client.host if request.client else "unknown"
+            admit(request, f"ip:{host}")
+
+        return anonymous
+
+    bearer = HTTPBearer(auto_error=False, description="An API key of this service.")
+
+    def authorized(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> None:
+        principal = keys.principal(credentials.credentials) if credentials else None
+        if principal is None:
+            raise HTTPException(
+                401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"}
+            )
+        admit(request, principal)
+
+    return authorized
+
+
+def _caller(request: Request) -> str:
+    return str(request.state.principal)
+
+
+# The principal `caller_guard` admitted (an API key's name, or `ip:<address>`).
+Caller = Annotated[str, Depends(_caller)]
+
+
+async def _existing_run(run_id: RUN_ID, service: Service) -> StoredRun:
+    return await service.get(run_id)
+
+
+Run = Annotated[StoredRun, Depends(_existing_run)]

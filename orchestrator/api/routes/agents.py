@@ -1,0 +1,61 @@
+"""`/v1/agents`: the team, where each replica runs, and who may delegate to whom."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from orchestrator.api.deps import MERMAID, Service
+from orchestrator.schemas import AgentsView, AgentView, ReplicaView, TopologyView
+from orchestrator.topology import topology_flowchart
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["agents"])
+
+
+@router.get(
+    "/agents/diagram",
+    response_class=Response,
+    responses={200: {"content": {MERMAID: {"schema": {"type": "string"}}}}},
+)
+async def agents_diagram(service: Service) -> Response:
+    """Who may delegate to whom, as a Mermaid flowchart: depth of each agent from the entry
+    agent, cycles drawn thick, unreachable agents dashed."""
+    system = service.system
+    text = topology_flowchart(
+        system.topology, system.config.limits.max_depth, f"{system.config.name} agents"
+    )
+    return Response(text, media_type=MERMAID)
+
+
+@router.get("/agents")
+async def agents(service: Service) -> AgentsView:
+    """The configured agents, where each replica runs and how busy it is (asked now), and
+    who may delegate to whom."""
+    system = service.system
+    topology = system.topology
+    placement: dict[str, list[ReplicaView]] = {}
+    for replica in await service.placement():
+        placement.setdefault(replica["agent"], []).append(ReplicaView.model_validate(replica))
+    return AgentsView(
+        system=system.config.name,
+        agents=[
+            AgentView(
+                name=a.name,
+                description=a.description,
+                capabilities=list(a.capabilities),
+                model=a.model.name,
+                tools=[t.function for t in a.tools],
+                delegates=topology.delegates(a.name),
+                replicas=placement.get(a.name, []),
+            )
+            for a in system.config.agents
+        ],
+        topology=TopologyView(
+            entry=topology.entry,
+            edges=[(a, b) for a, b in topology.graph.edges],
+            cycles=topology.cycles(),
+            max_static_depth=topology.max_static_depth(),
+            max_depth=system.config.limits.max_depth,
+        ),
+    )

@@ -1,0 +1,32 @@
+"""`/healthz` and `/readyz`: is the process up, can it run tasks."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+
+from orchestrator.api.deps import Service
+from orchestrator.schemas import Health, Readiness
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> Health:
+    """The process is up."""
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    responses={503: {"model": Readiness, "description": "Ray or the store is not reachable."}},
+)
+async def readyz(service: Service) -> Response:
+    """Ray (the agents) and the run store are reachable."""
+    checks = await service.check()
+    # Ray and the store decide; degraded tools are reported, not fatal.
+    ready = all(checks.get(k) == "ok" for k in ("ray", "store"))
+    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

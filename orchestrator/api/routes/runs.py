@@ -1,0 +1,180 @@
+"""`/v1/runs`: submit, list, read, cancel, follow (SSE), trace and draw runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from agents.events import Event
+from orchestrator.api.deps import MERMAID, Caller, Run, Service
+from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
+from orchestrator.routing import AUTO
+from orchestrator.schemas import (
+    DiagramView,
+    ErrorBody,
+    RunPageView,
+    RunSubmission,
+    RunView,
+    TraceView,
+    run_view,
+    span_forest,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["runs"])
+
+
+@router.post(
+    "/runs",
+    status_code=202,
+    responses={409: {"model": ErrorBody, "description": "Idempotency-Key reused."}},
+)
+async def submit(
+    body: RunSubmission,
+    service: Service,
+    caller: Caller,
+    response: Response,
+    idempotency_key: Annotated[
+        str,
+        Header(
+            max_length=255,
+            description="Retries with the same key and body return the same run (empty: no key).",
+        ),
+    ] = "",
+) -> RunView:
+    """Submit a task. The run starts in the background; follow its `events` link."""
+    agents = [a.name for a in service.system.config.agents]
+    if body.agent is not None and body.agent not in (*agents, AUTO):
+        # The OpenAPI document lists the valid names (see `orchestrator.api.app`).
+        listed = ", ".join(repr(n) for n in (*agents, AUTO))
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "agent"),
+                    "msg": f"Input should be one of {listed}",
+                    "type": "literal_error",
+                }
+            ]
+        )
+    run, created = await service.submit(
+        body.submission(), idempotency_key=idempotency_key or None, principal=caller
+    )
+    response.headers["Location"] = f"/v1/runs/{run.id}"
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return run_view(run)
+
+
+@router.get("/runs")
+async def list_runs(
+    service: Service,
+    status: Annotated[str | None, Query(max_length=32)] = None,
+    agent: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> RunPageView:
+    """Runs, newest first, filtered by status and entry agent."""
+    page = await service.list_runs(status=status, agent=agent, limit=limit, offset=offset)
+    return RunPageView(
+        runs=[run_view(r) for r in page.runs], total=page.total, limit=limit, offset=offset
+    )
+
+
+@router.get("/runs/{run_id}", responses=NOT_FOUND)
+async def get_run(run: Run) -> RunView:
+    """A run: its status, output or error, usage, timings and delegation tree."""
+    return run_view(run)
+
+
+@router.post("/runs/{run_id}/cancel", status_code=202, responses=NOT_FOUND)
+async def cancel_run(run: Run, service: Service) -> RunView:
+    """Stop every agent working on the run; it ends `cancelled`, with its spans. A finished
+    run is returned as it is."""
+    return run_view(await service.cancel(run.id))
+
+
+@router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
+async def trace(run: Run, service: Service) -> TraceView:
+    """The run's spans, nested by parentage; while it goes on, the spans so far (open ones
+    without an end)."""
+    spans = await service.spans(run)
+    return TraceView(
+        run_id=run.id,
+        trace_id=spans[0]["trace_id"] if spans else None,
+        span_count=len(spans),
+        spans=span_forest(spans),
+    )
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventSourceResponse,
+    responses=as_json({**COMMON_ERRORS, **NOT_FOUND}),
+)
+async def events(
+    run: Run,
+    service: Service,
+    last_event_id: Annotated[
+        str,
+        Header(pattern=r"^\d{0,12}$", description="Resume after this event id (empty: start)."),
+    ] = "",
+    after: Annotated[int, Query(ge=0, le=10**12, description="Resume after this event id.")] = 0,
+) -> AsyncIterable[Event]:
+    """Server-Sent Events while the run goes on, each named by its `type` (the schema lists
+    every kind), last `run_finished` (status, answer or error, usage). Each has an increasing
+    id; reconnect with `Last-Event-ID` to miss nothing. Comments keep an idle connection
+    alive."""
+    start = max(after, int(last_event_id) if last_event_id else 0)
+    async for item in service.feed.follow(run, start):
+        # ServerSentEvent carries the name and id; the annotation documents the payload.
+        if item is None:
+            yield ServerSentEvent(comment="heartbeat")  # type: ignore[misc]
+        else:
+            seq, event = item
+            yield ServerSentEvent(data=event, event=event.type, id=str(seq))  # type: ignore[misc]
+
+
+@router.get(
+    "/runs/{run_id}/diagram",
+    response_model=DiagramView,
+    responses={
+        **NOT_FOUND,
+        200: {
+            "description": "Mermaid text (default), or with `format=json` the text and "
+            "the span of each arrow.",
+            "content": {MERMAID: {"schema": {"type": "string"}}},
+        },
+    },
+)
+async def diagram(
+    run: Run,
+    service: Service,
+    detail: Annotated[
+        Literal["agents", "tools", "full"],
+        Query(description="agents; tools: function tools too; full: models too."),
+    ] = "agents",
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+    format: Annotated[Literal["mermaid", "json"], Query()] = "mermaid",
+) -> Response:
+    """The run as a Mermaid sequence diagram, computed from its spans (live while it goes
+    on). Large runs fold alike calls into loops and come in pages."""
+    drawn = await service.diagram(run, detail, page)
+    if format == "mermaid":
+        return Response(drawn.text, media_type=MERMAID)
+    view = DiagramView(
+        run_id=run.id,
+        status=run.status,
+        detail=detail,
+        mermaid=drawn.text,
+        arrows=drawn.arrows,
+        page=drawn.page,
+        pages=drawn.pages,
+        folded=drawn.folded,
+    )
+    return JSONResponse(view.model_dump())

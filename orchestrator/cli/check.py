@@ -1,0 +1,54 @@
+"""`baton check`: validate an agent system, and reach its MCP servers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.common import app, console, err, load_system
+from orchestrator.config import AgentSystem
+from orchestrator.report import print_topology
+from orchestrator.settings import Settings
+
+__all__ = ["check"]
+
+
+@app.command()
+def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")] = None) -> None:
+    """Validate an agent system and print its topology, or every error found."""
+    system = load_system(path, Settings())
+    print_topology(console, system)
+    if any(a.mcp for a in system.config.agents) and not asyncio.run(_check_mcp(system)):
+        raise typer.Exit(1)
+    console.print(f"{system.source}: ok", style="bold green")
+
+
+async def _check_mcp(system: AgentSystem) -> bool:
+    """Start (or reach) every MCP server of the config and list its tools, as agents will."""
+    from agents.mcp_tools import admit_mcp_tools, open_mcp_tools
+    from agents.tools import load_function_tool
+
+    healthy = True
+    for agent in system.config.agents:
+        if not agent.mcp:
+            continue
+        servers, tools, problems = await open_mcp_tools(agent.mcp)
+        try:
+            taken = {load_function_tool(t.function).name for t in agent.tools}
+            usable, skipped = admit_mcp_tools(tools, taken)
+            for spec in agent.mcp:
+                if spec.name in problems:
+                    err.print(f"{agent.name}: MCP server {spec.name}: {problems[spec.name]}")
+                    continue
+                names = [t.name for t in usable if t.server.spec is spec]
+                console.print(f"{agent.name}: MCP server {spec.name}: {', '.join(names) or '-'}")
+            for problem in skipped:
+                err.print(f"{agent.name}: {problem}")
+            healthy = healthy and not problems and not skipped
+        finally:
+            for server in servers:
+                await server.close()
+    return healthy

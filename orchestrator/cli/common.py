@@ -1,0 +1,75 @@
+"""What every `baton` command shares: the Typer app, the consoles, loading a config, opening
+the store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agents.errors import ConfigError
+from orchestrator.config import AgentSystem, default_config_path, load_config
+from orchestrator.report import print_issues
+from orchestrator.settings import Settings
+from orchestrator.store import RunStore
+from tracing import OtlpExport, otlp_export_from_env
+
+__all__ = [
+    "ConfigOption",
+    "RunIdArgument",
+    "app",
+    "console",
+    "err",
+    "load_system",
+    "open_export",
+    "open_store",
+]
+
+app = typer.Typer(
+    help="Baton: multi-agent orchestration on Ray.", no_args_is_help=True, add_completion=False
+)
+console = Console()
+err = Console(stderr=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="Agent-system YAML (default: $BATON_CONFIG or configs/default.yaml)."
+    ),
+]
+
+
+def load_system(path: Path | None, settings: Settings) -> AgentSystem:
+    path = path or settings.config or default_config_path()
+    try:
+        system = load_config(path)
+    except ConfigError as exc:
+        print_issues(err, exc.issues)
+        err.print(
+            f"{path}: {sum(i.severity == 'error' for i in exc.issues)} error(s)", style="bold red"
+        )
+        raise typer.Exit(2) from None
+    print_issues(err, system.warnings)
+    return system
+
+
+def open_export() -> OtlpExport | None:
+    try:
+        return otlp_export_from_env(os.environ)
+    except ValueError as exc:
+        err.print(f"cannot export traces: {exc}", style="red")
+        raise typer.Exit(2) from None
+
+
+async def open_store(url: str) -> RunStore:
+    try:
+        return await RunStore.open(url)
+    except Exception as exc:
+        err.print(f"cannot open the run store {url}: {type(exc).__name__}: {exc}", style="red")
+        raise typer.Exit(2) from None
+
+
+RunIdArgument = Annotated[str, typer.Argument(help="A run id from `baton runs`.")]

@@ -1,0 +1,134 @@
+"""Reading the run store: `baton runs`, `show`, `trace` and `diagram`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import typer
+
+from orchestrator.cli.common import RunIdArgument, app, console, err, open_store
+from orchestrator.report import print_run_view, print_runs, print_trace
+from orchestrator.schemas import run_view
+from orchestrator.settings import Settings
+from orchestrator.store import RunPage, StoredRun
+
+__all__ = ["diagram", "runs", "show", "trace_"]
+
+
+@app.command()
+def runs(
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
+) -> None:
+    """List stored runs, newest first."""
+
+    async def fetch() -> RunPage:
+        store = await open_store(Settings().store_url)
+        try:
+            return await store.list(status=status, agent=agent, limit=limit)
+        finally:
+            await store.close()
+
+    print_runs(console, asyncio.run(fetch()))
+
+
+@app.command()
+def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.")]) -> None:
+    """Print a stored run: its answer or error, usage, and delegation tree."""
+
+    async def fetch() -> StoredRun | None:
+        store = await open_store(Settings().store_url)
+        try:
+            return await store.get(run_id)
+        finally:
+            await store.close()
+
+    stored = asyncio.run(fetch())
+    if stored is None:
+        err.print(f"no run {run_id!r} in the store", style="red")
+        raise typer.Exit(1)
+    print_run_view(console, run_view(stored))
+
+
+def _stored_spans(settings: Settings, run_id: str) -> tuple[StoredRun, list[dict[str, Any]]]:
+    """A stored run and its spans, or exit 1 saying it is not there."""
+
+    async def fetch() -> tuple[StoredRun | None, list[dict[str, Any]]]:
+        store = await open_store(settings.store_url)
+        try:
+            return await store.get(run_id), await store.spans(run_id)
+        finally:
+            await store.close()
+
+    stored, spans = asyncio.run(fetch())
+    if stored is None:
+        err.print(f"no run {run_id!r} in the store", style="red")
+        raise typer.Exit(1)
+    return stored, spans
+
+
+@app.command("trace")
+def trace_(run_id: RunIdArgument) -> None:
+    """Print a stored run's span tree with timings, status and tokens."""
+    _, spans = _stored_spans(Settings(), run_id)
+    print_trace(console, spans)
+
+
+@app.command()
+def diagram(
+    run_id: RunIdArgument,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file: .mmd (Mermaid text), .svg or .png (rendered in headless "
+            "Chromium with the npm mermaid package, or by $MERMAID_INK_SERVER when set). "
+            "Default: the text on stdout.",
+        ),
+    ] = None,
+    detail: Annotated[
+        str, typer.Option(help="agents; tools: function tools too; full: models too.")
+    ] = "agents",
+    page: Annotated[int, typer.Option(min=1, help="Page of a run too large for one.")] = 1,
+) -> None:
+    """Draw a stored run as a Mermaid sequence diagram, from its spans."""
+    from orchestrator.render import RenderError, render_diagram
+    from tracing.sequence import Detail, sequence_diagram
+
+    if detail not in ("agents", "tools", "full"):
+        err.print(f"--detail must be agents, tools or full, not {detail!r}", style="red")
+        raise typer.Exit(2)
+    settings = Settings()
+    stored, spans = _stored_spans(settings, run_id)
+    drawn = sequence_diagram(
+        spans, detail=cast("Detail", detail), page=page, title=f"Run {stored.id[:12]}"
+    )
+    for fold in drawn.folded:
+        err.print(f"note: {fold}", style="dim")
+    suffix = output.suffix.lower() if output is not None else ""
+    if output is None:
+        typer.echo(drawn.text, nl=False)
+        return
+    if suffix in (".mmd", ".mermaid"):
+        output.write_text(drawn.text, encoding="utf-8")
+    elif suffix in (".svg", ".png"):
+        try:
+            picture = render_diagram(
+                drawn.text,
+                "svg" if suffix == ".svg" else "png",
+                ink_server=settings.mermaid_ink_server,
+                chromium=settings.chromium,
+                mermaid_dist=settings.mermaid_dist,
+            )
+        except RenderError as exc:
+            err.print(f"cannot render {output}: {exc}", style="red")
+            raise typer.Exit(2) from None
+        output.write_bytes(picture)
+    else:
+        err.print(f"{output}: write .mmd, .svg or .png", style="red")
+        raise typer.Exit(2)
+    err.print(f"wrote {output} (page {drawn.page} of {drawn.pages})")

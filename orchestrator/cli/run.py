@@ -1,0 +1,195 @@
+"""`baton run`: run a task here (an in-process run service) or on a running service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import httpx
+import typer
+from pydantic import ValidationError
+from rich.status import Status
+
+from agents.events import ApprovalRequested, Event
+from orchestrator.cli.common import (
+    ConfigOption,
+    app,
+    console,
+    err,
+    load_system,
+    open_export,
+    open_store,
+)
+from orchestrator.client import ApiError, BatonClient
+from orchestrator.config import AgentSystem
+from orchestrator.errors import ServiceError
+from orchestrator.report import print_run_view
+from orchestrator.routing import AUTO
+from orchestrator.schemas import RunRequest, RunView, run_view
+from orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from orchestrator.service import RunService, ServiceLimits
+
+__all__ = ["local_service", "run"]
+
+
+# What `baton run` prints as a run goes: nothing (--json), agents' progress, or every event.
+Progress = Literal["quiet", "progress", "verbose"]
+
+
+def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
+    """A call waits for approval: ask at the terminal, or deny when there is none."""
+    if not sys.stdin.isatty():
+        return False, "no one to approve: baton run is not attached to a terminal"
+    status.stop()
+    try:
+        console.print(
+            f"[yellow]?[/] {event.agent} wants to call [bold]{event.tool}[/] with {event.arguments}"
+        )
+        approved = typer.confirm("approve this call?", default=False)
+        message = "" if approved else typer.prompt("why not (told to the model)", default="")
+        return approved, message
+    finally:
+        status.start()
+
+
+# Records a person's decision on a pending call (call id, approved, message).
+_Decide = Callable[[str, bool, str], Awaitable[object]]
+
+
+async def _follow(
+    events: AsyncIterator[Event | None], status: Status, progress: Progress, decide: _Decide
+) -> None:
+    """Show a run's events as they come, and ask for the approvals it waits for."""
+    async for event in events:
+        if event is None:
+            continue
+        status.update("running…")
+        if progress != "quiet" and (progress == "verbose" or event.level == "progress"):
+            console.print(event.describe(), soft_wrap=True)
+        if isinstance(event, ApprovalRequested):
+            approved, why = _ask_person(event, status)
+            with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
+                await decide(event.call_id, approved, why)
+
+
+def local_service(
+    settings: Settings, system: AgentSystem, role: str, limits: ServiceLimits | None = None
+) -> AbstractAsyncContextManager[RunService]:
+    """A run service in this process (`baton run`, `baton mcp`): agents on Ray, runs recorded
+    in the store, as with `baton serve`."""
+    from orchestrator.serving import open_service_from_settings  # Ray, litellm: slow imports
+
+    owner = f"{role}:{socket.gethostname()}:{os.getpid()}"
+    return open_service_from_settings(
+        settings, system, owner=owner, export=open_export(), limits=limits
+    )
+
+
+async def _run_here(
+    settings: Settings, system: AgentSystem, request: RunRequest, progress: Progress
+) -> RunView:
+    """Run through an in-process run service: the same life cycle and record as `baton serve`."""
+    from orchestrator.service import ServiceLimits  # Ray and litellm: slow imports
+
+    await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
+    limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
+    async with local_service(settings, system, "cli", limits) as service:
+        run, _ = await service.submit(request.submission())
+
+        async def events() -> AsyncIterator[Event | None]:
+            async for item in service.feed.follow(run):
+                yield item[1] if item is not None else None
+
+        async def decide(call_id: str, approved: bool, why: str) -> object:
+            return await service.approvals.decide(await service.get(run.id), call_id, approved, why)
+
+        with console.status("starting Ray and the agents…") as status:
+            await _follow(events(), status, progress, decide)
+        return run_view(await service.get(run.id))
+
+
+async def _run_there(
+    server: str, api_key: str | None, body: dict[str, Any], progress: Progress
+) -> RunView:
+    """Submit to a running service and follow its events."""
+    async with BatonClient(server, api_key) as client:
+        try:
+            run = await client.submit(body)
+
+            async def decide(call_id: str, approved: bool, why: str) -> object:
+                return await client.decide(run["id"], call_id, approved, why)
+
+            with console.status("running…") as status:
+                await _follow(client.events(run["id"]), status, progress, decide)
+            return RunView.model_validate(await client.get(run["id"]))
+        except ApiError as exc:
+            err.print(f"{server}: {exc}", style="red")
+            raise typer.Exit(2) from None
+        except httpx.TransportError as exc:
+            err.print(f"cannot reach {server}: {type(exc).__name__}: {exc}", style="red")
+            raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What the team should do.")],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
+    ] = None,
+    config: ConfigOption = None,
+    budget: Annotated[int | None, typer.Option(help="Run-wide token budget.")] = None,
+    deadline: Annotated[float | None, typer.Option(help="Run deadline in seconds.")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Submit to a running Baton service at this URL (default: $BATON_SERVER) "
+            "instead of running here; its key comes from $BATON_API_KEY."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Show every event (model calls, tools), not only agents'."
+        ),
+    ] = False,
+) -> None:
+    """Run a task and print the answer and the delegation tree. Here: on Ray (a local instance
+    unless RAY_ADDRESS is set), recorded in the run store; with --server: on that service."""
+    settings = Settings()
+    body = {"task": task, "agent": agent, "token_budget": budget, "deadline_s": deadline}
+    try:
+        request = RunRequest.model_validate(body)
+    except ValidationError as exc:
+        err.print(
+            f"invalid run: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", style="red"
+        )
+        raise typer.Exit(2) from None
+    progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
+    server = server or settings.server
+    if server:
+        view = asyncio.run(
+            _run_there(server, settings.api_key, request.model_dump(exclude_none=True), progress)
+        )
+    else:
+        system = load_system(config, settings)
+        if agent and agent != AUTO and agent not in system.topology.graph:
+            err.print(
+                f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
+            )
+            raise typer.Exit(2)
+        view = asyncio.run(_run_here(settings, system, request, progress))
+    if as_json:
+        typer.echo(view.model_dump_json(indent=2))
+    else:
+        print_run_view(console, view)
+    raise typer.Exit(0 if view.status == "succeeded" else 1)

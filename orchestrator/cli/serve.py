@@ -1,0 +1,128 @@
+"""`baton serve` (the HTTP API) and `baton mcp` (an MCP server over stdio)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
+from orchestrator.cli.run import local_service
+from orchestrator.config import AgentSystem
+from orchestrator.settings import Settings, is_loopback
+from tracing import configure_tracing
+
+if TYPE_CHECKING:
+    from orchestrator.service import RunService
+
+__all__ = ["mcp", "serve"]
+
+
+async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
+    from orchestrator.mcp_server import build_mcp_server  # Ray, litellm, mcp: slow imports
+
+    started: asyncio.Future[RunService] = asyncio.get_running_loop().create_future()
+    stop = asyncio.Event()
+
+    async def service() -> RunService:
+        return await asyncio.shield(started)
+
+    async def keep_service() -> None:
+        try:
+            async with local_service(settings, system, "mcp") as running:
+                started.set_result(running)
+                await stop.wait()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    server = build_mcp_server(service)
+    # The MCP transport takes over stdin and stdout first (stray output goes to stderr), then
+    # Ray and the agents start: a client can connect at once, and tools wait for the team.
+    serving = asyncio.create_task(server.run_stdio_async())
+    await asyncio.sleep(0)
+    keeper = asyncio.create_task(keep_service())
+    try:
+        await serving
+    finally:
+        stop.set()
+        with contextlib.suppress(BaseException):
+            await keeper
+
+
+@app.command()
+def mcp(config: ConfigOption = None) -> None:
+    """Serve the team as an MCP server over stdin/stdout, for MCP clients (IDEs, desktop
+    assistants): tools to submit a task, get a run, get its diagram, list the agents. Runs are
+    recorded in the run store, as with `baton run`."""
+    settings = Settings()
+    system = load_system(config, settings)
+    configure_tracing("orchestrator")
+    asyncio.run(_serve_mcp_stdio(settings, system))
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8000).")] = None,
+) -> None:
+    """Serve the HTTP API (and its agents on Ray) until stopped."""
+    settings = Settings()
+    host = host or settings.host
+    port = settings.port if port is None else port
+    keys = settings.accepted_keys()
+    if not is_loopback(host) and not keys:
+        err.print(
+            f"refusing to listen on {host} without API keys: set BATON_API_KEYS "
+            "(comma-separated) or BATON_API_KEYS_FILE, or listen on 127.0.0.1",
+            style="red",
+        )
+        raise typer.Exit(2)
+    system = load_system(config, settings)
+
+    import uvicorn  # slow imports (FastAPI, Ray, litellm), after the checks
+
+    from orchestrator.api import ApiOptions, create_app
+    from orchestrator.service import ServiceLimits
+    from orchestrator.serving import open_service_from_settings
+
+    configure_tracing("orchestrator", keys)  # the keys are secrets: never in a log or span
+    export = open_export()
+    limits = ServiceLimits(
+        max_concurrent_runs=settings.max_concurrent_runs,
+        max_queued_runs=settings.max_queued_runs,
+        lease_s=settings.lease_s,
+        heartbeat_s=settings.sse_heartbeat_s,
+    )
+
+    def service() -> AbstractAsyncContextManager[RunService]:
+        return open_service_from_settings(
+            settings,
+            system,
+            owner=settings.instance_id or f"{socket.gethostname()}:{port}",
+            export=export,
+            limits=limits,
+            detached=True,
+        )
+
+    api = create_app(
+        system,
+        service,
+        ApiOptions(
+            api_keys=keys,
+            rate_limit_per_s=settings.rate_limit_per_s,
+            rate_limit_burst=settings.rate_limit_burst,
+            max_body_bytes=settings.max_body_bytes,
+            mermaid_dist=settings.mermaid_dist,
+            mcp_origins=settings.allowed_origins,
+        ),
+    )
+    uvicorn.run(api, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)

@@ -1,0 +1,92 @@
+"""Opening a run service: the store, Ray, the engine and the service, in order, and closed in
+reverse. One place for every door that runs a service (`baton serve`, `baton run`, `baton mcp`,
+the tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from orchestrator.config import AgentSystem
+from orchestrator.engine import Engine, connect_ray
+from orchestrator.service import RunService, ServiceLimits
+from orchestrator.settings import Settings
+from orchestrator.store import RunStore
+from tracing import OtlpExport
+
+__all__ = ["agent_env", "open_service", "open_service_from_settings"]
+
+
+def agent_env(system: AgentSystem, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables the system's `env:` forwards to its agents, as set here (secrets)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in system.config.env if name in environ}
+
+
+def open_service_from_settings(
+    settings: Settings,
+    system: AgentSystem,
+    *,
+    owner: str,
+    export: OtlpExport | None = None,
+    limits: ServiceLimits | None = None,
+    detached: bool = False,
+) -> contextlib.AbstractAsyncContextManager[RunService]:
+    """`open_service` as the settings (environment) say: store, Ray address, namespace."""
+    return open_service(
+        system,
+        store_url=settings.store_url,
+        ray_address=settings.ray_address,
+        namespace=settings.namespace,
+        owner=owner,
+        env=agent_env(system),
+        export=export,
+        limits=limits,
+        detached=detached,
+        forbid_remote_models=settings.forbid_remote_models,
+    )
+
+
+@asynccontextmanager
+async def open_service(
+    system: AgentSystem,
+    *,
+    store_url: str,
+    ray_address: str | None,
+    namespace: str,
+    owner: str,
+    env: Mapping[str, str] | None = None,
+    export: OtlpExport | None = None,
+    limits: ServiceLimits | None = None,
+    detached: bool = False,
+    forbid_remote_models: bool = False,
+) -> AsyncIterator[RunService]:
+    """Open the store, join Ray, and run a `RunService` until the block ends.
+
+    Args:
+        detached: agents outlive this process (a service: restarts and replicas find them).
+    """
+    store = await RunStore.open(store_url)
+    try:
+        await asyncio.to_thread(connect_ray, ray_address, namespace)
+        engine = Engine(
+            system,
+            namespace=namespace,
+            env=env,
+            export=export,
+            detached=detached,
+            forbid_remote_models=forbid_remote_models,
+        )
+        service = RunService(system, engine, store, owner=owner, limits=limits)
+        await service.start()
+        try:
+            yield service
+        finally:
+            await service.stop()
+    finally:
+        await store.close()
+        if export is not None:
+            await asyncio.to_thread(export.shutdown)  # send what is queued
