@@ -6,14 +6,21 @@ import os
 # that imports agents (driver and Ray workers alike) gets the local copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agents.errors import (
+from agents.core.errors import (
     BatonError,
     ConfigError,
     ConfigIssue,
     DelegationRefused,
     ToolImportError,
 )
-from agents.messages import (
+from agents.core.limits import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    DEFAULT_MAX_STEPS,
+    Limits,
+)
+from agents.core.messages import (
     AgentResult,
     Delegation,
     Refusal,
@@ -21,19 +28,7 @@ from agents.messages import (
     RunStatus,
     Usage,
 )
-from agents.spec import (
-    DEFAULT_DEADLINE_S,
-    DEFAULT_MAX_DEPTH,
-    DEFAULT_MAX_PARALLEL_TOOLS,
-    DEFAULT_MAX_STEPS,
-    OFFLINE_MODEL,
-    AgentCard,
-    AgentSpec,
-    Limits,
-    ModelSpec,
-    RayOptions,
-    Timeouts,
-)
+from agents.core.spec import OFFLINE_MODEL, AgentCard, AgentSpec, ModelSpec, RayOptions, Timeouts
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

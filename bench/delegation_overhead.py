@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from agents.messages import RunStatus
-from agents.model import LiteLLMClient
-from agents.spec import ModelSpec
+from agents.core.messages import RunStatus
+from agents.core.spec import ModelSpec
+from agents.models.client import LiteLLMClient
 from bench._common import engine, interleaved_medians, start
 from orchestrator.engine import Engine
 

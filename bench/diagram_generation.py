@@ -1,7 +1,7 @@
 """Diagram generation time for runs of about 100, 1,000 and 10,000 spans.
 
 The spans are real: a hub agent delegating in batches to a worker, run in this process
-(`agents.local.LocalTeam`, no Ray), each delegation three spans (the tool call, the worker's
+(`agents.runtime.local.LocalTeam`, no Ray), each delegation three spans (the tool call, the worker's
 invocation, its model call). Two shapes: batches of 50 calls to one worker (which fold into
 loops), and steps calling 20 and 19 different workers in turn (nothing folds, so large runs are
 paged). Prints the median time to compute
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agents.local import LocalTeam
+from agents.runtime.local import LocalTeam
 from bench._common import system
 from tracing import SpanRecord, configure_tracing, workflow_span
 from tracing.sequence import sequence_diagram

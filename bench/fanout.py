@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from agents.messages import RunStatus
-from agents.model import LiteLLMClient
-from agents.spec import ModelSpec
+from agents.core.messages import RunStatus
+from agents.core.spec import ModelSpec
+from agents.models.client import LiteLLMClient
 from bench._common import engine, median_seconds, start
 
 WIDTHS = tuple(int(n) for n in sys.argv[1:]) or (8, 32)

@@ -25,7 +25,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import ray
 from ray.cluster_utils import Cluster
 
-from agents.messages import RunStatus
+from agents.core.messages import RunStatus
 from bench._common import engine, interleaved_medians, median_seconds
 from bench.work import rounds_for
 from orchestrator.engine import Engine

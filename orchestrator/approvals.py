@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from agents.events import ApprovalRequested
+from agents.core.events import ApprovalRequested
 from orchestrator.engine import Engine
 from orchestrator.errors import ApprovalConflict, ApprovalNotFound, NotReady
 from orchestrator.store import RunStore, StoredRun

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from agents.events import EVENTS, Event, RunFinished
+from agents.core.events import EVENTS, Event, RunFinished
 
 __all__ = ["ApiError", "BatonClient", "ServerEvent", "parse_sse"]
 

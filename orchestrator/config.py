@@ -13,10 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.delegate import reserved_by
-from agents.errors import ConfigError, ConfigIssue, ToolImportError
-from agents.spec import AgentSpec, Limits, TraceOptions
-from agents.tools import load_function_tool
+from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
+from agents.core.limits import Limits, TraceOptions
+from agents.core.spec import AgentSpec
+from agents.tools.base import load_function_tool
+from agents.tools.delegate import reserved_by
 from orchestrator.topology import Topology, build_topology
 from orchestrator.yaml_source import Located, parse_yaml
 from tracing import Redactor, secret_values_from_env, secret_values_in

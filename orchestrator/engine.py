@@ -15,12 +15,12 @@ from typing import Any
 import ray
 from ray.exceptions import TaskCancelledError
 
-from agents.errors import DelegationRefused
-from agents.events import RunFinished, RunStarted
-from agents.guard import check_delegation
-from agents.ledger_client import LedgerClient
-from agents.messages import AgentResult, Delegation, RunContext, RunStatus
-from agents.pool import AgentPool, start_pool
+from agents.core.errors import DelegationRefused
+from agents.core.events import RunFinished, RunStarted
+from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
+from agents.ray.ledger_client import LedgerClient
+from agents.ray.pool import AgentPool, start_pool
+from agents.runtime.guard import check_delegation
 from orchestrator.config import AgentSystem
 from orchestrator.results import RunResult
 from orchestrator.routing import AUTO, RoutingDecision, route

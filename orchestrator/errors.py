@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.errors import BatonError
+from agents.core.errors import BatonError
 
 __all__ = [
     "ApprovalConflict",

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from agents.events import Event, RunFinished
+from agents.core.events import Event, RunFinished
 from orchestrator.engine import Engine
 from orchestrator.store import RunStore, StoredRun
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agents.events import Event
+from agents.core.events import Event
 from tracing import SpanRecord
 
 __all__ = ["live_spans"]

@@ -19,7 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
-from agents.events import RunFinished
+from agents.core.events import RunFinished
 from orchestrator.errors import ServiceError
 from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, run_view

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from agents.errors import ConfigIssue
-from agents.messages import AgentResult, RunStatus
+from agents.core.errors import ConfigIssue
+from agents.core.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage

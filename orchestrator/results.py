@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.routing import RoutingDecision
 from tracing import SpanRecord
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from agents.spec import AgentCard
-from agents.text import terms
+from agents.core.spec import AgentCard
+from agents.models.text import terms
 
 __all__ = ["AUTO", "RoutingDecision", "route"]
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agents.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.store import StoredRun
 from orchestrator.submission import Submission
 from tracing import SpanRecord

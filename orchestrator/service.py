@@ -18,9 +18,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from agents.errors import describe_error
-from agents.events import RunFinished
-from agents.messages import RunStatus
+from agents.core.errors import describe_error
+from agents.core.events import RunFinished
+from agents.core.messages import RunStatus
 from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine, final_event

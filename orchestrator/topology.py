@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from agents.spec import AgentSpec
+from agents.core.spec import AgentSpec
 from tracing.mermaid_text import label, mermaid_modules
 from tracing.mermaid_text import title as diagram_title
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from agents.errors import ConfigIssue
+from agents.core.errors import ConfigIssue
 
 __all__ = ["Located", "parse_yaml"]
 

@@ -11,7 +11,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest
 
-from agents.safety import forbid_remote_models
+from agents.models.safety import forbid_remote_models
 
 forbid_remote_models()
 # And in every `baton` process the tests start (their agents included).
@@ -42,7 +42,7 @@ def ray_cluster() -> Iterator[Any]:
         logging_level="ERROR",
         log_to_driver=False,
         # Enforced in every worker too: no test reaches a real model provider.
-        runtime_env={"worker_process_setup_hook": "agents.safety.forbid_remote_models"},
+        runtime_env={"worker_process_setup_hook": "agents.models.safety.forbid_remote_models"},
     )
     cluster.wait_for_nodes()
     try:

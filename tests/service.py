@@ -66,7 +66,7 @@ agents:
   - name: analyst
     description: Does arithmetic.
     capabilities: [calculate, arithmetic]
-    tools: [agents.toolkit:calculate]
+    tools: [configs.tools:calculate]
   - name: sleeper
     description: Waits a long time before answering.
     capabilities: [wait, sleep]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from orchestrator.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
-    from agents.events import Event
+    from agents.core.events import Event
     from orchestrator.engine import Engine
 
 __all__ = [
@@ -265,7 +265,7 @@ async def local_trace(
     events: EventList | None = None,
 ) -> tuple[object, list[dict[str, object]]]:
     """Run a team in this process (no Ray) and return its result and the run's spans."""
-    from agents.local import LocalTeam
+    from agents.runtime.local import LocalTeam
     from tracing import configure_tracing, workflow_span
 
     system = config(yaml_text)

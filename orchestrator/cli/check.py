@@ -28,8 +28,8 @@ def check(path: Annotated[Path | None, typer.Argument(help="Agent-system YAML.")
 
 async def _check_mcp(system: AgentSystem) -> bool:
     """Start (or reach) every MCP server of the config and list its tools, as agents will."""
-    from agents.mcp_tools import admit_mcp_tools, open_mcp_tools
-    from agents.tools import load_function_tool
+    from agents.tools.base import load_function_tool
+    from agents.tools.mcp import admit_mcp_tools, open_mcp_tools
 
     healthy = True
     for agent in system.config.agents:

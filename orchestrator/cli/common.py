@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from agents.errors import ConfigError
+from agents.core.errors import ConfigError
 from orchestrator.config import AgentSystem, default_config_path, load_config
 from orchestrator.report import print_issues
 from orchestrator.settings import Settings

@@ -16,7 +16,7 @@ import typer
 from pydantic import ValidationError
 from rich.status import Status
 
-from agents.events import ApprovalRequested, Event
+from agents.core.events import ApprovalRequested, Event
 from orchestrator.cli.common import (
     ConfigOption,
     app,

@@ -18,8 +18,8 @@ from sqlalchemy import Connection, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
-from agents.events import EVENTS, Event
-from agents.messages import RunStatus
+from agents.core.events import EVENTS, Event
+from agents.core.messages import RunStatus
 from orchestrator.store.tables import EventRow, RunRow, SpanRow
 from tracing import SpanRecord
 

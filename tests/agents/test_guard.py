@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from agents.errors import DelegationRefused
-from agents.guard import check_delegation
-from agents.messages import RunContext
-from agents.spec import Limits
+from agents.core.errors import DelegationRefused
+from agents.core.limits import Limits
+from agents.core.messages import RunContext
+from agents.runtime.guard import check_delegation
 
 
 def _ctx(

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from agents.events import AgentFinished, AgentStarted, ToolStarted
-from agents.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
-from agents.messages import RunStatus
+from agents.core.events import AgentFinished, AgentStarted, ToolStarted
+from agents.core.messages import RunStatus
+from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
 
 STARTED = AgentStarted(agent="a")
 FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, steps=1)

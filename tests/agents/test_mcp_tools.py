@@ -17,13 +17,14 @@ from typing import Any
 import httpx
 import pytest
 
-from agents.events import ApprovalRequested
-from agents.ledger import Decision, RunLedger
-from agents.mcp_tools import McpTool, open_mcp_tools
-from agents.messages import Delegation, RunContext
-from agents.model import LiteLLMClient
-from agents.runtime import AgentRuntime
-from agents.spec import AgentSpec, Limits, McpServerSpec, ModelSpec
+from agents.core.events import ApprovalRequested
+from agents.core.limits import Limits
+from agents.core.messages import Delegation, RunContext
+from agents.core.spec import AgentSpec, McpServerSpec, ModelSpec
+from agents.models.client import LiteLLMClient
+from agents.runtime.ledger import Decision, RunLedger
+from agents.runtime.loop import AgentRuntime
+from agents.tools.mcp import McpTool, open_mcp_tools
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,7 +248,7 @@ async def test_an_mcp_tool_marked_confirm_runs_only_once_a_person_approves() -> 
 
 
 class LocalApprovals:
-    """The ledger's approvals in this process (`agents.ledger.Approvals`)."""
+    """The ledger's approvals in this process (`agents.runtime.ledger.Approvals`)."""
 
     def __init__(self) -> None:
         self.book = RunLedger()

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from agents.delegate import DelegateTool
-from agents.messages import AgentResult, Delegation, RunContext, RunStatus
-from agents.model import LiteLLMClient, ModelReply
-from agents.runtime import AgentRuntime
-from agents.spec import AgentSpec, Limits, ModelSpec, Timeouts
-from agents.tools import FunctionTool, load_function_tool
+from agents.core.limits import Limits
+from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
+from agents.core.spec import AgentSpec, ModelSpec, Timeouts
+from agents.models.base import ModelReply
+from agents.models.client import LiteLLMClient
+from agents.runtime.loop import AgentRuntime
+from agents.tools.base import FunctionTool, load_function_tool
+from agents.tools.delegate import DelegateTool
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +96,7 @@ async def test_parallel_tool_calls_are_bounded_by_max_parallel_tools() -> None:
 
 async def test_tool_errors_and_timeouts_go_back_to_the_model_as_tool_results() -> None:
     slow = load_function_tool("tests.testkit:slow_step")
-    calc = load_function_tool("agents.toolkit:calculate")
+    calc = load_function_tool("configs.tools:calculate")
     client = scripted(
         calls(
             ("slow_step", {"seconds": 5}),

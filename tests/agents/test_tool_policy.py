@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.errors import ConfigError
+from agents.core.errors import ConfigError
 from tests.testkit import config, local_trace
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +67,7 @@ def test_retries_are_refused_for_a_tool_not_known_to_be_idempotent() -> None:
 
 
 def test_the_model_never_sees_the_idempotency_key() -> None:
-    from agents.tools import load_function_tool
+    from agents.tools.base import load_function_tool
 
     tool = load_function_tool("tests.testkit:flaky")
     assert list(tool.parameters["properties"]) == ["path"]

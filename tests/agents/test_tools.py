@@ -4,10 +4,10 @@ import time
 
 import pytest
 
-from agents.errors import ToolImportError
-from agents.messages import RunContext
-from agents.toolkit import calculate
-from agents.tools import FunctionTool, ToolCallContext, load_function_tool
+from agents.core.errors import ToolImportError
+from agents.core.messages import RunContext
+from agents.tools.base import FunctionTool, ToolCallContext, load_function_tool
+from configs.tools import calculate
 
 
 def _call_ctx() -> ToolCallContext:
@@ -44,16 +44,16 @@ async def test_function_tool_validates_arguments_against_its_schema() -> None:
 
 
 def test_tools_load_by_import_path_in_either_form() -> None:
-    assert load_function_tool("agents.toolkit:calculate").fn is calculate
-    assert load_function_tool("agents.toolkit.calculate").fn is calculate
+    assert load_function_tool("configs.tools:calculate").fn is calculate
+    assert load_function_tool("configs.tools.calculate").fn is calculate
 
 
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
-        ("agents.toolkit:nope", "has no attribute 'nope'"),
+        ("configs.tools:nope", "has no attribute 'nope'"),
         ("no_such_module:fn", "not importable"),
-        ("agents.toolkit:_MAX_EXPONENT", "is not callable"),
+        ("configs.tools:_MAX_EXPONENT", "is not callable"),
     ],
 )
 def test_bad_tool_paths_say_what_is_wrong(path: str, reason: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import ray
 
-from agents.messages import RunStatus
+from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import start
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.errors import ConfigError
+from agents.core.errors import ConfigError
 from orchestrator.config import load_config, parse_config
 
 
@@ -69,7 +69,7 @@ def test_every_error_is_reported_not_just_the_first() -> None:
         agents:
           - name: a
             delegates: [nobody]
-            tools: [agents.toolkit:no_such_tool]
+            tools: [configs.tools:no_such_tool]
           - name: a
     """)
     assert any("unknown agent 'nobody'" in e for e in errors)

@@ -13,7 +13,7 @@ import litellm
 import pytest
 import ray
 
-from agents.messages import AgentResult, RunStatus
+from agents.core.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from tests.testkit import FakeOpenAI, config
@@ -237,7 +237,7 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
             config(f"""
             agents:
               - name: remote
-                tools: [agents.toolkit:calculate]
+                tools: [configs.tools:calculate]
                 model:
                   name: openai/gpt-4o-mini
                   params: {{api_base: "{fake.base_url}", api_key: sk-test}}

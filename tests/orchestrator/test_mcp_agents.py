@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agents.errors import ConfigError
-from agents.messages import RunStatus
+from agents.core.errors import ConfigError
+from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import config, start
 

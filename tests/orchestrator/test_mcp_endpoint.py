@@ -113,8 +113,7 @@ async def test_the_http_endpoint_takes_the_api_keys(guarded: ServiceProcess) -> 
 async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
     # One agent: `baton mcp` starts its own actors, and one is all these tools need.
     (tmp_path / "team.yaml").write_text(
-        "agents: [{name: analyst, description: Does arithmetic., "
-        "tools: [agents.toolkit:calculate]}]"
+        "agents: [{name: analyst, description: Does arithmetic., tools: [configs.tools:calculate]}]"
     )
     params = StdioServerParameters(
         command=sys.executable,

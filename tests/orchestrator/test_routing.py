@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agents.spec import AgentCard
+from agents.core.spec import AgentCard
 from orchestrator.routing import route
 
 CARDS = [

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from agents.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.engine import RunResult
 from orchestrator.store import RunStore
 

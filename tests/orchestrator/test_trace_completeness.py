@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.messages import RunStatus
+from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from orchestrator.results import RunResult
 from orchestrator.store import RunStore

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from agents.messages import Delegation, RunContext
-from agents.model import LiteLLMClient
-from agents.runtime import AgentRuntime
-from agents.spec import AgentSpec, ModelSpec, TraceOptions
-from agents.tools import load_function_tool
+from agents.core.limits import TraceOptions
+from agents.core.messages import Delegation, RunContext
+from agents.core.spec import AgentSpec, ModelSpec
+from agents.models.client import LiteLLMClient
+from agents.runtime.loop import AgentRuntime
+from agents.tools.base import load_function_tool
 from tracing import (
     REDACTED,
     Redactor,

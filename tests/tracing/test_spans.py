@@ -9,11 +9,12 @@ import time
 import pytest
 from opentelemetry import trace
 
-from agents.delegate import DelegateTool
-from agents.messages import AgentResult, Delegation, RunContext
-from agents.model import LiteLLMClient
-from agents.runtime import AgentRuntime
-from agents.spec import AgentSpec, Limits, ModelSpec
+from agents.core.limits import Limits
+from agents.core.messages import AgentResult, Delegation, RunContext
+from agents.core.spec import AgentSpec, ModelSpec
+from agents.models.client import LiteLLMClient
+from agents.runtime.loop import AgentRuntime
+from agents.tools.delegate import DelegateTool
 from tracing import (
     SpanCollector,
     configure_tracing,

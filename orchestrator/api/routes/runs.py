@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from agents.events import Event
+from agents.core.events import Event
 from orchestrator.api.deps import MERMAID, Caller, Run, Service
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
 from orchestrator.routing import AUTO

@@ -1,12 +1,12 @@
 """The switch that keeps tests from calling real model providers.
 
 A module of its own, without litellm, so that Ray's `worker_process_setup_hook` can flip it in
-every worker cheaply (`agents.safety.forbid_remote_models`).
+every worker cheaply (`agents.models.safety.forbid_remote_models`).
 """
 
 from __future__ import annotations
 
-from agents.spec import ModelSpec
+from agents.core.spec import ModelSpec
 
 __all__ = ["RemoteModelsForbidden", "check_model_allowed", "forbid_remote_models"]
 

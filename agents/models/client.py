@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # litellm fetches a price list from the internet at import unless told otherwise.
@@ -11,69 +11,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
-from agents.safety import RemoteModelsForbidden, check_model_allowed, forbid_remote_models
-from agents.spec import ModelSpec
+from agents.core.spec import ModelSpec
+from agents.models.base import ModelClient, ModelReply, ToolCall
+from agents.models.safety import check_model_allowed
 
-__all__ = [
-    "LiteLLMClient",
-    "ModelClient",
-    "ModelReply",
-    "RemoteModelsForbidden",
-    "ToolCall",
-    "configure_litellm",
-    "forbid_remote_models",
-    "tool_schema",
-]
-
-
-def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    """A tool as offered to a model (OpenAI's function-tool shape, which litellm speaks)."""
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ModelReply:
-    content: str | None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None  # None: litellm has no price for this model
-    finish_reason: str | None = None
-
-    def as_message(self) -> dict[str, Any]:
-        """The reply as the assistant message of the conversation (OpenAI's shape)."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in self.tool_calls
-            ]
-        return message
-
-
-class ModelClient:
-    """Anything that answers a chat with text or tool calls."""
-
-    model: str
-
-    async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-    ) -> ModelReply:
-        raise NotImplementedError
+__all__ = ["LiteLLMClient", "configure_litellm"]
 
 
 _configured = False
@@ -84,7 +26,7 @@ def configure_litellm() -> None:
     global _configured
     if _configured:
         return
-    from agents.providers import register_builtin_models
+    from agents.models.providers import register_builtin_models
 
     register_builtin_models()
     litellm.suppress_debug_info = True

@@ -5,8 +5,8 @@ A refusal is returned to the calling model as a structured tool error; it never 
 
 from __future__ import annotations
 
-from agents.errors import DelegationRefused
-from agents.messages import RunContext
+from agents.core.errors import DelegationRefused
+from agents.core.messages import RunContext
 
 __all__ = ["check_delegation"]
 

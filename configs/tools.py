@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from agents.tools import idempotent
+from agents.tools.base import idempotent
 
 __all__ = ["calculate", "describe_numbers", "lookup_note", "utc_now", "word_count"]
 

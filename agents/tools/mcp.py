@@ -32,10 +32,10 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from agents.delegate import reserved_by
-from agents.errors import describe_error
-from agents.spec import McpServerSpec
-from agents.tools import ToolCallContext, ToolOutput
+from agents.core.errors import describe_error
+from agents.core.spec import McpServerSpec
+from agents.tools.base import ToolCallContext, ToolOutput
+from agents.tools.delegate import reserved_by
 
 __all__ = [
     "McpServer",

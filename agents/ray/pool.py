@@ -12,10 +12,11 @@ from typing import Any
 
 import ray
 
-from agents.actor import AgentActor, RayDispatcher, SystemRef
-from agents.ledger_actor import LedgerActor
-from agents.ledger_client import LedgerClient
-from agents.spec import AgentSpec, TraceOptions
+from agents.core.limits import TraceOptions
+from agents.core.spec import AgentSpec
+from agents.ray.actor import AgentActor, RayDispatcher, SystemRef
+from agents.ray.ledger_actor import LedgerActor
+from agents.ray.ledger_client import LedgerClient
 
 __all__ = ["AgentPool", "start_pool"]
 

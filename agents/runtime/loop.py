@@ -16,9 +16,8 @@ from typing import Any, TypeVar, cast
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from agents.delegate import DelegateTool
-from agents.errors import DelegationRefused
-from agents.events import (
+from agents.core.errors import DelegationRefused
+from agents.core.events import (
     AgentFinished,
     AgentStarted,
     ApprovalRequested,
@@ -29,12 +28,14 @@ from agents.events import (
     ToolFinished,
     ToolStarted,
 )
-from agents.events import DelegationRefused as DelegationRefusedEvent
-from agents.ledger import Approvals, EventSink, Ledger, SpanSource
-from agents.messages import AgentResult, Delegation, Refusal, RunContext, RunStatus, Usage
-from agents.model import ModelClient, ModelReply, ToolCall, tool_schema
-from agents.spec import AgentSpec, TraceOptions
-from agents.tools import FunctionTool, Tool, ToolCallContext, ToolOutput
+from agents.core.events import DelegationRefused as DelegationRefusedEvent
+from agents.core.limits import TraceOptions
+from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, RunStatus, Usage
+from agents.core.spec import AgentSpec
+from agents.models.base import ModelClient, ModelReply, ToolCall, tool_schema
+from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
+from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
+from agents.tools.delegate import DelegateTool
 from tracing import (
     Redactor,
     agent_span,

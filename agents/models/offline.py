@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from agents.text import terms
+from agents.models.text import terms
 
 __all__ = ["estimate_tokens", "offline_reply", "scripted_reply"]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agents.file_tools import FILE_TOOL_NAMES, FileTools
-from agents.guard import check_delegation
-from agents.ledger import Ledger
-from agents.messages import AgentResult, Delegation, RunStatus
-from agents.spec import AgentCard, AgentSpec
-from agents.tools import Tool, ToolCallContext, ToolOutput, load_tool
+from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.spec import AgentCard, AgentSpec
+from agents.runtime.guard import check_delegation
+from agents.runtime.ledger import Ledger
+from agents.tools.base import Tool, ToolCallContext, ToolOutput, load_tool
+from agents.tools.files import FILE_TOOL_NAMES, FileTools
+from tracing import attributes as attr
 from tracing import inject_context
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "reserved_by",
 ]
 
-DELEGATE_PREFIX = "delegate_to_"
+DELEGATE_PREFIX = attr.DELEGATE_TOOL_PREFIX
 _MAX_RESULT_CHARS = 8_000
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agents.events import ApprovalRequested, Event
-from agents.ledger import Decision, RunState
+from agents.core.events import ApprovalRequested, Event
+from agents.runtime.ledger import Decision, RunState
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]

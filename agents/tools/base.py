@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from agents.errors import ToolImportError
+from agents.core.errors import ToolImportError
 
 if TYPE_CHECKING:
-    from agents.messages import AgentResult, RunContext
-    from agents.spec import ToolRef
+    from agents.core.messages import AgentResult, RunContext
+    from agents.core.spec import ToolRef
 
 __all__ = [
     "IDEMPOTENCY_KEY",

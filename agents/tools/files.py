@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from agents.spec import FileToolsSpec
-from agents.tools import FunctionTool
+from agents.core.spec import FileToolsSpec
+from agents.tools.base import FunctionTool
 
 __all__ = ["FILE_TOOL_NAMES", "FileAccessError", "FileTools"]
 

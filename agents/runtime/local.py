@@ -11,12 +11,13 @@ from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
 
-from agents.delegate import build_tools
-from agents.ledger import EventSink
-from agents.messages import AgentResult, Delegation, RunContext
-from agents.model import LiteLLMClient
-from agents.runtime import AgentRuntime
-from agents.spec import AgentSpec, Limits, TraceOptions
+from agents.core.limits import Limits, TraceOptions
+from agents.core.messages import AgentResult, Delegation, RunContext
+from agents.core.spec import AgentSpec
+from agents.models.client import LiteLLMClient
+from agents.runtime.ledger import EventSink
+from agents.runtime.loop import AgentRuntime
+from agents.tools.delegate import build_tools
 from tracing import inject_context
 
 __all__ = ["LocalDispatcher", "LocalTeam"]

@@ -1,4 +1,5 @@
-"""What an agent is: the validated shape of one agent and of the run-wide limits.
+"""What an agent is: the validated shape of one agent (its model, tools, MCP servers, Ray
+options).
 
 These models are the boundary between a YAML file and the runtime; the loader in
 `orchestrator.config` adds file locations and whole-system checks on top.
@@ -11,31 +12,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "DEFAULT_DEADLINE_S",
-    "DEFAULT_MAX_DEPTH",
-    "DEFAULT_MAX_PARALLEL_TOOLS",
-    "DEFAULT_MAX_STEPS",
     "OFFLINE_MODEL",
     "AgentCard",
     "AgentSpec",
     "FileToolsSpec",
-    "Limits",
     "McpServerSpec",
     "ModelSpec",
     "RayOptions",
     "Timeouts",
     "ToolRef",
-    "TraceOptions",
 ]
 
-DEFAULT_MAX_DEPTH = 5
-DEFAULT_MAX_STEPS = 10
-DEFAULT_DEADLINE_S = 300.0
-DEFAULT_MAX_PARALLEL_TOOLS = 8
 OFFLINE_MODEL = "baton/offline"
-DEFAULT_MAX_CONTENT_CHARS = 2000
-# Span attribute values are bounded at this size whatever the config says (tracing.records).
-MAX_CONTENT_CHARS = 16_384
 
 AGENT_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,47}$"
 
@@ -80,7 +68,7 @@ class ToolRef(_Strict):
     idempotent: bool | None = Field(
         default=None,
         description="Safe to run again with the same arguments (default: what the function "
-        "declares with `@agents.tools.idempotent`, else false).",
+        "declares with `@agents.tools.base.idempotent`, else false).",
     )
     retries: int = Field(
         default=0, ge=0, le=10, description="Retries after an error (idempotent tools only)."
@@ -208,32 +196,3 @@ class AgentSpec(AgentCard):
             capabilities=self.capabilities,
             confirm=self.confirm,
         )
-
-
-class Limits(_Strict):
-    """Run-wide limits. The token budget is shared by the whole delegation tree."""
-
-    max_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1, le=64)
-    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, le=1000)
-    deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0)
-    token_budget: int | None = Field(default=None, ge=1)
-    max_parallel_tools: int = Field(default=DEFAULT_MAX_PARALLEL_TOOLS, ge=1, le=256)
-    approval_timeout_s: float = Field(
-        default=600.0,
-        gt=0,
-        description="A call waiting for approval is denied after this long (the run's deadline "
-        "still applies).",
-    )
-
-
-class TraceOptions(_Strict):
-    """What a run's trace records. Message contents are opt-in; secrets are never recorded."""
-
-    enabled: bool = Field(
-        default=True, description="Record spans; false turns a run's trace (and diagram) off."
-    )
-    capture_content: bool = Field(
-        default=False,
-        description="Record prompts, replies, tool arguments and tool results on spans.",
-    )
-    max_content_chars: int = Field(default=DEFAULT_MAX_CONTENT_CHARS, ge=16, le=MAX_CONTENT_CHARS)

@@ -1,7 +1,7 @@
 """Run-wide shared state: the token budget, progress events and late spans of each run.
 
 A run's delegation tree spans many actors (parallel branches included), so the budget lives in
-one place. `RunLedger` is plain Python; `agents.actor` hosts it in an async Ray actor that adds
+one place. `RunLedger` is plain Python; `agents.ray.actor` hosts it in an async Ray actor that adds
 waiting (for new events, for the spans of every invocation).
 """
 
@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agents.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
+from agents.core.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
 from tracing import agent_span_counts
 
 __all__ = ["Approvals", "Decision", "EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]

@@ -1,7 +1,7 @@
 """Ray shells around the runtime: one async actor per agent replica, and the dispatcher that
 hands delegations to them.
 
-Everything here is thin: the work happens in `agents.runtime`, which does not know about Ray.
+Everything here is thin: the work happens in `agents.runtime.loop`, which does not know about Ray.
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-from agents.delegate import build_tools
-from agents.errors import describe_error
-from agents.ledger_client import LedgerClient
-from agents.mcp_tools import McpServer, admit_mcp_tools, open_mcp_tools
-from agents.messages import AgentResult, Delegation, RunStatus
-from agents.model import LiteLLMClient, configure_litellm, tool_schema
-from agents.runtime import AgentRuntime
-from agents.safety import forbid_remote_models
-from agents.spec import AgentCard, AgentSpec, ModelSpec, TraceOptions
+from agents.core.errors import describe_error
+from agents.core.limits import TraceOptions
+from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.spec import AgentCard, AgentSpec, ModelSpec
+from agents.models.base import tool_schema
+from agents.models.client import LiteLLMClient, configure_litellm
+from agents.models.safety import forbid_remote_models
+from agents.ray.ledger_client import LedgerClient
+from agents.runtime.loop import AgentRuntime
+from agents.tools.delegate import build_tools
+from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
 from tracing import (
     configure_tracing,
     lost_agent_span,

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from agents.messages import RunStatus, Usage
+from agents.core.messages import RunStatus, Usage
 from tracing import SpanRecord
 from tracing import attributes as attr
 

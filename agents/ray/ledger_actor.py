@@ -1,6 +1,6 @@
-"""The run ledger on Ray: an async actor hosting `RunLedger` (its client: `agents.ledger_client`).
+"""The run ledger on Ray: an async actor hosting `RunLedger` (its client: `ledger_client`).
 
-Kept apart from `agents.actor` so that the ledger's worker process does not import litellm.
+Kept apart from `agents.ray.actor` so that the ledger's worker process does not import litellm.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import ray
 
-from agents.events import ApprovalRequested, Event
-from agents.ledger import Decision, RunLedger, RunState
+from agents.core.events import ApprovalRequested, Event
+from agents.runtime.ledger import Decision, RunLedger, RunState
 
 __all__ = ["LedgerActor"]
 

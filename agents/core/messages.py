@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.errors import DelegationRefused, RefusalReason
-from agents.spec import Limits
+from agents.core.errors import DelegationRefused, RefusalReason
+from agents.core.limits import Limits
 
 __all__ = ["AgentResult", "Delegation", "Refusal", "RunContext", "RunStatus", "Usage"]
 

@@ -1,7 +1,7 @@
 """Baton's built-in models, served through litellm's `CustomLLM` so that every code path
 (retries, usage, tool-call parsing) is litellm's own, exactly as with a real provider.
 
-- `baton/offline`: the deterministic offline model (see `agents.offline`).
+- `baton/offline`: the deterministic offline model (see `agents.models.offline`).
 - `baton/scripted`: replies from a list in the model params (`replies`, `repeat_last`); a test
   double that works in any process because its script travels with the config.
 
@@ -27,7 +27,7 @@ from litellm.types.utils import (
     Usage,
 )
 
-from agents.offline import estimate_tokens, offline_reply, scripted_reply
+from agents.models.offline import estimate_tokens, offline_reply, scripted_reply
 
 __all__ = ["PROVIDER", "register_builtin_models"]
 

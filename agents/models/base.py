@@ -1,0 +1,62 @@
+"""What the tool loop needs of a model: a client that answers a chat with text or tool calls.
+
+No provider code here (litellm lives in `agents.models.client`), so the runtime and the processes
+that only carry records import it cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ModelClient", "ModelReply", "ToolCall", "tool_schema"]
+
+
+def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool as offered to a model (OpenAI's function-tool shape, which litellm speaks)."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ModelReply:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: litellm has no price for this model
+    finish_reason: str | None = None
+
+    def as_message(self) -> dict[str, Any]:
+        """The reply as the assistant message of the conversation (OpenAI's shape)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for c in self.tool_calls
+            ]
+        return message
+
+
+class ModelClient:
+    """Anything that answers a chat with text or tool calls."""
+
+    model: str
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ModelReply:
+        raise NotImplementedError

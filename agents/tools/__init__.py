@@ -1,0 +1,23 @@
+"""Tools an agent may call: Python functions, file tools, MCP servers' tools, and delegations."""
+
+from agents.tools.base import (
+    IDEMPOTENCY_KEY,
+    FunctionTool,
+    Tool,
+    ToolCallContext,
+    ToolOutput,
+    idempotent,
+    load_function_tool,
+    load_tool,
+)
+
+__all__ = [
+    "IDEMPOTENCY_KEY",
+    "FunctionTool",
+    "Tool",
+    "ToolCallContext",
+    "ToolOutput",
+    "idempotent",
+    "load_function_tool",
+    "load_tool",
+]
