@@ -5,80 +5,43 @@ answer or a limit. Plain async code: it knows nothing of Ray, so it runs in test
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from agents.core.errors import DelegationRefused
 from agents.core.events import (
     AgentFinished,
     AgentStarted,
-    ApprovalRequested,
-    Event,
-    EventBase,
     ModelFinished,
     ModelStarted,
-    ToolFinished,
-    ToolStarted,
 )
-from agents.core.events import DelegationRefused as DelegationRefusedEvent
 from agents.core.limits import TraceOptions
-from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, RunStatus, Usage
+from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus, Usage
 from agents.core.spec import AgentSpec
-from agents.models.base import ModelClient, ModelReply, ToolCall, tool_schema
+from agents.models.base import ModelClient, ModelReply, tool_schema
+from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
-from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
-from agents.tools.delegate import DelegateTool
+from agents.tools.base import Tool
 from tracing import (
     Redactor,
     agent_span,
     chat_span,
     extract_context,
-    record_content,
     span_ids,
-    tool_span,
 )
 from tracing import attributes as attr
 
 __all__ = ["AgentRuntime"]
 
 logger = logging.getLogger(__name__)
-_E = TypeVar("_E", bound=EventBase)
-
-# A child gets this long past the run deadline to report its own limit before its caller stops
-# waiting for it.
-_DELEGATION_GRACE_S = 2.0
-# How much of a call's arguments a person sees when asked to approve it.
-_APPROVAL_ARGUMENTS_CHARS = 4000
 
 
 @dataclass
-class _Invocation:
-    delegation: Delegation
-    max_steps: int
-    started_at: float = field(default_factory=time.time)
-    clock: float = field(default_factory=time.perf_counter)
-    usage: Usage = field(default_factory=Usage)
-    steps: int = 0
-    children: list[AgentResult] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    seq: int = 0  # events emitted so far
-
-    @property
-    def ctx(self) -> RunContext:
-        return self.delegation.context
-
-
-@dataclass
-class AgentRuntime:
+class AgentRuntime(ToolCalls):
     """Runs one agent's invocations.
 
     Args:
@@ -125,29 +88,10 @@ class AgentRuntime:
             self._by_name[tool.name] = tool
             self._schemas.append(tool_schema(tool.name, tool.description, tool.parameters))
 
-    def _event(self, inv: _Invocation, kind: type[_E], **data: Any) -> _E:
-        inv.seq += 1
-        return kind(
-            agent=self.spec.name,
-            chain=list(inv.ctx.chain),
-            invocation=inv.id,
-            seq=inv.seq,
-            **self.redactor.value(data),
-        )
-
-    def _emit(self, inv: _Invocation, kind: type[EventBase], **data: Any) -> None:
-        if self.events is not None:
-            self.events.emit(inv.ctx.run_id, cast("Event", self._event(inv, kind, **data)))
-
-    def _content(self, span: trace.Span, key: str, value: Any) -> None:
-        options = self.trace_options
-        if options.capture_content and span.is_recording():
-            record_content(span, key, value, options.max_content_chars)
-
     async def invoke(self, delegation: Delegation) -> AgentResult:
         """Run the tool loop for one delegation and report how it ended."""
         ctx = delegation.context
-        inv = _Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
+        inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         trace_id = 0
         ids: dict[str, Any] = {}
         try:
@@ -213,7 +157,7 @@ class AgentRuntime:
 
     def _end(
         self,
-        inv: _Invocation,
+        inv: Invocation,
         status: RunStatus,
         *,
         output: str | None = None,
@@ -234,7 +178,7 @@ class AgentRuntime:
             refusals=inv.refusals,
         )
 
-    async def _loop(self, inv: _Invocation) -> AgentResult:
+    async def _loop(self, inv: Invocation) -> AgentResult:
         messages: list[dict[str, Any]] = []
         if self.spec.instructions:
             messages.append({"role": "system", "content": self.spec.instructions})
@@ -262,7 +206,7 @@ class AgentRuntime:
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
 
-    async def _check_limits(self, inv: _Invocation) -> AgentResult | None:
+    async def _check_limits(self, inv: Invocation) -> AgentResult | None:
         ctx = inv.ctx
         if ctx.time_left() <= 0:
             return self._end(
@@ -281,7 +225,7 @@ class AgentRuntime:
         return None
 
     async def _call_model(
-        self, inv: _Invocation, messages: list[dict[str, Any]]
+        self, inv: Invocation, messages: list[dict[str, Any]]
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
@@ -337,161 +281,3 @@ class AgentRuntime:
             **span_ids(span),
         )
         return reply
-
-    async def _run_tools(self, inv: _Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
-        gate = asyncio.Semaphore(inv.ctx.limits.max_parallel_tools)
-
-        async def bounded(call: ToolCall) -> ToolOutput:
-            async with gate:
-                return await self._run_tool(inv, call)
-
-        if len(calls) == 1:
-            return [await self._run_tool(inv, calls[0])]
-        return list(await asyncio.gather(*(bounded(c) for c in calls)))
-
-    async def _run_tool(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
-        tool = self._by_name.get(call.name)
-        target = tool.target.name if isinstance(tool, DelegateTool) else None
-        with tool_span(call.name, call.id, delegate_to=target) as span:
-            ids = span_ids(span)
-            self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
-            self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
-            out = await self._execute(inv, call)
-            self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
-            if out.is_error:
-                span.set_status(Status(StatusCode.ERROR, out.content[:200]))
-                span.set_attribute(attr.ERROR_TYPE, "tool_error")
-        self._emit(inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids)
-        return out
-
-    async def _execute(self, inv: _Invocation, call: ToolCall) -> ToolOutput:
-        ctx = inv.ctx
-        tool = self._by_name.get(call.name)
-        if tool is None:
-            return ToolOutput(f"error: unknown tool {call.name!r}", is_error=True)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError as exc:
-            return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
-        if not isinstance(arguments, dict):
-            return ToolOutput("error: arguments must be a JSON object", is_error=True)
-        if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
-            not_approved = await self._approval(inv, call, arguments)
-            if not_approved is not None:
-                return not_approved
-        is_delegation = isinstance(tool, DelegateTool)
-        timeout = (
-            ctx.time_left() + _DELEGATION_GRACE_S
-            if is_delegation
-            else min(self.spec.timeouts.tool, ctx.time_left())
-        )
-        retries = 0
-        if isinstance(tool, FunctionTool):
-            retries = tool.retries
-            if not tool.idempotent and self.ledger is not None:
-                # At most once: the record comes first, so that a retried delegation can tell
-                # that this call may have happened.
-                try:
-                    await self.ledger.record_effect(ctx.run_id, ctx.attempts, call.name)
-                except Exception as exc:
-                    return ToolOutput(
-                        f"error: {call.name} was not run: its call could not be recorded "
-                        f"first ({type(exc).__name__})",
-                        is_error=True,
-                    )
-        for attempt in range(retries + 1):
-            try:
-                return await asyncio.wait_for(
-                    tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
-                    max(timeout, 0.001),
-                )
-            except DelegationRefused as refused:
-                return self._refused(inv, call, refused)
-            except Exception as exc:
-                if attempt < retries and ctx.time_left() > 0:  # idempotent: same key again
-                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
-                    continue
-                if isinstance(exc, TimeoutError):
-                    return ToolOutput(
-                        f"error: tool {call.name} timed out after {timeout:.1f}s", is_error=True
-                    )
-                return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
-        raise AssertionError("unreachable")
-
-    async def _approval(
-        self, inv: _Invocation, call: ToolCall, arguments: dict[str, Any]
-    ) -> ToolOutput | None:
-        """Wait for a person to approve the call: None if approved, else what the model is
-        told (a denial is a tool result, so the model can change course)."""
-        ctx = inv.ctx
-        span = trace.get_current_span()
-        if self.approvals is None:
-            return ToolOutput(
-                f"error: {call.name} needs a person's approval, and this run has no one to ask "
-                "(submit it to the Baton service)",
-                is_error=True,
-            )
-        wait = max(0.0, min(ctx.limits.approval_timeout_s, ctx.time_left()))
-        shown = json.dumps(arguments, default=str)
-        event = self._event(
-            inv,
-            ApprovalRequested,
-            call_id=call.id,  # made unique by the ledger
-            tool=call.name,
-            tool_call_id=call.id,
-            arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
-            expires_at=time.time() + wait,
-            **span_ids(span),
-        )
-        approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)
-        span.add_event(attr.EVENT_APPROVAL_REQUESTED, {attr.BATON_APPROVAL_ID: approval_id})
-        decision = await self.approvals.await_decision(ctx.run_id, approval_id, wait)
-        if decision is None:  # expired: deny, unless a person got there first
-            _, decision = await self.approvals.decide(
-                ctx.run_id, approval_id, False, f"no decision within {wait:.0f}s", "expiry"
-            )
-        assert decision is not None
-        span.add_event(
-            attr.EVENT_APPROVAL_DECIDED,
-            {"approved": bool(decision["approved"]), "by": str(decision["by"])},
-        )
-        if decision["approved"]:
-            return None
-        reason = "denied by a person" if decision["by"] == "person" else "approval expired"
-        return ToolOutput(
-            json.dumps(
-                {
-                    "error": "not_approved",
-                    "tool": call.name,
-                    "reason": reason,
-                    "message": decision.get("message") or "",
-                }
-            ),
-            is_error=True,
-        )
-
-    def _refused(self, inv: _Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
-        inv.refusals.append(Refusal.of(refused, call.id))
-        self._emit(
-            inv,
-            DelegationRefusedEvent,
-            target=refused.target,
-            reason=refused.reason,
-            message=refused.message,
-            call_id=call.id,
-            **span_ids(trace.get_current_span()),
-        )
-        trace.get_current_span().add_event(
-            attr.EVENT_DELEGATION_REFUSED,
-            {attr.BATON_REFUSAL_REASON: refused.reason, "message": refused.message},
-        )
-        return ToolOutput(
-            json.dumps(
-                {
-                    "error": "delegation_refused",
-                    "reason": refused.reason,
-                    "message": refused.message,
-                }
-            ),
-            is_error=True,
-        )
