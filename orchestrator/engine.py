@@ -17,10 +17,10 @@ from ray.exceptions import TaskCancelledError
 
 from agents.core.errors import DelegationRefused
 from agents.core.events import RunFinished, RunStarted
+from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
-from agents.runtime.guard import check_delegation
 from orchestrator.config import AgentSystem
 from orchestrator.results import RunResult
 from orchestrator.routing import AUTO, RoutingDecision, route

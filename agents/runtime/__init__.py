@@ -1,7 +1,6 @@
-"""The tool loop and what it runs under: the delegation guard and the run ledger's protocols.
+"""The tool loop and what it runs under: the run ledger's protocols, and a team in one process.
 Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`)."""
 
-from agents.runtime.guard import check_delegation
 from agents.runtime.ledger import Approvals, EventSink, Ledger, RunLedger, SpanSource
 from agents.runtime.loop import AgentRuntime
 
@@ -12,5 +11,4 @@ __all__ = [
     "Ledger",
     "RunLedger",
     "SpanSource",
-    "check_delegation",
 ]

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.core.spec import AgentCard, AgentSpec
-from agents.runtime.guard import check_delegation
-from agents.runtime.ledger import Ledger
 from agents.tools.base import Tool, ToolCallContext, ToolOutput, load_tool
 from agents.tools.files import FILE_TOOL_NAMES, FileTools
 from tracing import attributes as attr
+
+if TYPE_CHECKING:
+    from agents.runtime.ledger import Ledger
 from tracing import inject_context
 
 __all__ = [

@@ -6,9 +6,9 @@ import time
 import pytest
 
 from agents.core.errors import DelegationRefused
+from agents.core.guard import check_delegation
 from agents.core.limits import Limits
 from agents.core.messages import RunContext
-from agents.runtime.guard import check_delegation
 
 
 def _ctx(
