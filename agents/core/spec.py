@@ -68,7 +68,7 @@ class ToolRef(_Strict):
     idempotent: bool | None = Field(
         default=None,
         description="Safe to run again with the same arguments (default: what the function "
-        "declares with `@agents.tools.base.idempotent`, else false).",
+        "declares with `@agents.tools.idempotent`, else false).",
     )
     retries: int = Field(
         default=0, ge=0, le=10, description="Retries after an error (idempotent tools only)."

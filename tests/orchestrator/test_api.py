@@ -137,7 +137,7 @@ async def test_a_run_and_the_agents_come_as_mermaid_diagrams(api: str) -> None:
     assert "as baton/offline" in view["mermaid"] and "as calculate" in view["mermaid"]
     assert len(view["arrows"]) == view["mermaid"].count("->>") + view["mermaid"].count("--x")
     assert agents.headers["content-type"].startswith("text/vnd.mermaid")
-    assert "flowchart LR" in agents.models.text and "coordinator · depth 1" in agents.models.text
+    assert "flowchart LR" in agents.text and "coordinator · depth 1" in agents.text
     assert wrong.status_code == 422
 
 
