@@ -11,7 +11,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run check test lint bench
+.PHONY: help setup system-deps run check test lint schema bench
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -49,10 +49,14 @@ check: setup ## Validate configs/default.yaml
 test: lint system-deps ## Lint, then run the test suite (one local Ray instance, a PostgreSQL server)
 	$(PY) -m pytest
 
-lint: setup ## Ruff (lint and format) and mypy --strict on the packages
+lint: setup ## Ruff (lint and format), mypy --strict on the packages, modules under 400 lines
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(PY) .ci/module_sizes.py
+
+schema: setup ## Regenerate the UI's copy of the event schema from agents/core/events.py
+	$(PY) -m agents.core.events > $(WEB)/static/events.schema.json
 
 bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/delegation_overhead.py

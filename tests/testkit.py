@@ -143,8 +143,14 @@ class FakeOpenAI:
 
 
 async def slow_touch(path: str, seconds: float) -> str:
-    """Wait, then create the file at `path` (so a test can tell whether the wait was cut short)."""
-    await asyncio.sleep(seconds)
+    """Wait, then create the file at `path`; cancelled, create `path` with the suffix
+    `.cancelled` instead (so a test can tell whether, and when, the wait was cut short)."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        # Written at once: a second await here could itself be cancelled.
+        Path(path).with_suffix(".cancelled").write_text("cancelled")
+        raise
     await asyncio.to_thread(Path(path).write_text, "finished")
     return "touched"
 

@@ -331,3 +331,9 @@ EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 def events_json_schema() -> dict[str, Any]:
     """The JSON Schema of every event kind (what the UI's copy is generated from)."""
     return EVENTS.json_schema(mode="serialization")
+
+
+if __name__ == "__main__":  # `make schema`: the UI's copy, generated, never edited by hand
+    import json
+
+    print(json.dumps(events_json_schema(), indent=2, sort_keys=True))

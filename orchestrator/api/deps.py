@@ -1,6 +1,5 @@
 """The dependencies routes declare: the run service, the caller, a run by id."""
 
-
 from collections.abc import Callable
 from typing import Annotated, Any
 

@@ -62,6 +62,7 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
                 "orchestrator",
                 "run",
                 "Research the history of Ray, check the facts, and calculate 2 + 2",
+                "--verbose",
             ],
             capture_output=True,
             text=True,
@@ -80,6 +81,7 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     # Progress streamed while the run went on.
     assert "→ researcher (from coordinator)" in out
     assert "→ fact_checker (from researcher)" in out
+    assert "analyst asks baton/offline (step 1)" in out  # --verbose: every event
 
     # The run is in the store: `baton runs` lists it and `baton show` prints its tree.
     listed = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": store_url, "COLUMNS": "200"})
