@@ -10,6 +10,7 @@ PACKAGES = ("agents", "orchestrator", "tracing", "configs", "tests", "bench")
 
 
 def main() -> int:
+    """List the modules over the limit on stderr; exit 1 if there are any."""
     root = Path(__file__).resolve().parent.parent
     over = []
     for package in PACKAGES:

@@ -1,0 +1,1 @@
+"""The example and default agent systems, and the demo tools they use."""

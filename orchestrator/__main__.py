@@ -1,3 +1,5 @@
+"""`python -m orchestrator`: the `baton` command."""
+
 from orchestrator.cli import main
 
 main()

@@ -56,8 +56,10 @@ class ApprovalDesk:
         return {"call_id": call_id, **decision}
 
     async def track(self, run_id: str) -> None:
-        """Keep the stored status `waiting_for_approval` while a call of the run waits (until
-        the run's event log closes)."""
+        """Keep the stored status `waiting_for_approval` while a call of the run waits.
+
+        Until the run's event log closes.
+        """
         seen, waiting = 0, False
         while True:
             seen, pending, state = await self.engine.ledger.watch_pending(

@@ -28,12 +28,15 @@ class ApiError(Exception):
 
 @dataclass
 class ServerEvent:
+    """One Server-Sent Event as received."""
+
     id: str | None = None
     event: str = "message"
     data: str = ""
     _lines: list[str] = field(default_factory=list, repr=False)
 
     def json(self) -> Any:
+        """The event's data, parsed as JSON."""
         return json.loads(self.data)
 
 
@@ -89,8 +92,10 @@ class BatonClient:
             raise ApiError(response.status_code, "http_error", response.text[:300]) from None
 
     async def submit(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Submit a run; retried on connection errors with the same Idempotency-Key, so that a
-        retry never starts a second run."""
+        """Submit a run; retried on connection errors with the same Idempotency-Key.
+
+        A retry thus never starts a second run.
+        """
         headers = {"Idempotency-Key": uuid.uuid4().hex}
         for attempt in range(RECONNECTS):
             try:
@@ -103,6 +108,7 @@ class BatonClient:
         raise AssertionError("unreachable")
 
     async def get(self, run_id: str) -> dict[str, Any]:
+        """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
     async def decide(
@@ -116,8 +122,10 @@ class BatonClient:
         return await self._json(answer)  # type: ignore[no-any-return]
 
     async def events(self, run_id: str) -> AsyncIterator[Event]:
-        """The run's events until `run_finished`, reconnecting (with `Last-Event-ID`) if the
-        connection drops."""
+        """The run's events until `run_finished`.
+
+        Reconnects (with `Last-Event-ID`) if the connection drops.
+        """
         last: str | None = None
         failures = 0
         while True:

@@ -1,5 +1,7 @@
-"""Agent systems from YAML: parse, validate with pydantic, check the whole system with networkx,
-and report every problem with its file, line and field.
+"""Agent systems from YAML: parse, validate, check the whole system, report every problem.
+
+Validation is pydantic's, the whole-system checks use networkx, and each problem names its
+file, line and field.
 """
 
 from __future__ import annotations
@@ -55,9 +57,11 @@ class AgentSystem:
 
     @property
     def entry(self) -> str:
+        """The entry agent: the first one in the file."""
         return self.topology.entry
 
     def agent(self, name: str) -> AgentSpec:
+        """The agent named `name`."""
         for spec in self.config.agents:
             if spec.name == name:
                 return spec
@@ -71,8 +75,10 @@ class AgentSystem:
         return found
 
     def public_config(self) -> dict[str, Any]:
-        """The config as JSON with credentials (model `api_key`, headers...) replaced, as the
-        run store keeps it."""
+        """The config as JSON with credentials replaced, as the run store keeps it.
+
+        Credentials are model `api_key`s, headers and the like.
+        """
         return Redactor().mapping(self.config.model_dump(mode="json"))
 
     @property
@@ -208,8 +214,10 @@ def _check_mcp(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> 
 def _resolve_files(
     src: Located, config: SystemConfig, base: Path
 ) -> tuple[SystemConfig, list[ConfigIssue]]:
-    """Make each agent's file-tool folder absolute (relative to the config file's folder), and
-    check that it exists."""
+    """Make each agent's file-tool folder absolute, and check that it exists.
+
+    Relative folders are relative to the config file's folder.
+    """
     issues = []
     agents = []
     for i, agent in enumerate(config.agents):

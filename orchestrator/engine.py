@@ -1,5 +1,7 @@
-"""The run lifecycle: pick the entry agent, open the run's budget and root span, hand the task
-to the entry agent's actor, and collect the result tree.
+"""The run lifecycle: pick the entry agent, run the task on its actor, collect the result.
+
+The engine opens the run's budget and root span, hands the task to the entry agent's actor,
+and collects the result tree and the spans.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ class Engine:
         detached: bool = False,
         forbid_remote_models: bool = False,
     ) -> None:
-        """
+        """Set up the engine; `start` starts (or finds) the agents.
+
         Args:
             system: the validated agent system.
             namespace: the Ray namespace of the system's actors.
@@ -124,6 +127,7 @@ class Engine:
 
     @property
     def pool(self) -> AgentPool:
+        """The system's agents on Ray (once `start` was called)."""
         if self._pool is None:
             raise RuntimeError("Engine.start() has not been called")
         return self._pool
@@ -155,11 +159,15 @@ class Engine:
 
     @property
     def started(self) -> bool:
+        """Whether the agents have been started (or found)."""
         return self._pool is not None
 
     async def placement(self, timeout_s: float = 2.0) -> list[dict[str, Any]]:
-        """Each replica, asked now: where it runs (node id and address, pid), how busy it is
-        (delegations in flight, served), whether it was restarted; or why it does not answer."""
+        """Each replica, asked now: where it runs, how busy it is, whether it was restarted.
+
+        Where: node id and address, pid; busy: delegations in flight and served. A replica that does
+        not answer says why.
+        """
         pool = self.pool
 
         async def ask(agent: str, replica: int, handle: Any) -> dict[str, Any]:
@@ -207,6 +215,7 @@ class Engine:
         self._ledger = None
 
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
+        """The entry agent for `task`: the one asked for, routed (`auto`), or the config's."""
         if agent == AUTO:
             decision = route(task, [a.card() for a in self.system.config.agents], self.system.entry)
             return decision.agent, decision
@@ -225,9 +234,14 @@ class Engine:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
         Args:
+            task: what the team should do.
+            agent: the entry agent; `auto` routes by capabilities; None: the config's entry.
+            run_id: the run's id (default: a new one).
+            token_budget: tokens the whole delegation tree may spend (default: the config's).
+            deadline_s: the run's wall-clock limit (default: the config's).
             finish: close the run's event log when it ends. False leaves it open for the
-                caller to record the result first and then call `finish` (so that whoever
-                sees the `run_finished` event finds the run recorded).
+                caller to record the result first and then call `ledger.finish` (so that
+                whoever sees the `run_finished` event finds the run recorded).
         """
         self.start()
         run_id = run_id or uuid.uuid4().hex
@@ -346,8 +360,11 @@ class Engine:
     async def _gather_spans(
         self, run_id: str, trace_id: int, tree: AgentResult
     ) -> list[SpanRecord]:
-        """Every span of the run: the orchestrator's own, the entry agent's (in its result), and
-        those the sub-agents sent to the ledger before they returned (or were cancelled)."""
+        """Every span of the run, from every process.
+
+        The orchestrator's own, the entry agent's (in its result), and those the sub-agents sent to
+        the ledger before they returned (or were cancelled).
+        """
         spans = self._collector.drain(trace_id) + tree.spans
         tree.spans = []
         own, lost = agent_span_counts(spans)
@@ -363,8 +380,9 @@ class Engine:
         return spans + kept
 
     def cancel(self, run_id: str) -> bool:
-        """Cancel a run in flight: every agent working on it, across actors, is stopped. A run
-        whose entry agent has not been called yet ends cancelled without calling it.
+        """Cancel a run in flight: every agent working on it, across actors, is stopped.
+
+        A run whose entry agent has not been called yet ends cancelled without calling it.
 
         Returns False when the run is not (or no longer) running here.
         """

@@ -33,6 +33,8 @@ class ServiceError(BatonError):
 
 
 class RunNotFound(ServiceError):
+    """No run has this id."""
+
     status = 404
     code = "run_not_found"
 
@@ -41,6 +43,8 @@ class RunNotFound(ServiceError):
 
 
 class IdempotencyConflict(ServiceError):
+    """An Idempotency-Key was reused with a different request."""
+
     status = 409
     code = "idempotency_conflict"
 
@@ -57,11 +61,15 @@ class Overloaded(ServiceError):
 
 
 class NotReady(ServiceError):
+    """The service cannot take this now (starting, or stopping)."""
+
     status = 503
     code = "not_ready"
 
 
 class ApprovalNotFound(ServiceError):
+    """No call with this id waits in the run."""
+
     status = 404
     code = "approval_not_found"
 

@@ -35,8 +35,10 @@ class EventFeed:
     async def follow(
         self, run: StoredRun, after: int = 0
     ) -> AsyncIterator[tuple[int, Event] | None]:
-        """The run's events with ids above `after`, as they happen, ending with its
-        `run_finished` event; `None` marks a quiet heartbeat period."""
+        """The run's events with ids above `after`, as they happen, ending with `run_finished`.
+
+        `None` marks a quiet heartbeat period.
+        """
         run_id, last = run.id, after
         while True:
             if not self.ready.is_set():  # no ledger to read yet (or ever): only the store

@@ -44,8 +44,10 @@ async def _run(runs: RunService, run_id: str) -> StoredRun:
 
 
 def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
-    """The tools, over the run service `service` gives when a tool is called (it may wait for
-    the service to start)."""
+    """The tools, over the run service that `service` gives when a tool is called.
+
+    It may wait for the service to start.
+    """
     server = MCPServer(
         "baton",
         instructions="Baton runs tasks through a team of AI agents. submit_task hands the team "

@@ -151,6 +151,8 @@ def render_diagram(
     """Render Mermaid text as SVG or PNG bytes.
 
     Args:
+        text: the Mermaid text.
+        fmt: `svg` or `png`.
         ink_server: a mermaid-ink server's address (`MERMAID_INK_SERVER`): render there.
         chromium: the browser binary (default: found on PATH).
         mermaid_dist: the npm mermaid package's `dist` folder (default: `make setup`'s).

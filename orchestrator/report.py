@@ -44,12 +44,14 @@ _MARK = {
 
 
 def print_issues(console: Console, issues: list[ConfigIssue]) -> None:
+    """Print config problems, errors red and warnings yellow."""
     for issue in issues:
         style = "red" if issue.severity == "error" else "yellow"
         console.print(Text(str(issue), style=style), soft_wrap=True)
 
 
 def print_topology(console: Console, system: AgentSystem) -> None:
+    """Print the agents, whom each may delegate to, and the static depth and cycles."""
     topology = system.topology
     table = Table(
         title=f"{system.config.name}: {len(system.config.agents)} agents (entry: {topology.entry})"
@@ -114,6 +116,7 @@ def _status_style(status: str) -> str:
 
 
 def print_runs(console: Console, page: RunPage) -> None:
+    """Print a page of runs as a table."""
     table = Table(title=f"runs ({len(page.runs)} of {page.total}, newest first)")
     for column in (
         "id",
@@ -219,4 +222,5 @@ def span_tree(spans: list[dict[str, Any]]) -> Tree:
 
 
 def print_trace(console: Console, spans: list[dict[str, Any]]) -> None:
+    """Print a run's span tree."""
     console.print(span_tree(spans))

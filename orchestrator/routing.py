@@ -24,6 +24,8 @@ DESCRIPTION_WEIGHT = 1
 
 
 class RoutingDecision(BaseModel):
+    """Which agent a task was routed to, why, and every agent's score."""
+
     agent: str
     scores: dict[str, int]
     reason: str

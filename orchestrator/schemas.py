@@ -1,5 +1,7 @@
-"""What the HTTP API accepts and answers (these models make its OpenAPI document), and what
-`baton show` and `baton run --json` print."""
+"""What the HTTP API accepts and answers, and what `baton show` and `baton run --json` print.
+
+These models make the OpenAPI document.
+"""
 
 from __future__ import annotations
 
@@ -86,6 +88,8 @@ class RunSubmission(RunRequest):
 
 
 class ErrorDetail(BaseModel):
+    """What went wrong, for programs (`code`) and people (`message`)."""
+
     code: str = Field(description="Stable, machine-readable: `unknown_agent`, `overloaded`...")
     message: str = Field(description="What is wrong, for people.")
     details: list[dict[str, Any]] | dict[str, Any] | None = Field(
@@ -100,6 +104,8 @@ class ErrorBody(BaseModel):
 
 
 class RunLinks(BaseModel):
+    """Where to follow, trace, draw and cancel a run."""
+
     self: str
     events: str
     trace: str
@@ -129,6 +135,8 @@ class RunView(BaseModel):
 
 
 class RunPageView(BaseModel):
+    """A page of runs, newest first."""
+
     runs: list[RunView]
     total: int
     limit: int
@@ -167,6 +175,8 @@ class DiagramView(BaseModel):
 
 
 class TraceView(BaseModel):
+    """A run's spans as trees."""
+
     run_id: str
     trace_id: str | None
     span_count: int
@@ -223,6 +233,8 @@ class ReplicaView(BaseModel):
 
 
 class AgentView(BaseModel):
+    """One configured agent and its replicas."""
+
     name: str
     description: str
     capabilities: list[str]
@@ -233,6 +245,8 @@ class AgentView(BaseModel):
 
 
 class TopologyView(BaseModel):
+    """Who may delegate to whom."""
+
     entry: str
     edges: list[tuple[str, str]]
     cycles: list[list[str]]
@@ -241,16 +255,22 @@ class TopologyView(BaseModel):
 
 
 class AgentsView(BaseModel):
+    """The agent system: its agents and topology."""
+
     system: str
     agents: list[AgentView]
     topology: TopologyView
 
 
 class Health(BaseModel):
+    """The process is up."""
+
     status: Literal["ok"]
 
 
 class Readiness(BaseModel):
+    """Whether the service can run tasks, part by part."""
+
     status: Literal["ready", "not_ready"]
     checks: dict[str, str] = Field(
         description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
@@ -259,6 +279,7 @@ class Readiness(BaseModel):
 
 
 def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
+    """A stored run as the API answers it, with links under `prefix`."""
     base = f"{prefix}/runs/{run.id}"
     return RunView(
         id=run.id,

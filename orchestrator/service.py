@@ -112,8 +112,10 @@ class RunService:
         await self._close_orphans()
 
     async def _close_orphans(self) -> None:
-        """End the event logs of runs that were interrupted (their service died), so that
-        their followers see `run_finished` and the ledger forgets them."""
+        """End the event logs of runs that were interrupted (their service died).
+
+        Their followers then see `run_finished`, and the ledger forgets them.
+        """
         while self._orphans and self.ready:
             run_id, reason = self._orphans.pop()
             try:
@@ -139,6 +141,7 @@ class RunService:
 
     @property
     def ready(self) -> bool:
+        """Whether the agents have started (runs wait for it)."""
         return self._ready.is_set()
 
     async def check(self) -> dict[str, str]:
@@ -187,8 +190,7 @@ class RunService:
     async def submit(
         self, request: Submission, *, idempotency_key: str | None = None, principal: str = ""
     ) -> tuple[StoredRun, bool]:
-        """Accept a run (or find the one this idempotency key made); return it, and whether it
-        is new.
+        """Accept a run, or find the one this idempotency key made; say whether it is new.
 
         Raises:
             IdempotencyConflict: the key was used with a different request.
@@ -227,6 +229,7 @@ class RunService:
         return run, True
 
     async def get(self, run_id: str) -> StoredRun:
+        """A stored run, or `RunNotFound`."""
         run = await self.store.get(run_id)
         if run is None:
             raise RunNotFound(run_id)
@@ -243,8 +246,11 @@ class RunService:
         return await self.engine.placement() if self.engine.started else []
 
     async def spans(self, run: StoredRun) -> list[SpanRecord]:
-        """The run's spans: as stored once it is finished; while it goes on, those finished so
-        far with the open ones rebuilt from its events (`orchestrator.live_trace`)."""
+        """The run's spans, finished or not.
+
+        As stored once it is finished; while it goes on, those finished so far with the open ones
+        rebuilt from its events (`orchestrator.live_trace`).
+        """
         if not run.finished and self.ready:
             finished, events = await self.engine.ledger.snapshot(run.id)
             if events:
@@ -259,8 +265,10 @@ class RunService:
         )
 
     async def cancel(self, run_id: str) -> StoredRun:
-        """Cancel a run wherever it is: queued or running here, or owned by another instance
-        (which cancels it when it next renews its lease). A finished run stays as it is."""
+        """Cancel a run wherever it is: queued or running here, or owned by another instance.
+
+        Another instance cancels it when it next renews its lease. A finished run stays as it is.
+        """
         run = await self.get(run_id)
         if run.finished:
             return run
@@ -338,8 +346,11 @@ class RunService:
     # Leases --------------------------------------------------------------------------------
 
     async def _keep_leases(self) -> None:
-        """Renew this instance's leases; interrupt runs of instances that stopped renewing;
-        honour cancellations requested through other instances."""
+        """Renew this instance's leases, and act on what other instances left or asked.
+
+        Runs of instances that stopped renewing are interrupted; cancellations requested through
+        other instances are honoured.
+        """
         period = self.limits.lease_s / 3
         while True:
             try:

@@ -1,6 +1,8 @@
-"""Opening a run service: the store, Ray, the engine and the service, in order, and closed in
-reverse. One place for every door that runs a service (`baton serve`, `baton run`, `baton mcp`,
-the tests)."""
+"""Opening a run service: the store, Ray, the engine and the service, and closing them.
+
+They open in that order and close in reverse. One place for every door that runs a service
+(`baton serve`, `baton run`, `baton mcp`, the tests).
+"""
 
 from __future__ import annotations
 
@@ -67,7 +69,16 @@ async def open_service(
     """Open the store, join Ray, and run a `RunService` until the block ends.
 
     Args:
+        system: the validated agent system.
+        store_url: the run store's SQLAlchemy URL.
+        ray_address: the cluster to join (None: a local Ray instance).
+        namespace: the Ray namespace of the system's actors.
+        owner: names this instance in the store (stable across its restarts).
+        env: the variables forwarded to the agents (secrets).
+        export: where finished runs' spans go besides the store (an OTLP backend).
+        limits: admission bounds, lease and heartbeat periods.
         detached: agents outlive this process (a service: restarts and replicas find them).
+        forbid_remote_models: the agents may call only built-in models and loopback servers.
     """
     store = await RunStore.open(store_url)
     try:

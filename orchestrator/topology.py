@@ -1,5 +1,6 @@
-"""The delegation graph (who may delegate to whom), built once with networkx and used by the
-static checks, the router's fallback, `baton check`, and the actors' allow-lists.
+"""The delegation graph (who may delegate to whom), built once with networkx.
+
+The static checks, the router's fallback, `baton check` and the actors' allow-lists use it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Topology:
     entry: str
 
     def delegates(self, agent: str) -> list[str]:
+        """The agents `agent` may delegate to."""
         return list(self.graph.successors(agent))
 
     def cycles(self) -> list[list[str]]:
@@ -38,6 +40,7 @@ class Topology:
         return sorted(found)
 
     def unreachable(self) -> list[str]:
+        """Agents no chain from the entry agent reaches."""
         if self.entry not in self.graph:
             return []
         reached = nx.descendants(self.graph, self.entry) | {self.entry}
@@ -70,9 +73,12 @@ def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
 
 
 def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents") -> str:
-    """Who may delegate to whom, as Mermaid flowchart text: the entry agent first, each agent
-    with its depth on the shortest chain from the entry, edges on a cycle drawn thick and
-    labelled, unreachable agents dashed, and the runtime depth limit in the title."""
+    """Who may delegate to whom, as Mermaid flowchart text.
+
+    The entry agent first, each agent with its depth on the shortest chain from the entry, edges
+    on a cycle drawn thick and labelled, unreachable agents dashed, and the runtime depth limit in
+    the title.
+    """
     _, flowchart = mermaid_modules()
     graph = topology.graph
     depth = (

@@ -32,6 +32,7 @@ class Located:
         return None, None
 
     def issue(self, path: Path, message: str, severity: str = "error") -> ConfigIssue:
+        """A config problem at `path`, located in the file where the YAML allows."""
         line, column = self.where(path)
         return ConfigIssue(self.file, line, column, format_path(path), message, severity)  # type: ignore[arg-type]
 

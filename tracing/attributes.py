@@ -1,5 +1,8 @@
-"""Span names and attribute keys: the GenAI semantic conventions, plus Baton's own where they
-have none. Every module that makes or reads spans takes its names from here."""
+"""Span names and attribute keys: the GenAI semantic conventions, and Baton's own.
+
+Baton's own names stand where the conventions have none. Every module that makes or reads
+spans takes its names from here.
+"""
 
 from __future__ import annotations
 

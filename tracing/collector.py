@@ -18,6 +18,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from typing_extensions import override
 
 from tracing.records import SpanRecord, resource_record, span_record
 from tracing.redaction import Redactor, install_log_redaction, secret_values_from_env
@@ -57,6 +58,7 @@ class SpanCollector(SpanProcessor):
         self._runs: OrderedDict[int, None] = OrderedDict()  # traces with a Baton span
         self.dropped = 0
 
+    @override
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         scope = span.instrumentation_scope
         if scope is not None and scope.name == TRACER_NAME:
@@ -67,6 +69,7 @@ class SpanCollector(SpanProcessor):
                 if len(self._runs) > MAX_TRACES:
                     self._runs.popitem(last=False)
 
+    @override
     def on_end(self, span: ReadableSpan) -> None:
         try:
             trace_id = span.get_span_context().trace_id  # type: ignore[union-attr]
@@ -96,9 +99,11 @@ class SpanCollector(SpanProcessor):
         with self._lock:
             return self._spans.pop(trace_id, [])
 
+    @override
     def shutdown(self) -> None:
         pass
 
+    @override
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
 
@@ -110,8 +115,9 @@ _collector: SpanCollector | None = None
 def configure_tracing(
     role: str, secrets: Iterable[str] = (), resource: Mapping[str, Any] | None = None
 ) -> SpanCollector:
-    """Install Baton's tracer provider and log redaction in this process (once) and return its
-    collector.
+    """Install Baton's tracer provider and log redaction in this process (once).
+
+    Returns the process's collector.
 
     Args:
         role: what this process is ("orchestrator", or the agent actor's name), recorded on

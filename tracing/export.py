@@ -78,9 +78,11 @@ class OtlpExport:
                 logger.exception("could not export span %s", record.get("name"))
 
     def flush(self, timeout_s: float = 10.0) -> bool:
+        """Send what is queued, waiting up to `timeout_s`; False if it did not finish."""
         return self._processor.force_flush(int(timeout_s * 1000))
 
     def shutdown(self) -> None:
+        """Send what is queued and stop."""
         self._processor.shutdown()  # type: ignore[no-untyped-call]
 
 

@@ -35,8 +35,10 @@ _SPACE = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
 def label(text: object, limit: int = MAX_LABEL_CHARS) -> str:
-    """`text` on one line, at most `limit` characters (then `…`), safe anywhere a Mermaid label
-    or message goes."""
+    """`text` on one line, at most `limit` characters (then `…`).
+
+    Safe anywhere a Mermaid label or message goes.
+    """
     flat = _SPACE.sub(" ", str(text)).strip()
     if len(flat) > limit:
         flat = flat[: limit - 1].rstrip() + "…"
@@ -47,8 +49,10 @@ _TITLE_UNSAFE = re.compile(r"[^\w .,()/·+-]")
 
 
 def title(text: object, limit: int = 120) -> str:
-    """Text for a diagram title, which Mermaid reads as YAML front matter: letters, digits and
-    plain punctuation only (no `:` or `#`)."""
+    """Text for a diagram title, which Mermaid reads as YAML front matter.
+
+    Letters, digits and plain punctuation only (no `:` or `#`).
+    """
     return _TITLE_UNSAFE.sub(" ", _SPACE.sub(" ", str(text))).strip()[:limit] or "diagram"
 
 
@@ -56,8 +60,11 @@ _modules: tuple[ModuleType, ModuleType] | None = None
 
 
 def mermaid_modules() -> tuple[ModuleType, ModuleType]:
-    """`mermaid.sequence` and `mermaid.flowchart`. Importing mermaid-py prints a notice about
-    IPython to stdout; it is swallowed here so that it never lands in CLI output."""
+    """`mermaid.sequence` and `mermaid.flowchart`, imported quietly.
+
+    Importing mermaid-py prints a notice about IPython to stdout; it is swallowed here so that it
+    never lands in CLI output.
+    """
     global _modules
     if _modules is None:
         with contextlib.redirect_stdout(io.StringIO()):

@@ -43,8 +43,10 @@ def _attributes(attributes: Mapping[str, Any] | None, redact: Redactor | None) -
 
 
 def agent_span_counts(records: list[SpanRecord]) -> tuple[int, int]:
-    """How many `invoke_agent` spans are an invocation's own, and how many were made for an
-    invocation whose own spans were lost (a dead actor)."""
+    """How many `invoke_agent` spans are invocations' own, and how many stand for lost ones.
+
+    A lost invocation (a dead actor) has a span made by its caller.
+    """
     own = lost = 0
     for record in records:
         if str(record["name"]).startswith(attr.AGENT_SPAN_PREFIX):
@@ -65,9 +67,11 @@ def span_record(
     redact: Redactor | None = None,
     resource: dict[str, Any] | None = None,
 ) -> SpanRecord:
-    """A finished span as a JSON-ready dict (ids in hex, times in Unix nanoseconds), bounded in
-    size, with every string passed through `redact`. `resource` saves recomputing the process's
-    resource attributes for each span."""
+    """A finished span as a JSON-ready dict: ids in hex, times in Unix nanoseconds.
+
+    Bounded in size, with every string passed through `redact`. `resource` saves recomputing the
+    process's resource attributes for each span.
+    """
     context = span.get_span_context()
     parent = span.parent
     status = span.status.description

@@ -91,6 +91,7 @@ class Redactor:
             self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
 
     def text(self, value: str) -> str:
+        """`value` with every secret replaced."""
         pattern = self._pattern
         if pattern is not None:
             value = pattern.sub(REDACTED, value)

@@ -41,8 +41,10 @@ _TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 class _Arrow(Enum):
-    """Arrow types, with Mermaid's activation shorthand (+ activates the target, - deactivates
-    the sender)."""
+    """Arrow types, with Mermaid's activation shorthand.
+
+    `+` activates the target, `-` deactivates the sender.
+    """
 
     CALL = "->>+"
     RETURN = "-->>-"
@@ -186,8 +188,10 @@ class _Builder:
         return chunk
 
     def steps(self, node: _Node, agent: Any) -> list[_Chunk]:
-        """The agent's model steps, each with the tool calls it asked for; alike steps in a
-        row folded into a loop."""
+        """The agent's model steps, each with the tool calls it asked for.
+
+        Alike steps in a row are folded into a loop.
+        """
         grouped: list[tuple[_Node | None, list[_Node]]] = []
         for child in node.children:
             if child.name.startswith(_CHAT) or not grouped:

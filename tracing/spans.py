@@ -1,5 +1,7 @@
-"""One typed factory per span kind. Library code uses only the OpenTelemetry API: with no SDK
-configured these spans cost almost nothing, and the process that configures an SDK gets them all.
+"""One typed factory per span kind.
+
+Library code uses only the OpenTelemetry API: with no SDK configured these spans cost almost
+nothing, and the process that configures an SDK gets them all.
 """
 
 from __future__ import annotations
@@ -48,8 +50,10 @@ def clip(text: str, limit: int) -> str:
 
 
 def span_ids(span: Span) -> dict[str, Any]:
-    """The ids (and, once ended, the times) of a recording span, for progress events that
-    refer to it; empty when tracing is off."""
+    """The ids (and, once ended, the times) of a recording span, for events that refer to it.
+
+    Empty when tracing is off.
+    """
     if not span.is_recording() and getattr(span, "end_time", None) is None:
         return {}
     context = span.get_span_context()
@@ -77,8 +81,11 @@ def record_content(span: Span, key: str, value: Any, limit: int) -> None:
 def workflow_span(
     run_id: str, entry_agent: str, workflow: str, *, record: bool = True
 ) -> Iterator[Span]:
-    """The root span of a run. With `record=False` the run gets an unsampled trace context:
-    every span below it, in every process, is a no-op (the W3C flags carry the decision)."""
+    """The root span of a run.
+
+    With `record=False` the run gets an unsampled trace context: every span below it, in every
+    process, is a no-op (the W3C flags carry the decision).
+    """
     if not record:
         unsampled = SpanContext(
             trace_id=random.getrandbits(128) or 1,
@@ -121,6 +128,7 @@ def _agent_attributes(
 def agent_span(
     agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], parent: Context | None
 ) -> Iterator[Span]:
+    """The span of one agent invocation, under `parent` (the caller's, from the carrier)."""
     with _tracer.start_as_current_span(
         attr.agent_span_name(agent),
         context=parent,
@@ -132,6 +140,7 @@ def agent_span(
 
 @contextmanager
 def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Iterator[Span]:
+    """The span of one tool call (a delegation names its target agent)."""
     attributes: dict[str, Any] = {
         attr.GEN_AI_OPERATION_NAME: attr.OP_EXECUTE_TOOL,
         attr.GEN_AI_TOOL_NAME: tool,
@@ -146,6 +155,7 @@ def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Ite
 
 @contextmanager
 def chat_span(model: str) -> Iterator[Span]:
+    """The span of one model call."""
     provider, sep, _ = model.partition("/")
     attributes: dict[str, Any] = {
         attr.GEN_AI_OPERATION_NAME: attr.OP_CHAT,
@@ -168,8 +178,10 @@ def lost_agent_span(
     error_type: str,
     message: str,
 ) -> None:
-    """An error `invoke_agent` span for an invocation that could not report its own (its actor
-    died, or it was abandoned past the deadline), made by whoever saw it go."""
+    """An error `invoke_agent` span for an invocation that could not report its own.
+
+    Its actor died, or it was abandoned past the deadline; whoever saw it go makes it.
+    """
     span = _tracer.start_span(
         attr.agent_span_name(agent),
         kind=SpanKind.INTERNAL,

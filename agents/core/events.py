@@ -15,6 +15,7 @@ import time
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
+from typing_extensions import override
 
 from agents.core.messages import RunStatus, Usage
 from tracing import SpanRecord
@@ -115,6 +116,7 @@ class RunStarted(EventBase):
     type: Literal["run_started"] = "run_started"
     routing: dict[str, Any] | None = None
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         self._open(spans, trace_id, attr.WORKFLOW_SPAN)
 
@@ -127,9 +129,11 @@ class AgentStarted(EventBase):
     caller: str | None = None
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
+    @override
     def describe(self) -> str:
         return f"[cyan]→[/] {self.agent}" + (f" (from {self.caller})" if self.caller else "")
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         self._open(spans, trace_id, attr.agent_span_name(self.agent))
 
@@ -141,9 +145,11 @@ class ModelStarted(EventBase):
     model: str
     step: int
 
+    @override
     def describe(self) -> str:
         return f"[dim]…[/] {self.agent} asks {self.model} (step {self.step})"
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         self._open(
             spans,
@@ -164,12 +170,14 @@ class ModelFinished(EventBase):
     input_tokens: int
     output_tokens: int
 
+    @override
     def describe(self) -> str:
         return (
             f"[dim]…[/] {self.agent} step {self.step}: {self.tool_calls} tool calls, "
             f"{self.tokens} tokens"
         )
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         if self.span_id not in spans:  # its start was not seen: the span is whole here
             self._open(spans, trace_id, attr.chat_span_name(self.model))
@@ -190,6 +198,7 @@ class ToolStarted(EventBase):
     call_id: str
     target: str | None = None
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         self._open(
             spans,
@@ -211,6 +220,7 @@ class ToolFinished(EventBase):
     call_id: str
     error: bool = False
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         self._close(spans, "tool_error" if self.error else None)
 
@@ -225,9 +235,11 @@ class DelegationRefused(EventBase):
     call_id: str | None = None
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
+    @override
     def describe(self) -> str:
         return f"[yellow]⊘[/] {self.agent} -> {self.target}: {self.message}"
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         record = spans.get(self.span_id or "")
         if record is not None:
@@ -253,9 +265,11 @@ class AgentFinished(EventBase):
     output_tokens: int = 0
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
+    @override
     def describe(self) -> str:
         return f"[cyan]←[/] {self.agent} {self.status.value} in {self.duration_s * 1000:.0f} ms"
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         failed = self.status != RunStatus.SUCCEEDED
         record = self._close(spans, self.status.value if failed else None, self.error)
@@ -275,6 +289,7 @@ class ApprovalRequested(EventBase):
     expires_at: float = Field(description="When it is denied without a decision.")
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
+    @override
     def describe(self) -> str:
         return f"[yellow]?[/] {self.agent} waits for approval of {self.tool}"
 
@@ -290,6 +305,7 @@ class ApprovalDecided(EventBase):
     by: Literal["person", "expiry"]
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
+    @override
     def describe(self) -> str:
         verdict = "approved" if self.approved else "denied"
         return f"[yellow]![/] {self.tool} {verdict} ({self.by})"
@@ -305,6 +321,7 @@ class RunFinished(EventBase):
     usage: Usage | None = None
     duration_s: float | None = None
 
+    @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
         failed = self.status != RunStatus.SUCCEEDED
         self._close(spans, self.status.value if failed else None, self.error)

@@ -1,6 +1,8 @@
-"""The system-wide settings every part reads: run limits and trace options, with their named
-defaults (checked before acting: the guard refuses a delegation past `max_depth` before it is
-dispatched)."""
+"""The system-wide settings every part reads: run limits and trace options.
+
+Each has a named default; limits are checked before acting (the guard refuses a delegation
+past `max_depth` before it is dispatched).
+"""
 
 from __future__ import annotations
 

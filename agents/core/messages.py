@@ -60,6 +60,7 @@ class Usage(BaseModel):
 
     @property
     def total_tokens(self) -> int:
+        """Input and output tokens together."""
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -89,9 +90,11 @@ class RunContext(BaseModel):
 
     @property
     def depth(self) -> int:
+        """How many agents are on the chain (the entry agent is depth 1)."""
         return len(self.chain)
 
     def time_left(self) -> float:
+        """Seconds until the run's deadline (negative once it has passed)."""
         return self.deadline - time.time()
 
     def enter(self, agent: str, trace_context: dict[str, str] | None = None) -> RunContext:
@@ -126,6 +129,7 @@ class Refusal(BaseModel):
 
     @classmethod
     def of(cls, error: DelegationRefused, call_id: str | None) -> Refusal:
+        """The refusal as the caller's result records it."""
         return cls(
             reason=error.reason,
             message=error.message,
@@ -162,6 +166,7 @@ class AgentResult(BaseModel):
     )
 
     def total_usage(self) -> Usage:
+        """This invocation's usage plus that of every invocation under it."""
         total = self.usage
         for child in self.children:
             total = total + child.total_usage()

@@ -1,5 +1,6 @@
-"""What an agent is: the validated shape of one agent (its model, tools, MCP servers, Ray
-options).
+"""What an agent is: the validated shape of one agent.
+
+Its model, tools, MCP servers and Ray options.
 
 These models are the boundary between a YAML file and the runtime; the loader in
 `orchestrator.config` adds file locations and whole-system checks on top.
@@ -190,6 +191,7 @@ class AgentSpec(AgentCard):
         return {"name": value} if isinstance(value, str) else value
 
     def card(self) -> AgentCard:
+        """What other agents are told about this one (in their delegation tools)."""
         return AgentCard(
             name=self.name,
             description=self.description,

@@ -1,5 +1,7 @@
-"""Models: the client seam the tool loop uses (`base`), litellm behind it (`client`), and
-Baton's built-in offline and scripted models (`providers`).
+"""Models: the seam the tool loop uses, litellm behind it, and Baton's built-in models.
+
+`base` is the seam, `client` the litellm client, `providers` the built-in offline and scripted
+models.
 
 Only the seam is exported here: `agents.models.safety` runs in every Ray worker at start-up and
 must not pull in litellm through this package.

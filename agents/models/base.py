@@ -22,6 +22,8 @@ def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict
 
 @dataclass(frozen=True)
 class ToolCall:
+    """A tool call a model asked for (its arguments as the model wrote them: JSON text)."""
+
     id: str
     name: str
     arguments: str
@@ -29,6 +31,8 @@ class ToolCall:
 
 @dataclass
 class ModelReply:
+    """A model's answer: text, or tool calls, with its token counts and cost."""
+
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     input_tokens: int = 0
@@ -59,4 +63,5 @@ class ModelClient:
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:
+        """Answer the conversation `messages`, offered `tools` (OpenAI's function shape)."""
         raise NotImplementedError

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import override
+
 # litellm fetches a price list from the internet at import unless told otherwise.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -40,12 +42,15 @@ def configure_litellm() -> None:
 
 @dataclass
 class LiteLLMClient(ModelClient):
+    """A model reached through `litellm.acompletion`, as its spec names and configures it."""
+
     spec: ModelSpec
 
     def __post_init__(self) -> None:
         configure_litellm()
         self.model = self.spec.name
 
+    @override
     async def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ModelReply:

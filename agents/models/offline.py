@@ -1,5 +1,4 @@
-"""The built-in offline model: a deterministic stand-in for a real model, for running without
-keys or network.
+"""The built-in offline model: a deterministic stand-in, for running without keys or network.
 
 It is not intelligent. On its first turn it calls every offered tool whose name, description or
 capabilities share a significant word with the task (several at once when several match), with

@@ -1,5 +1,7 @@
-"""Baton's built-in models, served through litellm's `CustomLLM` so that every code path
-(retries, usage, tool-call parsing) is litellm's own, exactly as with a real provider.
+"""Baton's built-in models, served through litellm's `CustomLLM`.
+
+Every code path (retries, usage, tool-call parsing) is litellm's own, exactly as with a real
+provider.
 
 - `baton/offline`: the deterministic offline model (see `agents.models.offline`).
 - `baton/scripted`: replies from a list in the model params (`replies`, `repeat_last`); a test

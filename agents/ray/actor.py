@@ -1,5 +1,4 @@
-"""Ray shells around the runtime: one async actor per agent replica, and the dispatcher that
-hands delegations to them.
+"""Ray shells around the runtime: an async actor per agent replica, and their dispatcher.
 
 Everything here is thin: the work happens in `agents.runtime.loop`, which does not know about Ray.
 """
@@ -50,13 +49,16 @@ class SystemRef:
     max_restarts: dict[str, int] = field(default_factory=dict)
 
     def restartable(self, agent: str) -> bool:
+        """Whether Ray restarts the agent's actors when they die (a delegation may be retried)."""
         return self.max_restarts.get(agent, 0) != 0
 
     def actor_name(self, agent: str, replica: int) -> str:
+        """The Ray name of an agent's replica."""
         return f"{self.prefix}.{agent}.{replica}"
 
     @property
     def ledger_name(self) -> str:
+        """The Ray name of the system's ledger actor."""
         return f"{self.prefix}.ledger"
 
 
@@ -97,6 +99,7 @@ class RayDispatcher:
         delegation: Delegation,
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
     ) -> AgentResult:
+        """Hand `delegation` to a replica of `target` and return its result."""
         ctx = delegation.context
         retried = False
         while True:
@@ -163,8 +166,10 @@ class RayDispatcher:
             return name, exc
 
     async def _until_back(self, name: str, limit_s: float) -> None:
-        """Wait (at most `limit_s`) until the actor `name` answers again after a restart: Ray
-        fails calls made while an actor is restarting rather than queueing them."""
+        """Wait (at most `limit_s`) until the actor `name` answers again after a restart.
+
+        Ray fails calls made while an actor is restarting rather than queueing them.
+        """
         deadline = time.monotonic() + max(limit_s, 0.0)
         pause = 0.05
         while time.monotonic() < deadline:
@@ -245,7 +250,9 @@ class AgentActor:
 
     async def _open_mcp(self) -> None:
         """Connect this replica's MCP servers, once (here or, after a restart, on first use).
-        A server that fails is reported, and the agent works on without its tools."""
+
+        A server that fails is reported, and the agent works on without its tools.
+        """
         if self._mcp_opened is None:
             self._mcp_opened = asyncio.get_running_loop().create_task(self._connect_mcp())
         await asyncio.shield(self._mcp_opened)
@@ -261,8 +268,10 @@ class AgentActor:
         self._runtime.add_tools(usable)
 
     async def ready(self) -> dict[str, Any]:
-        """Warm litellm's lazy imports now rather than inside the first run, and connect the
-        agent's MCP servers."""
+        """Warm litellm up and connect the agent's MCP servers.
+
+        litellm's lazy imports are paid now rather than inside the first run.
+        """
         await self._open_mcp()
         configure_litellm()
         warm = LiteLLMClient(ModelSpec())
@@ -302,6 +311,7 @@ class AgentActor:
         }
 
     async def invoke(self, delegation: Delegation) -> AgentResult:
+        """Run one delegation on this replica's agent and return its result tree."""
         self._inflight += 1
         self._invocations += 1
         try:

@@ -56,6 +56,7 @@ class LedgerActor:
         return events
 
     def close(self, run_id: str) -> None:
+        """Stop counting the run; its events stay readable for a while."""
         self._ledger.close(run_id)
         self._changed(run_id)
 
@@ -64,15 +65,19 @@ class LedgerActor:
         return self._ledger.snapshot(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget)."""
         return self._ledger.tokens_left(run_id)
 
     def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent."""
         self._ledger.charge(run_id, tokens)
 
     def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Note that `tool` (run at most once) is about to run under these delegation attempts."""
         self._ledger.record_effect(run_id, attempts, tool)
 
     def effects(self, run_id: str, attempt: str) -> list[str]:
+        """The at-most-once tools started under a delegation attempt."""
         return self._ledger.effects(run_id, attempt)
 
     def request_approval(
@@ -83,8 +88,10 @@ class LedgerActor:
         earlier: list[tuple[str, Event]] | None = None,
         spans: list[tuple[str, list[dict[str, Any]]]] | None = None,
     ) -> str:
-        """Register a call waiting for approval, after the caller's `earlier` events (sent
-        along: an async actor does not keep one caller's calls in order)."""
+        """Register a call waiting for approval, after the caller's `earlier` events.
+
+        They are sent along because an async actor does not keep one caller's calls in order.
+        """
         if earlier or spans:
             self.emit_many(earlier or [], spans or [])
         unique = self._ledger.request_approval(run_id, call_id, event)
@@ -94,11 +101,13 @@ class LedgerActor:
     def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
     ) -> tuple[Decision, dict[str, Any] | None]:
+        """Approve or deny a pending call; the first decision counts."""
         outcome = self._ledger.decide(run_id, call_id, approved, message, by)
         self._changed(run_id)
         return outcome
 
     def pending(self, run_id: str) -> list[ApprovalRequested]:
+        """The run's calls waiting for a decision, oldest first."""
         return self._ledger.pending(run_id)
 
     async def await_decision(
@@ -114,8 +123,10 @@ class LedgerActor:
     async def watch_pending(
         self, run_id: str, seen: int, wait_s: float
     ) -> tuple[int, int, RunState]:
-        """Wait up to `wait_s` for the run's approvals to change from version `seen`; return
-        the version, how many calls wait for a decision, and the run's state."""
+        """Wait up to `wait_s` for the run's approvals to change from version `seen`.
+
+        Returns the version, how many calls wait for a decision, and the run's state.
+        """
         until = time.monotonic() + wait_s
         while True:
             version = self._ledger.approvals_version(run_id)
@@ -128,6 +139,7 @@ class LedgerActor:
         events: list[tuple[str, Event]],
         spans: list[tuple[str, list[dict[str, Any]]]],
     ) -> None:
+        """Record batches of events and spans from one agent process."""
         changed = set()
         for run_id, event in events:
             self._ledger.emit(run_id, event)
@@ -141,8 +153,10 @@ class LedgerActor:
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
     ) -> tuple[list[tuple[int, Event]], RunState]:
-        """The run's events with ids above `after`, and whether the run is open, closed or
-        unknown here; with `wait_s`, wait that long for a first new event (not once closed)."""
+        """The run's events with ids above `after`, and whether the run is open, closed or unknown.
+
+        With `wait_s`, wait that long for a first new event (not once closed).
+        """
         until = time.monotonic() + wait_s
         while True:
             found = self._ledger.numbered(run_id, after)
@@ -156,6 +170,7 @@ class LedgerActor:
         """Take the spans agents sent for the run, once every invocation has sent its own.
 
         Args:
+            run_id: the run.
             have: the invocations' own `invoke_agent` spans the caller already holds.
             lost: the spans the caller holds for invocations whose own were lost (dead actors).
             expected: invocations the caller knows of (its result tree, lost ones left out);

@@ -16,8 +16,10 @@ EVENT_FLUSH_S = 0.05
 
 
 class LedgerClient:
-    """A `LedgerActor` as typed calls: the `Ledger`, `Approvals` and `EventSink` protocols the
-    agents use, and the run-level calls the orchestrator makes.
+    """A `LedgerActor` as typed calls, for agents and the orchestrator.
+
+    The `Ledger`, `Approvals` and `EventSink` protocols the agents use, and the run-level calls
+    the orchestrator makes.
 
     Events and spans are batched: one actor call per flush instead of one per event, flushed
     when an invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
@@ -31,17 +33,21 @@ class LedgerClient:
         self._timer: asyncio.TimerHandle | None = None
 
     async def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget)."""
         left: int | None = await self._handle.tokens_left.remote(run_id)
         return left
 
     def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent (sent without waiting)."""
         self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Record that an at-most-once tool is about to run (awaited: it must come first)."""
         # Awaited: the record must exist before the call is made.
         await self._handle.record_effect.remote(run_id, attempts, tool)
 
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
+        """Register a call waiting for approval; return its unique approval id."""
         # The buffered events go in the same call, so that they come before this one.
         events, spans = self._take()
         unique: str = await self._handle.request_approval.remote(
@@ -52,6 +58,7 @@ class LedgerClient:
     async def await_decision(
         self, run_id: str, call_id: str, wait_s: float
     ) -> dict[str, Any] | None:
+        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
         decision: dict[str, Any] | None = await self._handle.await_decision.remote(
             run_id, call_id, wait_s
         )
@@ -60,20 +67,24 @@ class LedgerClient:
     async def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
     ) -> tuple[Decision, dict[str, Any] | None]:
+        """Approve or deny a pending call; the first decision counts."""
         outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
             run_id, call_id, approved, message, by
         )
         return outcome
 
     async def effects(self, run_id: str, attempt: str) -> list[str]:
+        """The at-most-once tools started under a delegation attempt."""
         found: list[str] = await self._handle.effects.remote(run_id, attempt)
         return found
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        """Queue finished spans of a run; they go out with the next flush."""
         if spans:
             self._spans.append((run_id, spans))
 
     def emit(self, run_id: str, event: Event) -> None:
+        """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
         self._batch.append((run_id, event))
         if self._timer is None:
             try:
@@ -84,6 +95,7 @@ class LedgerClient:
             self._timer = loop.call_later(EVENT_FLUSH_S, self.flush)
 
     def flush(self) -> None:
+        """Send what is buffered now (called when an invocation ends)."""
         self._send()
 
     def _take(
@@ -117,8 +129,10 @@ class LedgerClient:
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
     ) -> tuple[list[tuple[int, Event]], RunState]:
-        """The run's events with ids above `after` (waiting up to `wait_s` for one), and the
-        state of its event log."""
+        """The run's events with ids above `after`, and the state of its event log.
+
+        Waits up to `wait_s` for a first new event.
+        """
         found: tuple[list[tuple[int, Event]], RunState] = await self._handle.events.remote(
             run_id, after, wait_s
         )

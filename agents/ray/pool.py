@@ -27,6 +27,8 @@ HEAD_NODE_RESOURCE = "node:__internal_head__"
 
 @dataclass
 class AgentPool:
+    """A system's agent actors on Ray, with its ledger actor and where each replica landed."""
+
     system: SystemRef
     ledger_handle: Any
     actors: dict[str, list[Any]]
@@ -34,9 +36,11 @@ class AgentPool:
 
     @property
     def ledger(self) -> LedgerClient:
+        """A typed client of the system's ledger actor."""
         return LedgerClient(self.ledger_handle)
 
     def dispatcher(self, ledger: LedgerClient | None = None) -> RayDispatcher:
+        """The dispatcher that hands delegations to the agents' replicas."""
         return RayDispatcher(self.system, ledger or self.ledger)
 
 
@@ -73,6 +77,10 @@ def start_pool(
     """Create (or find) every actor of the system and wait until each one is warm.
 
     Args:
+        agents: the agents' specs.
+        delegates: whom each agent may delegate to.
+        namespace: the Ray namespace of the actors.
+        prefix: names the system's actors (`{prefix}.{agent}.{replica}`, `{prefix}.ledger`).
         env: environment variables set in every agent actor; their values are secrets.
         trace: what the agents' spans record.
         detached: whether the actors outlive this driver (see `Engine`).

@@ -1,5 +1,7 @@
 """The tool loop and what it runs under: the run ledger's protocols, and a team in one process.
-Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`)."""
+
+Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`).
+"""
 
 from agents.runtime.ledger import Approvals, EventSink, Ledger, RunLedger, SpanSource
 from agents.runtime.loop import AgentRuntime

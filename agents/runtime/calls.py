@@ -1,6 +1,8 @@
-"""The tool half of the tool loop: run a model step's tool calls (bounded concurrency), each
-behind its approval gate, its timeout, its retry policy and the delegation guard; and the
-events and span content both halves record."""
+"""The tool half of the tool loop, and the events and span content both halves record.
+
+A model step's tool calls run with bounded concurrency, each behind its approval gate, its
+timeout, its retry policy and the delegation guard.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ class Invocation:
 
     @property
     def ctx(self) -> RunContext:
+        """The run context the delegation carries."""
         return self.delegation.context
 
 
@@ -171,8 +174,11 @@ class ToolCalls:
     async def _approval(
         self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
     ) -> ToolOutput | None:
-        """Wait for a person to approve the call: None if approved, else what the model is
-        told (a denial is a tool result, so the model can change course)."""
+        """Wait for a person to approve the call.
+
+        Returns None if approved, else what the model is told (a denial is a tool result, so the
+        model can change course).
+        """
         ctx = inv.ctx
         span = trace.get_current_span()
         if self.approvals is None:

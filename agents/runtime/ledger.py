@@ -26,12 +26,17 @@ RunState = Literal["open", "closed", "unknown"]
 
 
 class Ledger(Protocol):
-    """The run-wide record as seen by an agent: ask before spending, report after; record a
-    call that must run at most once before making it."""
+    """The run-wide record as seen by an agent.
 
-    async def tokens_left(self, run_id: str) -> int | None: ...
+    Ask before spending, report after; record a call that must run at most once before making
+    it.
+    """
 
-    def charge(self, run_id: str, tokens: int) -> None: ...
+    async def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget)."""
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent."""
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
@@ -41,16 +46,20 @@ class Approvals(Protocol):
     """Where a call waits for a person: it asks, then waits for the decision."""
 
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        """Register the pending call and announce it (`event` is its `approval_requested`
-        event); return the id under which it is approved (the call id, made unique)."""
+        """Register the pending call and announce it (`event` is its `approval_requested` event).
+
+        Returns the id under which it is approved (the call id, made unique).
+        """
 
     async def await_decision(
         self, run_id: str, call_id: str, wait_s: float
-    ) -> dict[str, Any] | None: ...
+    ) -> dict[str, Any] | None:
+        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
 
     async def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
-    ) -> tuple[Decision, dict[str, Any] | None]: ...
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Approve or deny a pending call; the first decision counts."""
 
 
 # What a decision on a pending call did: taken, too late (already decided), or no such call.
@@ -60,13 +69,15 @@ Decision = Literal["decided", "already_decided", "unknown"]
 class SpanSource(Protocol):
     """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
 
-    def drain(self, trace_id: int) -> list[dict[str, Any]]: ...
+    def drain(self, trace_id: int) -> list[dict[str, Any]]:
+        """Take this process's finished spans of the trace `trace_id`."""
 
 
 class EventSink(Protocol):
     """Where progress events go (fire and forget; telemetry never breaks a run)."""
 
-    def emit(self, run_id: str, event: Event) -> None: ...
+    def emit(self, run_id: str, event: Event) -> None:
+        """Queue a progress event of the run `run_id`."""
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         """Queue finished spans of a run; they go out with the next flush."""
@@ -109,6 +120,7 @@ class RunLedger:
         return book
 
     def open(self, run_id: str, budget: int | None) -> None:
+        """Start counting a run, with its token budget (None: no budget)."""
         self._open_book(run_id).budget = budget
 
     def close(self, run_id: str) -> None:
@@ -121,6 +133,7 @@ class RunLedger:
                 self._closed.popitem(last=False)
 
     def state(self, run_id: str) -> RunState:
+        """Whether the ledger is counting the run, has closed it, or does not know it."""
         if run_id in self._runs:
             return "open"
         return "closed" if run_id in self._closed else "unknown"
@@ -133,28 +146,34 @@ class RunLedger:
         return self.numbered(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget, or not counted here)."""
         book = self._runs.get(run_id)
         if book is None or book.budget is None:
             return None
         return book.budget - book.spent
 
     def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent."""
         book = self._runs.get(run_id)
         if book is not None:
             book.spent += tokens
 
     def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Note that `tool` (run at most once) is about to run under these delegation attempts."""
         book = self._open_book(run_id)
         for attempt in attempts:
             book.effects.setdefault(attempt, []).append(tool)
 
     def effects(self, run_id: str, attempt: str) -> list[str]:
-        """The tools that must run at most once started under this delegation attempt (at any
-        depth below it)."""
+        """The tools that must run at most once started under this delegation attempt.
+
+        At any depth below it.
+        """
         book = self._book(run_id)
         return list(book.effects.get(attempt, ())) if book is not None else []
 
     def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
+        """Register a pending call and announce it; return its id, made unique in the run."""
         book = self._open_book(run_id)
         unique, n = call_id, 1
         while unique in book.approvals:  # built-in models reuse call ids across agents
@@ -195,6 +214,7 @@ class RunLedger:
         return "decided", decision
 
     def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
+        """The decision on a pending call, or None while it waits."""
         book = self._book(run_id)
         return book.decisions.get(call_id) if book is not None else None
 
@@ -206,10 +226,12 @@ class RunLedger:
         return [r for call, r in book.approvals.items() if call not in book.decisions]
 
     def approvals_version(self, run_id: str) -> int:
+        """A number that changes whenever the run's approvals do."""
         book = self._book(run_id)
         return book.approvals_changed if book is not None else 0
 
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        """Keep finished spans that agents sent for the run (dropped once it is closed)."""
         if run_id in self._closed:
             return  # too late for the run's record
         book = self._open_book(run_id)
@@ -219,8 +241,10 @@ class RunLedger:
         book.lost_spans += lost
 
     def span_progress(self, run_id: str) -> tuple[int, int, int]:
-        """How many agent invocations have started, how many have sent their spans, and how
-        many were lost (their spans made by their callers instead)."""
+        """How many agent invocations have started, sent their spans, and were lost.
+
+        Lost invocations' spans were made by their callers instead.
+        """
         book = self._book(run_id)
         return (book.started, book.agent_spans, book.lost_spans) if book else (0, 0, 0)
 
@@ -238,6 +262,7 @@ class RunLedger:
         return spans
 
     def emit(self, run_id: str, event: Event) -> None:
+        """Record a progress event of the run (bounded per run; dropped once it is closed)."""
         if run_id in self._closed:
             return
         book = self._open_book(run_id)
@@ -249,6 +274,7 @@ class RunLedger:
         book.events.append(event)
 
     def events(self, run_id: str, after: int = 0) -> list[Event]:
+        """The run's events after the first `after`."""
         book = self._book(run_id)
         return book.events[after:] if book else []
 

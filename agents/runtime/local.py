@@ -30,6 +30,7 @@ class LocalDispatcher:
         self._runtimes = runtimes
 
     async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+        """Run `delegation` on the target's runtime, in a fresh context (as across actors)."""
         token = otel_context.attach(otel_context.Context())
         try:
             return await self._runtimes[target].invoke(delegation)

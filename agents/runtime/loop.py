@@ -1,5 +1,7 @@
-"""The tool loop: model call -> tool calls (concurrent, bounded) -> model call ... until a final
-answer or a limit. Plain async code: it knows nothing of Ray, so it runs in tests as it is.
+"""The tool loop: model call, tool calls, model call... until a final answer or a limit.
+
+Tool calls run concurrently, bounded. Plain async code: it knows nothing of Ray, so it runs in
+tests as it is.
 """
 
 from __future__ import annotations
@@ -144,9 +146,11 @@ class AgentRuntime(ToolCalls):
         return result
 
     def _ship_spans(self, ctx: RunContext, trace_id: int, result: AgentResult | None) -> None:
-        """Hand this invocation's finished spans on before its result (or cancellation) reaches
-        the caller: nothing stays buffered in a process that may die. The entry agent's travel
-        in its result; a sub-agent's go to the ledger with its last events."""
+        """Hand this invocation's finished spans on before its result (or cancellation) does.
+
+        Nothing stays buffered in a process that may die. The entry agent's travel in its result; a
+        sub-agent's go to the ledger with its last events.
+        """
         spans = self.span_source.drain(trace_id) if self.span_source is not None else []
         if result is not None and ctx.depth <= 1:
             result.spans = spans

@@ -41,8 +41,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def idempotent(fn: F) -> F:
-    """Declare a tool function safe to run again with the same arguments (so Baton may retry
-    it, and need not record it before it runs)."""
+    """Declare a tool function safe to run again with the same arguments.
+
+    Baton may then retry it, and need not record it before it runs.
+    """
     setattr(fn, _IDEMPOTENT_MARK, True)
     return fn
 
@@ -74,15 +76,19 @@ class Tool(Protocol):
     """Anything a model can call: a name, a description and a JSON schema for its arguments."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The name models call the tool by."""
 
     @property
-    def description(self) -> str: ...
+    def description(self) -> str:
+        """What the tool does, for the model."""
 
     @property
-    def parameters(self) -> dict[str, Any]: ...
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's arguments."""
 
-    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput: ...
+    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Call the tool with validated arguments; errors are returned, not raised."""
 
 
 def _to_text(value: Any) -> str:
@@ -112,6 +118,7 @@ class FunctionTool:
 
     @classmethod
     def from_callable(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
+        """A tool for `fn`: its schema from the type hints, its description from the docstring."""
         signature = inspect.signature(fn)
         fields: dict[str, Any] = {}
         takes_key = IDEMPOTENCY_KEY in signature.parameters
@@ -146,6 +153,7 @@ class FunctionTool:
         )
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Validate the arguments against the schema and call the function."""
         try:
             parsed = self._args_model.model_validate(arguments)
         except ValidationError as exc:

@@ -30,6 +30,7 @@ _MAX_RESULT_CHARS = 8_000
 
 
 def delegate_tool_name(agent: str) -> str:
+    """The name of the tool that delegates to `agent`."""
     return f"{DELEGATE_PREFIX}{agent}"
 
 
@@ -45,7 +46,8 @@ def reserved_by(name: str) -> str | None:
 class Dispatcher(Protocol):
     """Hands a delegation to the target agent's worker (a Ray actor, or anything in tests)."""
 
-    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult: ...
+    async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
+        """Hand `delegation` to the agent `target` and return its result."""
 
 
 def _describe(card: AgentCard) -> str:
@@ -69,18 +71,22 @@ class DelegateTool:
 
     @property
     def name(self) -> str:
+        """`delegate_to_{agent}`."""
         return delegate_tool_name(self.target.name)
 
     @property
     def description(self) -> str:
+        """The target agent's description and capabilities, for the model."""
         return _describe(self.target)
 
     @property
     def confirm(self) -> bool:
+        """Whether delegations to the target wait for a person's approval."""
         return self.target.confirm
 
     @property
     def parameters(self) -> dict[str, Any]:
+        """One argument: the task to hand over."""
         return {
             "type": "object",
             "properties": {
@@ -94,6 +100,7 @@ class DelegateTool:
         }
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Check the delegation with the guard, then dispatch it and report the result."""
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             return ToolOutput("invalid arguments: 'task' must be a non-empty string", is_error=True)
@@ -137,9 +144,12 @@ def build_tools(
     dispatcher: Dispatcher,
     ledger: Ledger | None = None,
 ) -> tuple[list[Tool], dict[str, Tool]]:
-    """An agent's tools: its function tools and a delegation tool per agent it may hand work
-    to (offered), plus one per other agent it may not (hidden: callable, so that a model that
-    names one is refused clearly rather than told the tool does not exist)."""
+    """An agent's tools: its function tools and a delegation tool per other agent.
+
+    Delegation tools for the agents it may hand work to are offered; those for the others are
+    hidden: callable, so that a model that names one is refused clearly rather than told the tool
+    does not exist.
+    """
     offered: list[Tool] = [load_tool(ref) for ref in spec.tools]
     if spec.files is not None:
         offered.extend(FileTools(spec.files).tools())

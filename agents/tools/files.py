@@ -42,6 +42,7 @@ class FileTools:
         self.spec = spec
 
     def tools(self) -> list[FunctionTool]:
+        """The file tools, bound to this base folder."""
         built = []
         for fn in (self.read_file, self.list_files, self.search_files, self.file_info):
             tool = FunctionTool.from_callable(fn)

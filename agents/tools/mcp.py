@@ -219,6 +219,7 @@ class McpServer:
             return client
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Call the server's tool `name`, reconnecting first if the session broke."""
         client = await self.session()
         if name in self.disabled:
             raise McpUnavailable(f"tool {name} is disabled: {self.disabled[name]}")
@@ -244,6 +245,7 @@ class McpServer:
         self._client = None
 
     async def close(self) -> None:
+        """Close the session (a stdio server exits)."""
         async with self._lock:
             await self._close()
 
@@ -259,13 +261,16 @@ class McpTool:
 
     @property
     def name(self) -> str:
+        """The prefixed name the model calls the tool by."""
         return f"{self.server.spec.prefix}{self.remote_name}"
 
     @property
     def confirm(self) -> bool:
+        """Whether calls wait for a person's approval (the server's `confirm`)."""
         return self.server.spec.confirm
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Call the tool on its server; a server error is an error result, never repeated."""
         try:
             async with asyncio.timeout(self.server.spec.timeout_s):
                 result = await self.server.call(self.remote_name, arguments)
@@ -314,8 +319,10 @@ async def open_mcp_tools(
 
 
 def admit_mcp_tools(tools: list[McpTool], taken: set[str]) -> tuple[list[McpTool], list[str]]:
-    """The tools an agent may offer beside the names it has (`taken`, updated), and why each
-    other one is skipped: a name providers refuse, or one already taken or reserved."""
+    """The tools an agent may offer beside the names it has (`taken`, updated), and the skipped.
+
+    Each skipped tool says why: a name providers refuse, or one already taken or reserved.
+    """
     usable, problems = [], []
     for tool in tools:
         server = tool.server.spec.name

@@ -40,9 +40,12 @@ Service = Annotated[RunService, Depends(_service)]
 
 
 def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
-    """The dependency every /v1 route gets where the router is included: who is calling
-    (checked when keys are set; kept as `request.state.principal`), and whether they are
-    within their rate. Without keys, the caller is its address and no key is documented."""
+    """The dependency every /v1 route gets where its router is included: caller and rate.
+
+    Who is calling is checked when keys are set, and kept as `request.state.principal`; each
+    caller is held to its rate. Without keys, the caller is its address and no key is
+    documented.
+    """
 
     def admit(request: Request, caller: str) -> None:
         wait = limiter.acquire(caller)

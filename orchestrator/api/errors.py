@@ -52,8 +52,10 @@ def error_response(
 
 
 def as_json(responses: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
-    """The same error answers, documented as JSON on a route whose own answer is not (FastAPI
-    would give them the route's media type)."""
+    """The same error answers, documented as JSON on a route whose own answer is not.
+
+    FastAPI would give them the route's media type.
+    """
     schema = {"$ref": "#/components/schemas/ErrorBody"}
     return {
         status: {

@@ -21,15 +21,19 @@ _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class KeyRing:
-    """The accepted API keys. A presented key is compared with every accepted one in constant
-    time, so neither timing nor which key matched leaks; keys are held only as given, never
-    logged, and callers are named by a hash of their key."""
+    """The accepted API keys.
+
+    A presented key is compared with every accepted one in constant time, so neither timing nor
+    which key matched leaks; keys are held only as given, never logged, and callers are named by a
+    hash of their key.
+    """
 
     def __init__(self, keys: Iterable[str]) -> None:
         self._keys = [k.encode() for k in keys]
 
     @property
     def enabled(self) -> bool:
+        """Whether the service requires API keys."""
         return bool(self._keys)
 
     def principal(self, presented: str) -> str | None:
@@ -83,14 +87,18 @@ def retry_after(seconds: float) -> str:
 
 
 class BodyLimit:
-    """Refuses request bodies over `max_bytes` with 413: at once when `Content-Length` says so
-    (before anything is read or parsed), else as soon as the streamed body goes over."""
+    """Refuses request bodies over `max_bytes` with 413.
+
+    At once when `Content-Length` says so (before anything is read or parsed), else as soon as the
+    streamed body goes over.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 413 for a body over the limit."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -134,8 +142,10 @@ class BodyLimit:
 
 
 class McpGuard:
-    """In front of `/mcp`: the Origin check (browsers' cross-site requests, DNS rebinding), the
-    Host check on a loopback-only service, the API keys, and the same per-caller rate limit.
+    """In front of `/mcp`: Origin and Host checks, the API keys, and the per-caller rate limit.
+
+    The Origin check stops browsers' cross-site requests and DNS rebinding; the Host check applies
+    to a loopback-only service.
 
     Args:
         app: the MCP endpoint.
@@ -158,6 +168,7 @@ class McpGuard:
         return any(origin == o or origin.startswith(o + ":") for o in LOOPBACK_ORIGINS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on to the MCP endpoint, or refuse it with the reason."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

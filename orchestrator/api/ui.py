@@ -1,6 +1,8 @@
-"""The web UI: three pages over the JSON API, their script and style, and the npm `mermaid`
-package that renders diagrams in the browser (installed by `make setup`, served from here: no
-CDN, nothing vendored, works offline)."""
+"""The web UI: three pages over the JSON API, their script and style, and Mermaid.
+
+The npm `mermaid` package renders diagrams in the browser; `make setup` installs it and it is
+served from here: no CDN, nothing vendored, works offline.
+"""
 
 from pathlib import Path
 
@@ -35,6 +37,7 @@ class SecurityHeaders:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, adding the security headers to the answer."""
         if scope["type"] != "http" or str(scope["path"]).startswith(_EXEMPT):
             await self.app(scope, receive, send)
             return

@@ -1,5 +1,7 @@
-"""What every `baton` command shares: the Typer app, the consoles, loading a config, opening
-the store."""
+"""What every `baton` command shares.
+
+The Typer app, the consoles, loading a config, opening the store.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ ConfigOption = Annotated[
 
 
 def load_system(path: Path | None, settings: Settings) -> AgentSystem:
+    """Load and check the config (or exit 2 listing every error); print its warnings."""
     path = path or settings.config or default_config_path()
     try:
         system = load_config(path)
@@ -57,6 +60,7 @@ def load_system(path: Path | None, settings: Settings) -> AgentSystem:
 
 
 def open_export() -> OtlpExport | None:
+    """The OTLP export the standard `OTEL_EXPORTER_OTLP_*` variables ask for, if any."""
     try:
         return otlp_export_from_env(os.environ)
     except ValueError as exc:
@@ -65,6 +69,7 @@ def open_export() -> OtlpExport | None:
 
 
 async def open_store(url: str) -> RunStore:
+    """Open the run store, or exit 2 saying why not."""
     try:
         return await RunStore.open(url)
     except Exception as exc:

@@ -83,8 +83,10 @@ async def _follow(
 def local_service(
     settings: Settings, system: AgentSystem, role: str, limits: ServiceLimits | None = None
 ) -> AbstractAsyncContextManager[RunService]:
-    """A run service in this process (`baton run`, `baton mcp`): agents on Ray, runs recorded
-    in the store, as with `baton serve`."""
+    """A run service in this process (`baton run`, `baton mcp`).
+
+    Agents on Ray, runs recorded in the store, as with `baton serve`.
+    """
     from orchestrator.serving import open_service_from_settings  # Ray, litellm: slow imports
 
     owner = f"{role}:{socket.gethostname()}:{os.getpid()}"
@@ -163,8 +165,11 @@ def run(
         ),
     ] = False,
 ) -> None:
-    """Run a task and print the answer and the delegation tree. Here: on Ray (a local instance
-    unless RAY_ADDRESS is set), recorded in the run store; with --server: on that service."""
+    """Run a task and print the answer and the delegation tree.
+
+    Here: on Ray (a local instance unless RAY_ADDRESS is set), recorded in the run store; with
+    --server: on that service.
+    """
     settings = Settings()
     body = {"task": task, "agent": agent, "token_budget": budget, "deadline_s": deadline}
     try:

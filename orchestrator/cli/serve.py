@@ -57,9 +57,11 @@ async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
 
 @app.command()
 def mcp(config: ConfigOption = None) -> None:
-    """Serve the team as an MCP server over stdin/stdout, for MCP clients (IDEs, desktop
-    assistants): tools to submit a task, get a run, get its diagram, list the agents. Runs are
-    recorded in the run store, as with `baton run`."""
+    """Serve the team as an MCP server over stdin/stdout, for MCP clients (IDEs, assistants).
+
+    Tools to submit a task, get a run, get its diagram, list the agents. Runs are recorded in the
+    run store, as with `baton run`.
+    """
     settings = Settings()
     system = load_system(config, settings)
     configure_tracing("orchestrator")

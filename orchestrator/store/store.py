@@ -73,10 +73,13 @@ class StoredRun(BaseModel):
 
     @property
     def finished(self) -> bool:
+        """Whether the run is over."""
         return self.status.finished
 
 
 class RunPage(BaseModel):
+    """A page of runs, and how many match in all."""
+
     runs: list[StoredRun]
     total: int
 
@@ -126,6 +129,7 @@ class RunStore:
         return cls(engine)
 
     async def close(self) -> None:
+        """Close the store's connections."""
         await self._engine.dispose()
 
     async def ping(self) -> None:
@@ -181,16 +185,17 @@ class RunStore:
         return StoredRun.model_validate(row)
 
     async def by_idempotency_key(self, key: str) -> StoredRun | None:
+        """The run this (caller-scoped) idempotency key made, if any."""
         async with self._sessions() as session:
             row = await session.scalar(select(RunRow).where(RunRow.idempotency_key == key))
             return StoredRun.model_validate(row) if row is not None else None
 
     async def start(self, run_id: str) -> None:
+        """Mark a run running."""
         await self._set(run_id, status=RunStatus.RUNNING, started_at=time.time())
 
     async def set_waiting(self, run_id: str, waiting: bool) -> None:
-        """Mark a running run as waiting for approval, or as running again (never a finished
-        one)."""
+        """Mark a running run as waiting for approval, or as running again (not a finished one)."""
         status = RunStatus.WAITING_FOR_APPROVAL if waiting else RunStatus.RUNNING
         async with self._sessions.begin() as session:
             await session.execute(
@@ -229,9 +234,11 @@ class RunStore:
         await self._set(run_id, status=status, error=error, finished_at=time.time())
 
     async def fail(self, run_id: str, error: str) -> None:
+        """Record a run that failed before the engine could report a result."""
         await self.end(run_id, RunStatus.FAILED, error)
 
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        """Keep more spans of a run."""
         if not spans:
             return
         async with self._sessions.begin() as session:
@@ -313,6 +320,7 @@ class RunStore:
             return ids
 
     async def request_cancel(self, run_id: str) -> None:
+        """Ask the run's owner to cancel it (it looks when it renews its lease)."""
         await self._set(run_id, cancel_requested=True)
 
     async def cancel_requests(self, owner: str) -> list[str]:
@@ -329,6 +337,7 @@ class RunStore:
             )
 
     async def get(self, run_id: str) -> StoredRun | None:
+        """A run by id, or None."""
         async with self._sessions() as session:
             row = await session.get(RunRow, run_id)
             return StoredRun.model_validate(row) if row is not None else None

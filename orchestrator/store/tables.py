@@ -22,6 +22,8 @@ __all__ = ["Base", "EventRow", "RunRow", "SpanRow"]
 
 
 class Base(DeclarativeBase):
+    """The tables' declarative base."""
+
     pass
 
 

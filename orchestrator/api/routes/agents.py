@@ -19,8 +19,10 @@ router = APIRouter(tags=["agents"])
     responses={200: {"content": {MERMAID: {"schema": {"type": "string"}}}}},
 )
 async def agents_diagram(service: Service) -> Response:
-    """Who may delegate to whom, as a Mermaid flowchart: depth of each agent from the entry
-    agent, cycles drawn thick, unreachable agents dashed."""
+    """Who may delegate to whom, as a Mermaid flowchart.
+
+    Each agent's depth from the entry agent, cycles drawn thick, unreachable agents dashed.
+    """
     system = service.system
     text = topology_flowchart(
         system.topology, system.config.limits.max_depth, f"{system.config.name} agents"
@@ -30,8 +32,10 @@ async def agents_diagram(service: Service) -> Response:
 
 @router.get("/agents")
 async def agents(service: Service) -> AgentsView:
-    """The configured agents, where each replica runs and how busy it is (asked now), and
-    who may delegate to whom."""
+    """The configured agents, where each replica runs, and who may delegate to whom.
+
+    Replicas are asked now: where they run and how busy they are.
+    """
     system = service.system
     topology = system.topology
     placement: dict[str, list[ReplicaView]] = {}

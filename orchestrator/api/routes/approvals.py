@@ -30,7 +30,9 @@ async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]
 async def decide(
     run: Run, call_id: CALL_ID, body: ApprovalDecision, service: Service
 ) -> ApprovalResult:
-    """Approve or deny a call waiting in the run; the first decision counts. A denial
-    reaches the model as the call's result, with the message."""
+    """Approve or deny a call waiting in the run; the first decision counts.
+
+    A denial reaches the model as the call's result, with the message.
+    """
     decided = await service.approvals.decide(run, call_id, body.approve, body.message)
     return ApprovalResult.model_validate(decided)

@@ -94,15 +94,19 @@ async def get_run(run: Run) -> RunView:
 
 @router.post("/runs/{run_id}/cancel", status_code=202, responses=NOT_FOUND)
 async def cancel_run(run: Run, service: Service) -> RunView:
-    """Stop every agent working on the run; it ends `cancelled`, with its spans. A finished
-    run is returned as it is."""
+    """Stop every agent working on the run; it ends `cancelled`, with its spans.
+
+    A finished run is returned as it is.
+    """
     return run_view(await service.cancel(run.id))
 
 
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
 async def trace(run: Run, service: Service) -> TraceView:
-    """The run's spans, nested by parentage; while it goes on, the spans so far (open ones
-    without an end)."""
+    """The run's spans, nested by parentage.
+
+    While it goes on, the spans so far (open ones without an end).
+    """
     spans = await service.spans(run)
     return TraceView(
         run_id=run.id,
@@ -126,10 +130,12 @@ async def events(
     ] = "",
     after: Annotated[int, Query(ge=0, le=10**12, description="Resume after this event id.")] = 0,
 ) -> AsyncIterable[Event]:
-    """Server-Sent Events while the run goes on, each named by its `type` (the schema lists
-    every kind), last `run_finished` (status, answer or error, usage). Each has an increasing
-    id; reconnect with `Last-Event-ID` to miss nothing. Comments keep an idle connection
-    alive."""
+    """Server-Sent Events while the run goes on, each named by its `type`.
+
+    The schema lists every kind; the last is `run_finished` (status, answer or error, usage).
+    Each has an increasing id; reconnect with `Last-Event-ID` to miss nothing. Comments keep an
+    idle connection alive.
+    """
     start = max(after, int(last_event_id) if last_event_id else 0)
     async for item in service.feed.follow(run, start):
         # ServerSentEvent carries the name and id; the annotation documents the payload.
@@ -162,8 +168,10 @@ async def diagram(
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     format: Annotated[Literal["mermaid", "json"], Query()] = "mermaid",
 ) -> Response:
-    """The run as a Mermaid sequence diagram, computed from its spans (live while it goes
-    on). Large runs fold alike calls into loops and come in pages."""
+    """The run as a Mermaid sequence diagram, computed from its spans (live while it goes on).
+
+    Large runs fold alike calls into loops and come in pages.
+    """
     drawn = await service.diagram(run, detail, page)
     if format == "mermaid":
         return Response(drawn.text, media_type=MERMAID)
