@@ -16,6 +16,8 @@ from agents.core.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage
+from tracing import attributes as attr
+from tracing.tree import SpanTree, span_forest
 
 __all__ = [
     "print_issues",
@@ -181,21 +183,19 @@ def print_run_view(console: Console, run: RunView) -> None:
         )
 
 
-def _span_label(span: dict[str, Any], origin_ns: int) -> Text:
-    failed = span["status"] == "ERROR"
-    label = Text(f"{'✗' if failed else '✓'} {span['name']}", style="red" if failed else "")
+def _span_label(node: SpanTree, origin_ns: int) -> Text:
+    span, attributes = node.span, node.attrs
+    label = Text(f"{'✗' if node.failed else '✓'} {node.name}", style="red" if node.failed else "")
     start_ms = (span["start_ns"] - origin_ns) / 1e6
-    duration_ms = (span["end_ns"] - span["start_ns"]) / 1e6
-    label.append(f"  +{start_ms:.1f} ms  {duration_ms:.1f} ms", style="dim")
-    attributes = span["attributes"]
-    if "gen_ai.usage.input_tokens" in attributes:
+    label.append(f"  +{start_ms:.1f} ms  {node.duration_ms or 0:.1f} ms", style="dim")
+    if attr.GEN_AI_USAGE_INPUT_TOKENS in attributes:
         label.append(
-            f"  tokens {attributes['gen_ai.usage.input_tokens']}/"
-            f"{attributes.get('gen_ai.usage.output_tokens', 0)}",
+            f"  tokens {attributes[attr.GEN_AI_USAGE_INPUT_TOKENS]}/"
+            f"{attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS, 0)}",
             style="dim",
         )
-    label.append(_cost(attributes.get("baton.usage.cost_usd")), style="dim")
-    if failed and span.get("status_message"):
+    label.append(_cost(attributes.get(attr.BATON_USAGE_COST)), style="dim")
+    if node.failed and span.get("status_message"):
         label.append(f"  {str(span['status_message'])[:160]}", style="red")
     for event in span.get("events", []):
         message = event["attributes"].get("message", "")
@@ -205,19 +205,14 @@ def _span_label(span: dict[str, Any], origin_ns: int) -> Text:
 
 def span_tree(spans: list[dict[str, Any]]) -> Tree:
     """Spans nested by parentage, each with its start offset, duration, status and tokens."""
-    ids = {s["span_id"] for s in spans}
-    children: dict[str | None, list[dict[str, Any]]] = {}
-    for span in sorted(spans, key=lambda s: s["start_ns"]):
-        parent = span["parent_span_id"] if span["parent_span_id"] in ids else None
-        children.setdefault(parent, []).append(span)
     origin = min((s["start_ns"] for s in spans), default=0)
     root = Tree(Text(f"trace · {len(spans)} spans", style="bold"))
 
-    def add(branch: Tree, parent: str | None) -> None:
-        for span in children.get(parent, []):
-            add(branch.add(_span_label(span, origin)), span["span_id"])
+    def add(branch: Tree, nodes: list[SpanTree]) -> None:
+        for node in nodes:
+            add(branch.add(_span_label(node, origin)), node.children)
 
-    add(root, None)
+    add(root, span_forest(spans))
     return root
 
 

@@ -13,6 +13,8 @@ from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.store import StoredRun
 from orchestrator.submission import Submission
 from tracing import SpanRecord
+from tracing.tree import SpanTree
+from tracing.tree import span_forest as forest
 
 __all__ = [
     "AgentView",
@@ -314,16 +316,14 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
 
 def span_forest(spans: list[SpanRecord]) -> list[SpanNode]:
     """Spans nested by parentage (a span whose parent is missing becomes a root), in start order."""
-    nodes = {
-        s["span_id"]: SpanNode(
-            **{k: s[k] for k in SpanNode.model_fields if k in s and k != "children"},
-            duration_ms=(s["end_ns"] - s["start_ns"]) / 1e6 if s.get("end_ns") else None,
-            children=[],
+
+    def node(tree: SpanTree) -> SpanNode:
+        fields = {k: tree.span[k] for k in SpanNode.model_fields if k in tree.span}
+        fields.pop("children", None)
+        return SpanNode(
+            **fields,
+            duration_ms=tree.duration_ms,
+            children=[node(child) for child in tree.children],
         )
-        for s in sorted(spans, key=lambda s: s["start_ns"])
-    }
-    roots: list[SpanNode] = []
-    for node in nodes.values():
-        parent = nodes.get(node.parent_span_id or "")
-        (parent.children if parent is not None else roots).append(node)
-    return roots
+
+    return [node(root) for root in forest(spans)]

@@ -35,6 +35,8 @@ __all__ = [
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
+    "BATON_PROCESS_ROLE",
+    "BATON_RAY_NODE_ID",
     "BATON_REFUSAL_REASON",
     "BATON_RUN_ID",
     "BATON_USAGE_COST",
@@ -86,6 +88,9 @@ BATON_DELEGATION_TARGET = "baton.delegation.target"
 BATON_USAGE_COST = "baton.usage.cost_usd"
 
 BATON_APPROVAL_ID = "baton.approval.id"
+# Resource attributes: which process (and Ray node) recorded a span.
+BATON_PROCESS_ROLE = "baton.process.role"
+BATON_RAY_NODE_ID = "baton.ray.node_id"
 # Span events (not spans) that the runtime records on tool spans.
 EVENT_DELEGATION_REFUSED = "delegation_refused"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

@@ -20,6 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from typing_extensions import override
 
+from tracing import attributes as attr
 from tracing.records import SpanRecord, resource_record, span_record
 from tracing.redaction import Redactor, install_log_redaction, secret_values_from_env
 from tracing.spans import TRACER_NAME
@@ -50,7 +51,11 @@ class SpanCollector(SpanProcessor):
         # Also on each record, in case this collector joined a provider configured elsewhere.
         self.role = role
         self.redactor = redactor or Redactor()
-        self._process = {"baton.process.role": role, "process.pid": os.getpid(), **(resource or {})}
+        self._process = {
+            attr.BATON_PROCESS_ROLE: role,
+            "process.pid": os.getpid(),
+            **(resource or {}),
+        }
         # One per resource (that is, per provider): the same for every span of this process.
         self._resources: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -139,7 +144,7 @@ def configure_tracing(
             resource=Resource.create(
                 {
                     "service.name": "baton",
-                    "baton.process.role": role,
+                    attr.BATON_PROCESS_ROLE: role,
                     "process.pid": os.getpid(),
                     **(resource or {}),
                 }

@@ -29,6 +29,7 @@ from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
+from tracing import attributes as attr
 from tracing import (
     configure_tracing,
     lost_agent_span,
@@ -223,7 +224,7 @@ class AgentActor:
         collector = configure_tracing(
             self._name,
             secrets,
-            {"baton.ray.node_id": context.get_node_id(), "host.name": socket.gethostname()},
+            {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
         self._inflight = 0
         self._invocations = 0
