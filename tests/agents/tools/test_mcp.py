@@ -27,7 +27,7 @@ from agents.runtime.loop import AgentRuntime
 from agents.tools.mcp import McpTool, open_mcp_tools
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def stdio_spec(**extra: object) -> McpServerSpec:
