@@ -21,7 +21,7 @@ from agents.core.spec import AgentSpec
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
 from orchestrator.topology import Topology, build_topology
-from orchestrator.yaml_source import Located, parse_yaml
+from orchestrator.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
 from tracing import Redactor, secret_values_from_env, secret_values_in
 
 __all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]
@@ -74,12 +74,14 @@ class AgentSystem:
             found |= secret_values_in(agent.model.params)
         return found
 
-    def public_config(self) -> dict[str, Any]:
+    def public_config(self, redactor: Redactor) -> dict[str, Any]:
         """The config as JSON with credentials replaced, as the run store keeps it.
 
-        Credentials are model `api_key`s, headers and the like.
+        Credentials are values under secret-sounding keys (`api_key`, headers), every value
+        `redactor` knows to be secret wherever it appears (a forwarded variable's value inside
+        an `api_base`, say), and secrets in URLs (`?key=`, `user:password@`).
         """
-        return Redactor().mapping(self.config.model_dump(mode="json"))
+        return redactor.mapping(self.config.model_dump(mode="json"))
 
     @property
     def fingerprint(self) -> str:
@@ -275,7 +277,8 @@ def parse_config(text: str, file: str = "<string>") -> AgentSystem:
         raise ConfigError(src.issues)
     data: Any = src.data
     if not isinstance(data, dict):
-        raise ConfigError([src.issue((), "the file must be a mapping with an 'agents' list")])
+        empty = "the file is empty; " if data is None else ""
+        raise ConfigError([src.issue((), f"{empty}it must be a mapping with an 'agents' list")])
     try:
         config = SystemConfig.model_validate(data)
     except ValidationError as exc:
@@ -298,9 +301,20 @@ def load_config(path: str | Path) -> AgentSystem:
     """Read and validate an agent-system YAML file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)  # a bound, whatever the path names
     except OSError as exc:
         raise ConfigError(
             [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
         ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        message = f"the file is larger than {MAX_CONFIG_BYTES:,} bytes"
+        raise ConfigError([ConfigIssue(str(path), None, None, "", message)])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded"
+        raise ConfigError([ConfigIssue(str(path), line, column, "", message)]) from None
     return parse_config(text, str(path))

@@ -28,6 +28,7 @@ from orchestrator.results import RunResult
 from orchestrator.routing import AUTO, RoutingDecision, route
 from tracing import (
     OtlpExport,
+    Redactor,
     SpanCollector,
     SpanRecord,
     agent_span_counts,
@@ -124,6 +125,11 @@ class Engine:
         self._collector: SpanCollector = configure_tracing(
             "orchestrator", system.secrets(self._env)
         )
+
+    @property
+    def redactor(self) -> Redactor:
+        """What this process never records: the system's secrets, forwarded values, API keys."""
+        return self._collector.redactor
 
     @property
     def pool(self) -> AgentPool:

@@ -15,6 +15,7 @@ import contextvars
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,13 +74,14 @@ class RunService:
         self.store = store
         self.owner = owner
         self.limits = limits or ServiceLimits()
-        self._config = system.public_config()
+        self._config = system.public_config(engine.redactor)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._running: set[str] = set()
         self._slots = asyncio.Semaphore(self.limits.max_concurrent_runs)
         self._ready = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._admitting = 0  # runs admitted and being recorded, not yet in _tasks
         self._mean_run_s = 1.0
         self._orphans: list[tuple[str, str]] = []  # interrupted runs still open in the ledger
         self.startup_error: str | None = None
@@ -173,10 +175,16 @@ class RunService:
 
     @property
     def in_flight(self) -> int:
-        """Runs accepted here and not finished: running or queued."""
-        return len(self._tasks)
+        """Runs accepted here and not finished: running, queued, or being recorded."""
+        return len(self._tasks) + self._admitting
 
-    def _admit(self) -> None:
+    @contextlib.contextmanager
+    def _admission(self) -> Iterator[None]:
+        """Hold a place for one run while it is recorded, or refuse it.
+
+        The check and the reservation happen in one step of the event loop, so a burst of
+        concurrent submissions cannot all pass the check before any of them is counted.
+        """
         limit = self.limits.max_concurrent_runs + self.limits.max_queued_runs
         if self._stopping:
             raise NotReady("the service is stopping")
@@ -186,6 +194,11 @@ class RunService:
                 f"{self.in_flight} runs are running or queued (limit {limit}); retry later",
                 retry_after_s=max(1, round(waves * self._mean_run_s)),
             )
+        self._admitting += 1
+        try:
+            yield
+        finally:
+            self._admitting -= 1
 
     async def submit(
         self, request: Submission, *, idempotency_key: str | None = None, principal: str = ""
@@ -202,30 +215,30 @@ class RunService:
             existing = await self.store.by_idempotency_key(scoped)
             if existing is not None:
                 return _replay(existing, digest), False
-        self._admit()
         run_id = uuid.uuid4().hex
-        try:
-            run = await self.store.add(
-                run_id,
-                request.task,
-                agent=request.agent,
-                system=self.system.config.name,
-                config=self._config,
-                owner=self.owner,
-                idempotency_key=scoped,
-                request_hash=digest,
-                options=request.options(),
+        with self._admission():
+            try:
+                run = await self.store.add(
+                    run_id,
+                    request.task,
+                    agent=request.agent,
+                    system=self.system.config.name,
+                    config=self._config,
+                    owner=self.owner,
+                    idempotency_key=scoped,
+                    request_hash=digest,
+                    options=request.options(),
+                )
+            except DuplicateIdempotencyKey:
+                # A concurrent twin got there first: it is the run.
+                existing = await self.store.by_idempotency_key(scoped or "")
+                if existing is None:
+                    raise
+                return _replay(existing, digest), False
+            # A fresh context: the run is a trace of its own, not part of this request's.
+            self._tasks[run_id] = asyncio.create_task(
+                self._execute(run_id, request), context=contextvars.Context()
             )
-        except DuplicateIdempotencyKey:
-            # A concurrent twin got there first: it is the run.
-            existing = await self.store.by_idempotency_key(scoped or "")
-            if existing is None:
-                raise
-            return _replay(existing, digest), False
-        # A fresh context: the run is a trace of its own, not part of this request's.
-        self._tasks[run_id] = asyncio.create_task(
-            self._execute(run_id, request), context=contextvars.Context()
-        )
         return run, True
 
     async def get(self, run_id: str) -> StoredRun:

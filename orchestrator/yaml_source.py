@@ -1,4 +1,10 @@
-"""YAML parsing that remembers where every value came from, for errors that name a line."""
+"""YAML parsing that remembers where every value came from, for errors that name a line.
+
+The parser is bounded: a config is read by every `baton` command and by the service, so a
+small hostile file (nested aliases, a "billion laughs") must not exhaust memory or time. Size,
+nesting, aliases and the size the document expands to through its aliases are all capped, and
+the error says which cap was hit and where.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +15,73 @@ import yaml
 
 from agents.core.errors import ConfigIssue
 
-__all__ = ["Located", "parse_yaml"]
+__all__ = ["MAX_CONFIG_BYTES", "Located", "parse_yaml"]
 
 Path = tuple[str | int, ...]
+
+MAX_CONFIG_BYTES = 1 << 20
+# Far above any real agent system (the default team has ~100 values), far below harm.
+MAX_DEPTH = 64
+MAX_ALIASES = 1_000
+MAX_EXPANDED_VALUES = 100_000
+
+
+class _TooLarge(yaml.MarkedYAMLError):  # type: ignore[misc]  # PyYAML is untyped
+    """A bound of the loader was hit (raised with the mark of the node that hit it)."""
+
+
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
+    """PyYAML's safe loader, counting aliases and nesting while it composes."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._depth = 0
+        self._aliases = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        mark = self.peek_event().start_mark
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise _TooLarge(problem=f"more than {MAX_ALIASES} aliases", problem_mark=mark)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _TooLarge(problem=f"nested more than {MAX_DEPTH} levels deep", problem_mark=mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document that aliases expand past the bound, or that contains itself."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise _TooLarge(
+                problem="an alias refers to a value that contains it", problem_mark=node.start_mark
+            )
+        open_.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        open_.discard(key)
+        if total > MAX_EXPANDED_VALUES:
+            raise _TooLarge(
+                problem=f"aliases expand it to more than {MAX_EXPANDED_VALUES:,} values",
+                problem_mark=node.start_mark,
+            )
+        sizes[key] = total
+        return total
+
+    size(root)
 
 
 @dataclass
@@ -68,19 +138,44 @@ def _walk(node: yaml.Node, path: Path, out: Located) -> None:
 def parse_yaml(text: str, file: str) -> Located:
     """Parse `text`; a syntax error becomes an issue with its line and column, not an exception."""
     located = Located(file=file, data=None)
+    if len(text) > MAX_CONFIG_BYTES:
+        message = f"the file is larger than {MAX_CONFIG_BYTES:,} bytes"
+        located.issues.append(ConfigIssue(file, None, None, "", message))
+        return located
+    loader: _BoundedLoader | None = None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        located.data = yaml.safe_load(text)
+        loader = _BoundedLoader(text)
+        node = loader.get_single_node()
+        if node is not None:
+            _check_expansion(node)
+            located.data = loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        at: int = exc.position
+        line: int | None = text.count("\n", 0, at) + 1
+        column: int | None = at - (text.rfind("\n", 0, at) + 1) + 1
+        problem = f"YAML: control character #x{exc.character:04x} is not allowed"
+        located.issues.append(ConfigIssue(file, line, column, "", problem))
+        return located
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         column = mark.column + 1 if mark else None
         problem = " ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
-        located.issues.append(ConfigIssue(file, line, column, "", f"YAML syntax: {problem}"))
+        kind = (
+            "YAML refused (a bound on config files)"
+            if isinstance(exc, _TooLarge)
+            else "YAML syntax"
+        )
+        located.issues.append(ConfigIssue(file, line, column, "", f"{kind}: {problem}"))
         return located
     except yaml.YAMLError as exc:
         located.issues.append(ConfigIssue(file, None, None, "", f"YAML: {exc}"))
         return located
-    if node is not None:
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if node is None:
+        located.marks[()] = (1, 1)  # an empty file: its problem is at its start
+    else:
         _walk(node, (), located)
     return located

@@ -41,6 +41,19 @@ _KEY_SHAPES = re.compile(
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack tokens
 )
 
+# Credentials inside URLs: a query parameter named like one (`?key=`, `&access_token=`,
+# `X-Amz-Signature=`), and the password of `scheme://user:password@host`. The name stays.
+_URL_SECRETS = re.compile(
+    r"(?P<name>[?&][A-Za-z0-9_.\-]*(?:key|token|secret|password|passwd|signature|sig|auth)=)"
+    r"[^&#\s\"'<>]+"
+    r"|(?P<user>://[^/\s:@]+:)[^/\s@]+(?=@)",
+    re.I,
+)
+
+
+def _keep_name(match: re.Match[str]) -> str:
+    return (match.group("name") or match.group("user")) + REDACTED
+
 
 def is_secret_name(name: str) -> bool:
     """Whether a variable or parameter name says that its value is a credential."""
@@ -95,7 +108,7 @@ class Redactor:
         pattern = self._pattern
         if pattern is not None:
             value = pattern.sub(REDACTED, value)
-        return _KEY_SHAPES.sub(REDACTED, value)
+        return _URL_SECRETS.sub(_keep_name, _KEY_SHAPES.sub(REDACTED, value))
 
     def value(self, value: Any) -> Any:
         """`value` with every string inside it redacted (dicts, lists and tuples walked)."""
@@ -145,8 +158,16 @@ def install_log_redaction(redactor: Redactor) -> None:
         try:
             message = record.getMessage()
             redacted = redactor.text(message)
-            if redacted != message:  # else untouched: some formatters read `args` themselves
-                record.msg, record.args = redacted, None
+            if redacted != message:
+                # Redact the arguments in place first: some formatters (uvicorn's access log)
+                # read `args` as a tuple of fields, and must still find one.
+                if isinstance(record.args, tuple):
+                    record.args = tuple(
+                        redactor.text(a) if isinstance(a, str) else a for a in record.args
+                    )
+                    record.msg = redactor.text(str(record.msg))
+                if redactor.text(record.getMessage()) != record.getMessage():
+                    record.msg, record.args = redacted, None  # a secret split across fields
             if record.exc_info and record.exc_info[0] is not None:
                 record.exc_text = redactor.text(formatter.formatException(record.exc_info))
         except Exception:  # a record that cannot be formatted is left for logging to report

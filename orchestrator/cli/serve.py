@@ -80,7 +80,14 @@ def serve(
     settings = Settings()
     host = host or settings.host
     port = settings.port if port is None else port
-    keys = settings.accepted_keys()
+    try:
+        keys = settings.accepted_keys()
+    except OSError as exc:
+        err.print(f"cannot read BATON_API_KEYS_FILE {exc.filename}: {exc.strerror}", style="red")
+        raise typer.Exit(2) from None
+    except UnicodeDecodeError:
+        err.print(f"BATON_API_KEYS_FILE {settings.api_keys_file} is not UTF-8 text", style="red")
+        raise typer.Exit(2) from None
     if not is_loopback(host) and not keys:
         err.print(
             f"refusing to listen on {host} without API keys: set BATON_API_KEYS "

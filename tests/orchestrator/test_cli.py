@@ -145,3 +145,18 @@ def test_an_unusable_store_url_is_a_clear_error() -> None:
     result = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": "nosuchdb://x"})
     assert result.exit_code == 2
     assert "cannot open the run store nosuchdb://x" in result.output
+
+
+def test_a_missing_api_keys_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "keys.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "serve"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BATON_API_KEYS_FILE": str(missing), "COLUMNS": "300"},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"cannot read BATON_API_KEYS_FILE {missing}: No such file or directory" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -180,3 +180,35 @@ def test_log_records_are_redacted_in_every_logger(
             logging.getLogger("somewhere.else").exception("failed")
     assert CANARY not in caplog.text
     assert caplog.records[0].getMessage() == f"calling with {REDACTED}"
+
+
+def test_secrets_in_urls_are_redacted_and_the_names_kept() -> None:
+    redactor = Redactor()
+    assert (
+        redactor.text("http://h/v1?key=AIzaSecret1&alt=json")
+        == f"http://h/v1?key={REDACTED}&alt=json"
+    )
+    assert redactor.text("https://x/a?X-Amz-Signature=abc123#f") == (
+        f"https://x/a?X-Amz-Signature={REDACTED}#f"
+    )
+    assert redactor.text("postgresql://baton:pa55w0rd@db/runs") == (
+        f"postgresql://baton:{REDACTED}@db/runs"
+    )
+    assert (
+        redactor.text("http://h/runs?limit=5&status=failed")
+        == "http://h/runs?limit=5&status=failed"
+    )
+
+
+def test_an_access_log_line_with_a_key_in_its_query_is_redacted_not_lost(
+    collector: SpanCollector,
+) -> None:
+    from uvicorn.logging import AccessFormatter
+
+    # uvicorn's access formatter unpacks the record's arguments as a tuple of fields.
+    record = logging.getLogger("uvicorn.access").makeRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", f"/v1/runs?key={CANARY}", "1.1", 401), None,
+    )  # fmt: skip
+    line = AccessFormatter("%(request_line)s %(status_code)s", use_colors=False).format(record)
+    assert line == f"GET /v1/runs?key={REDACTED} HTTP/1.1 401 Unauthorized"
