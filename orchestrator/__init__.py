@@ -14,7 +14,8 @@ from orchestrator.routing import AUTO, RoutingDecision, route
 from orchestrator.topology import Topology, build_topology
 
 if TYPE_CHECKING:
-    from orchestrator.engine import Engine, connect_ray
+    from orchestrator.cluster import connect_ray
+    from orchestrator.engine import Engine
 
 __all__ = [
     "AUTO",
@@ -31,12 +32,14 @@ __all__ = [
     "route",
 ]
 
-_LAZY = {"Engine", "connect_ray"}
-
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from orchestrator import engine
+    if name == "Engine":
+        from orchestrator.engine import Engine
 
-        return getattr(engine, name)
+        return Engine
+    if name == "connect_ray":
+        from orchestrator.cluster import connect_ray
+
+        return connect_ray
     raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")

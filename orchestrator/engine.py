@@ -18,13 +18,14 @@ import ray
 from ray.exceptions import TaskCancelledError
 
 from agents.core.errors import DelegationRefused
-from agents.core.events import RunFinished, RunStarted
+from agents.core.events import RunStarted
 from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
-from orchestrator.results import RunResult
+from orchestrator.live_trace import adopt_orphans
+from orchestrator.results import RunResult, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
 from tracing import (
     OtlpExport,
@@ -39,7 +40,7 @@ from tracing import (
     workflow_span,
 )
 
-__all__ = ["Engine", "connect_ray", "final_event"]
+__all__ = ["Engine"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,37 +48,6 @@ logger = logging.getLogger(__name__)
 ENTRY_GRACE_S = 5.0
 # How long a finished run waits for spans still on their way from agent actors.
 SPANS_WAIT_S = 3.0
-
-
-def final_event(result: RunResult | None, entry: str, error: str | None = None) -> RunFinished:
-    """The `run_finished` event: how the run ended, its answer or error, usage and duration.
-
-    With no result (the run broke off), a failure with `error`.
-    """
-    if result is None:
-        return RunFinished(agent=entry, status=RunStatus.FAILED, error=error or "run broke off")
-    return RunFinished(
-        agent=entry,
-        status=result.status,
-        output=result.output,
-        error=result.error,
-        usage=result.usage,
-        duration_s=result.duration_s,
-    )
-
-
-def connect_ray(address: str | None, namespace: str) -> None:
-    """Join the cluster at `address`, or start a local Ray instance when it is None."""
-    if ray.is_initialized():
-        return
-    ray.init(
-        address=address,
-        namespace=namespace,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        configure_logging=True,
-    )
 
 
 class Engine:
@@ -377,12 +347,14 @@ class Engine:
         # Results made here (refused entry, cancellation) or by a caller for a dead actor
         # stand for no invocation that can send spans.
         expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
-        if tree.status != RunStatus.CANCELLED and own >= expected:
+        if tree.status != RunStatus.CANCELLED and own >= expected and not (lost or tree.spans_sent):
             return spans  # a single agent: complete without asking the ledger
         # Sent before the results were, but from other processes: wait (bounded) for them.
         kept, missing = await self.ledger.collect_spans(run_id, own, lost, expected, SPANS_WAIT_S)
         if missing:
             logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)
+        if lost or agent_span_counts(kept)[1]:  # dead actors: hang what they sent under them
+            adopt_orphans(spans + kept, (await self.ledger.snapshot(run_id))[1])
         return spans + kept
 
     def cancel(self, run_id: str) -> bool:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agents.core.events import Event
+from agents.core.events import AgentStarted, Event
 from tracing import SpanRecord
+from tracing import attributes as attr
 
-__all__ = ["live_spans"]
+__all__ = ["adopt_orphans", "live_spans"]
 
 
 def live_spans(finished: list[SpanRecord], events: Iterable[Event]) -> list[SpanRecord]:
@@ -27,3 +28,28 @@ def live_spans(finished: list[SpanRecord], events: Iterable[Event]) -> list[Span
         if event.span_id and event.span_id not in known:
             event.apply(built, trace_id)
     return [*finished, *built.values()]
+
+
+def adopt_orphans(spans: list[SpanRecord], events: Iterable[Event]) -> None:
+    """Give each lost invocation's stand-in span the id of the span its actor had opened.
+
+    An actor that died took its invocation's own span with it, but the spans it had finished
+    and sent (model and tool calls) still name that span as their parent. The caller made a
+    stand-in (`baton.agent.lost`) without knowing the id; the invocation's `agent_started`
+    event knows it, and the stand-in takes it over, so that the sent spans hang under it.
+    """
+    ids = {s["span_id"] for s in spans}
+    orphaned = {s["parent_span_id"] for s in spans if s["parent_span_id"] not in ids}
+    started = [e for e in events if isinstance(e, AgentStarted) and e.span_id in orphaned]
+    for span in spans:
+        attributes = span.get("attributes") or {}
+        if not attributes.get(attr.BATON_AGENT_LOST):
+            continue
+        for event in started:
+            if (event.agent, event.parent_span_id) == (
+                attributes.get(attr.GEN_AI_AGENT_NAME),
+                span["parent_span_id"],
+            ):
+                span["span_id"] = event.span_id
+                started.remove(event)
+                break

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.core.events import RunFinished
 from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.routing import RoutingDecision
 from tracing import SpanRecord
 
-__all__ = ["RunResult"]
+__all__ = ["RunResult", "final_event"]
 
 
 class RunResult(BaseModel):
@@ -26,3 +27,20 @@ class RunResult(BaseModel):
     duration_s: float
     tree: AgentResult | None = None
     spans: list[SpanRecord] = Field(default_factory=list)
+
+
+def final_event(result: RunResult | None, entry: str, error: str | None = None) -> RunFinished:
+    """The `run_finished` event: how the run ended, its answer or error, usage and duration.
+
+    With no result (the run broke off), a failure with `error`.
+    """
+    if result is None:
+        return RunFinished(agent=entry, status=RunStatus.FAILED, error=error or "run broke off")
+    return RunFinished(
+        agent=entry,
+        status=result.status,
+        output=result.output,
+        error=result.error,
+        usage=result.usage,
+        duration_s=result.duration_s,
+    )

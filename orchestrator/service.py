@@ -24,11 +24,11 @@ from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
-from orchestrator.engine import Engine, final_event
+from orchestrator.engine import Engine
 from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
 from orchestrator.feed import EventFeed
 from orchestrator.live_trace import live_spans
-from orchestrator.results import RunResult
+from orchestrator.results import RunResult, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.submission import Submission
 from tracing import SpanRecord
@@ -47,6 +47,11 @@ class ServiceLimits:
     max_queued_runs: int = 1000
     lease_s: float = 30.0
     heartbeat_s: float = 15.0
+    shutdown_grace_s: float = 10.0  # runs in flight may finish within this when stopping
+    wrap_up_s: float = 10.0  # then interrupted runs have this long to record themselves
+
+
+_STOPPED = "the service stopped while the run was in flight"
 
 
 class RunService:
@@ -81,6 +86,7 @@ class RunService:
         self._ready = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._draining: asyncio.Task[None] | None = None
         self._admitting = 0  # runs admitted and being recorded, not yet in _tasks
         self._mean_run_s = 1.0
         self._orphans: list[tuple[str, str]] = []  # interrupted runs still open in the ledger
@@ -126,20 +132,44 @@ class RunService:
             except Exception:
                 logger.exception("could not close the event log of run %s", run_id)
 
-    async def stop(self) -> None:
-        """Stop taking work; runs still in flight are recorded as interrupted."""
+    def drain(self) -> asyncio.Task[None]:
+        """Stop taking work, let runs in flight finish within the grace, interrupt the rest.
+
+        Interrupted runs are recorded like any other: their state, their spans so far and their
+        events up to `run_finished` (which their followers receive). Called on SIGTERM while
+        the HTTP server still serves event streams, and by `stop`; the first call does it.
+        """
         self._stopping = True
+        if self._draining is None:
+            self._draining = asyncio.get_running_loop().create_task(self._drain())
+        return self._draining
+
+    async def _drain(self) -> None:
+        if self._tasks:
+            logger.info(
+                "stopping: %d runs in flight, waiting up to %.0f s",
+                len(self._tasks),
+                self.limits.shutdown_grace_s,
+            )
+            await asyncio.wait(list(self._tasks.values()), timeout=self.limits.shutdown_grace_s)
+        for run_id, task in list(self._tasks.items()):
+            if run_id in self._running:
+                self.engine.cancel(run_id)  # recorded as interrupted by `_run`
+            else:
+                task.cancel()  # queued: recorded as interrupted by `_execute`
+        if self._tasks:
+            await asyncio.wait(list(self._tasks.values()), timeout=self.limits.wrap_up_s)
+
+    async def stop(self) -> None:
+        """Drain (see `drain`), then stop; what could not wrap up is marked interrupted."""
+        await asyncio.shield(self.drain())
         for task in self._background:
             task.cancel()
-        for run_id in list(self._running):
-            self.engine.cancel(run_id)
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*self._background, *tasks, return_exceptions=True)
-        await self.store.interrupt_owned(
-            self.owner, "the service stopped while the run was in flight"
-        )
+        await self.store.interrupt_owned(self.owner, _STOPPED)
 
     @property
     def ready(self) -> bool:
@@ -307,10 +337,13 @@ class RunService:
                 self._running.add(run_id)
                 await self._run(run_id, request)
         except asyncio.CancelledError:
-            if not self._stopping:  # cancelled while queued
-                await self._end_unstarted(
-                    run_id, RunStatus.CANCELLED, "cancelled before it started"
-                )
+            if run_id not in self._running:  # cancelled while queued
+                if self._stopping:
+                    await self._end_unstarted(run_id, RunStatus.INTERRUPTED, _STOPPED)
+                else:
+                    await self._end_unstarted(
+                        run_id, RunStatus.CANCELLED, "cancelled before it started"
+                    )
         except Exception:  # recording failed: the store is unreachable, say; keep serving
             logger.exception("run %s could not be recorded", run_id)
         finally:
@@ -336,6 +369,10 @@ class RunService:
                 deadline_s=request.deadline_s,
                 finish=False,
             )
+            if self._stopping and result.status == RunStatus.CANCELLED:
+                result = result.model_copy(
+                    update={"status": RunStatus.INTERRUPTED, "error": _STOPPED}
+                )
             await self.store.finish(result)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"

@@ -12,12 +12,13 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
 from orchestrator.config import AgentSystem
-from orchestrator.engine import Engine, connect_ray
+from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
 from orchestrator.store import RunStore
-from tracing import OtlpExport
+from tracing import OtlpExport, configure_tracing
 
 __all__ = ["agent_env", "open_service", "open_service_from_settings"]
 
@@ -81,8 +82,12 @@ async def open_service(
         forbid_remote_models: the agents may call only built-in models and loopback servers.
     """
     store = await RunStore.open(store_url)
+    ray_connection = Connection()
     try:
-        await asyncio.to_thread(connect_ray, ray_address, namespace)
+        with keep_sigterm_handler():
+            ray_connection = await asyncio.to_thread(connect_ray, ray_address, namespace)
+        if ray_connection.token is not None:
+            configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
         engine = Engine(
             system,
             namespace=namespace,
@@ -101,3 +106,4 @@ async def open_service(
         await store.close()
         if export is not None:
             await asyncio.to_thread(export.shutdown)  # send what is queued
+        await asyncio.to_thread(ray_connection.close)  # no process of ours left behind

@@ -61,6 +61,12 @@ class Settings(BaseSettings):
         description="A run whose service instance has not renewed its lease for this long is "
         "marked interrupted by another instance.",
     )
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="On SIGTERM or SIGINT, how long runs in flight may go on before they are "
+        "interrupted (and recorded with their events and spans).",
+    )
     instance_id: str | None = Field(
         default=None, description="Names this service instance (default: host name and port)."
     )

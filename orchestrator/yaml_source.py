@@ -146,8 +146,11 @@ def parse_yaml(text: str, file: str) -> Located:
     try:
         loader = _BoundedLoader(text)
         node = loader.get_single_node()
-        if node is not None:
+        if node is None:
+            located.marks[()] = (1, 1)  # an empty file: its problem is at its start
+        else:
             _check_expansion(node)
+            _walk(node, (), located)  # before construction, which rewrites merge keys (<<)
             located.data = loader.construct_document(node)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
         at: int = exc.position
@@ -174,8 +177,4 @@ def parse_yaml(text: str, file: str) -> Located:
     finally:
         if loader is not None:
             loader.dispose()
-    if node is None:
-        located.marks[()] = (1, 1)  # an empty file: its problem is at its start
-    else:
-        _walk(node, (), located)
     return located

@@ -164,6 +164,10 @@ class AgentResult(BaseModel):
         description="The entry invocation's own finished spans (sub-agents send theirs to the "
         "ledger), so that a run whose tree is complete needs no further round trip.",
     )
+    spans_sent: bool = Field(
+        default=False,
+        description="Some of the entry invocation's spans went to the ledger as its steps ended.",
+    )
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

@@ -12,7 +12,7 @@ from typing import Any
 import ray
 
 from agents.core.events import ApprovalRequested, Event
-from agents.runtime.ledger import Decision, RunLedger, RunState
+from agents.runtime.ledger import Decision, RunLedger, RunState, SpanShipment
 
 __all__ = ["LedgerActor"]
 
@@ -86,14 +86,15 @@ class LedgerActor:
         call_id: str,
         event: ApprovalRequested,
         earlier: list[tuple[str, Event]] | None = None,
-        spans: list[tuple[str, list[dict[str, Any]]]] | None = None,
+        spans: list[SpanShipment] | None = None,
+        sender: str = "",
     ) -> str:
         """Register a call waiting for approval, after the caller's `earlier` events.
 
         They are sent along because an async actor does not keep one caller's calls in order.
         """
         if earlier or spans:
-            self.emit_many(earlier or [], spans or [])
+            self.emit_many(earlier or [], spans or [], sender)
         unique = self._ledger.request_approval(run_id, call_id, event)
         self._changed(run_id)
         return unique
@@ -137,15 +138,16 @@ class LedgerActor:
     def emit_many(
         self,
         events: list[tuple[str, Event]],
-        spans: list[tuple[str, list[dict[str, Any]]]],
+        spans: list[SpanShipment],
+        sender: str = "",
     ) -> None:
-        """Record batches of events and spans from one agent process."""
+        """Record batches of events and numbered span shipments from one agent process."""
         changed = set()
         for run_id, event in events:
             self._ledger.emit(run_id, event)
             changed.add(run_id)
-        for run_id, records in spans:
-            self._ledger.keep_spans(run_id, records)
+        for run_id, number, records in spans:
+            self._ledger.keep_spans(run_id, records, sender, number)
             changed.add(run_id)
         for run_id in changed:
             self._changed(run_id)
@@ -182,8 +184,8 @@ class LedgerActor:
         """
         until = time.monotonic() + wait_s
         while True:
-            started, sent, lost_here = self._ledger.span_progress(run_id)
+            started, sent, lost_here, gaps = self._ledger.span_progress(run_id)
             # An invocation that died sends nothing; its caller's lost span stands for it.
             missing = max(expected, started - lost - lost_here) - have - sent
-            if missing <= 0 or not await self._wait_for_change(run_id, until):
+            if (missing <= 0 and not gaps) or not await self._wait_for_change(run_id, until):
                 return self._ledger.take_spans(run_id), max(missing, 0)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections import OrderedDict
 from typing import Any
 
 from agents.core.events import ApprovalRequested, Event
-from agents.runtime.ledger import Decision, RunState
+from agents.runtime.ledger import Decision, RunState, SpanShipment
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
 
 # Longest time an event waits in an actor before it is sent to the ledger.
 EVENT_FLUSH_S = 0.05
+# Runs whose shipments a process numbers at once (the oldest is forgotten beyond this).
+MAX_RUNS_NUMBERED = 4096
 
 
 class LedgerClient:
@@ -29,8 +33,12 @@ class LedgerClient:
         self.handle = handle
         self._handle = handle
         self._batch: list[tuple[str, Event]] = []
-        self._spans: list[tuple[str, list[dict[str, Any]]]] = []
+        self._spans: list[SpanShipment] = []
         self._timer: asyncio.TimerHandle | None = None
+        # Each run's span shipments from this process are numbered, so that the ledger can
+        # tell when every one has arrived (an async actor may run two calls out of order).
+        self._sender = uuid.uuid4().hex
+        self._shipments: OrderedDict[str, int] = OrderedDict()
 
     async def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
@@ -51,7 +59,7 @@ class LedgerClient:
         # The buffered events go in the same call, so that they come before this one.
         events, spans = self._take()
         unique: str = await self._handle.request_approval.remote(
-            run_id, call_id, event, events, spans
+            run_id, call_id, event, events, spans, self._sender
         )
         return unique
 
@@ -81,7 +89,11 @@ class LedgerClient:
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         """Queue finished spans of a run; they go out with the next flush."""
         if spans:
-            self._spans.append((run_id, spans))
+            number = self._shipments.pop(run_id, 0) + 1
+            self._shipments[run_id] = number
+            if len(self._shipments) > MAX_RUNS_NUMBERED:
+                self._shipments.popitem(last=False)
+            self._spans.append((run_id, number, spans))
 
     def emit(self, run_id: str, event: Event) -> None:
         """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
@@ -98,9 +110,7 @@ class LedgerClient:
         """Send what is buffered now (called when an invocation ends)."""
         self._send()
 
-    def _take(
-        self,
-    ) -> tuple[list[tuple[str, Event]], list[tuple[str, list[dict[str, Any]]]]]:
+    def _take(self) -> tuple[list[tuple[str, Event]], list[SpanShipment]]:
         """The buffered events and spans, handed over (the flush timer stopped)."""
         if self._timer is not None:
             self._timer.cancel()
@@ -113,7 +123,7 @@ class LedgerClient:
         events, spans = self._take()
         if not (events or spans):
             return None
-        return self._handle.emit_many.remote(events, spans)
+        return self._handle.emit_many.remote(events, spans, self._sender)
 
     # The orchestrator's side -----------------------------------------------------------
 

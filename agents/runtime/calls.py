@@ -24,7 +24,7 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
 from agents.core.spec import AgentSpec
 from agents.models.base import ToolCall
-from agents.runtime.ledger import Approvals, EventSink, Ledger
+from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool
 from tracing import Redactor, record_content, span_ids, tool_span
@@ -54,6 +54,8 @@ class Invocation:
     refusals: list[Refusal] = field(default_factory=list)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     seq: int = 0  # events emitted so far
+    trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
+    spans_sent: bool = False  # some of its finished spans went out before it ended
 
     @property
     def ctx(self) -> RunContext:
@@ -67,6 +69,7 @@ class ToolCalls:
     spec: AgentSpec
     ledger: Ledger | None
     events: EventSink | None
+    span_source: SpanSource | None
     approvals: Approvals | None
     trace_options: TraceOptions
     redactor: Redactor
@@ -85,6 +88,18 @@ class ToolCalls:
     def _emit(self, inv: Invocation, kind: type[EventBase], **data: Any) -> None:
         if self.events is not None:
             self.events.emit(inv.ctx.run_id, cast("Event", self._event(inv, kind, **data)))
+
+    def _send_finished_spans(self, inv: Invocation) -> None:
+        """Send the spans finished so far along with the events (called after a step ends).
+
+        A process that dies mid-invocation then takes no finished work with it.
+        """
+        if self.span_source is None or self.events is None or not inv.trace_id:
+            return
+        spans = self.span_source.drain(inv.trace_id)
+        if spans:
+            self.events.keep_spans(inv.ctx.run_id, spans)
+            inv.spans_sent = True
 
     def _content(self, span: trace.Span, key: str, value: Any) -> None:
         options = self.trace_options
@@ -115,6 +130,7 @@ class ToolCalls:
                 span.set_status(Status(StatusCode.ERROR, out.content[:200]))
                 span.set_attribute(attr.ERROR_TYPE, "tool_error")
         self._emit(inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids)
+        self._send_finished_spans(inv)
         return out
 
     async def _execute(self, inv: Invocation, call: ToolCall) -> ToolOutput:

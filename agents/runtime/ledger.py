@@ -14,7 +14,16 @@ from typing import Any, Literal, Protocol
 from agents.core.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
 from tracing import agent_span_counts
 
-__all__ = ["Approvals", "Decision", "EventSink", "Ledger", "RunLedger", "RunState", "SpanSource"]
+__all__ = [
+    "Approvals",
+    "Decision",
+    "EventSink",
+    "Ledger",
+    "RunLedger",
+    "RunState",
+    "SpanShipment",
+    "SpanSource",
+]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
@@ -62,6 +71,9 @@ class Approvals(Protocol):
         """Approve or deny a pending call; the first decision counts."""
 
 
+# Finished spans of one run sent by one process: (run id, the shipment's number, the spans).
+SpanShipment = tuple[str, int, list[dict[str, Any]]]
+
 # What a decision on a pending call did: taken, too late (already decided), or no such call.
 Decision = Literal["decided", "already_decided", "unknown"]
 
@@ -96,6 +108,7 @@ class _RunBook:
     spans: list[dict[str, Any]] = field(default_factory=list)
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
+    shipments: dict[str, tuple[int, int]] = field(default_factory=dict)  # sender -> got, highest
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
     approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
@@ -230,23 +243,36 @@ class RunLedger:
         book = self._book(run_id)
         return book.approvals_changed if book is not None else 0
 
-    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        """Keep finished spans that agents sent for the run (dropped once it is closed)."""
+    def keep_spans(
+        self, run_id: str, spans: list[dict[str, Any]], sender: str = "", number: int = 0
+    ) -> None:
+        """Keep finished spans that agents sent for the run (dropped once it is closed).
+
+        `number` counts the run's shipments from `sender` (1, 2, ...): a gap means one is
+        still on its way.
+        """
         if run_id in self._closed:
             return  # too late for the run's record
         book = self._open_book(run_id)
         book.spans.extend(spans)
+        if number:
+            got, highest = book.shipments.get(sender, (0, 0))
+            book.shipments[sender] = (got + 1, max(highest, number))
         own, lost = agent_span_counts(spans)
         book.agent_spans += own
         book.lost_spans += lost
 
-    def span_progress(self, run_id: str) -> tuple[int, int, int]:
-        """How many agent invocations have started, sent their spans, and were lost.
+    def span_progress(self, run_id: str) -> tuple[int, int, int, int]:
+        """Invocations started, invocations whose spans came, lost ones, shipments on their way.
 
-        Lost invocations' spans were made by their callers instead.
+        Lost invocations' spans were made by their callers instead. A shipment is on its way
+        when a later one from the same process came first (its number was skipped).
         """
         book = self._book(run_id)
-        return (book.started, book.agent_spans, book.lost_spans) if book else (0, 0, 0)
+        if book is None:
+            return 0, 0, 0, 0
+        gaps = sum(highest - got for got, highest in book.shipments.values())
+        return book.started, book.agent_spans, book.lost_spans, gaps
 
     def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""

@@ -22,7 +22,7 @@ from agents.core.events import (
     ModelStarted,
 )
 from agents.core.limits import TraceOptions
-from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus, Usage
+from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
 from agents.core.spec import AgentSpec
 from agents.models.base import ModelClient, ModelReply, tool_schema
 from agents.runtime.calls import Invocation, ToolCalls
@@ -94,7 +94,6 @@ class AgentRuntime(ToolCalls):
         """Run the tool loop for one delegation and report how it ended."""
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
-        trace_id = 0
         ids: dict[str, Any] = {}
         try:
             with agent_span(
@@ -104,7 +103,7 @@ class AgentRuntime(ToolCalls):
                 ctx.chain,
                 extract_context(ctx.trace_context),
             ) as span:
-                trace_id = span.get_span_context().trace_id
+                inv.trace_id = span.get_span_context().trace_id
                 ids = span_ids(span)
                 self._emit(
                     inv,
@@ -128,7 +127,7 @@ class AgentRuntime(ToolCalls):
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
         except asyncio.CancelledError:
-            self._ship_spans(ctx, trace_id, None)
+            self._ship_spans(inv, None)
             raise
         self._emit(
             inv,
@@ -142,18 +141,20 @@ class AgentRuntime(ToolCalls):
             output_tokens=result.usage.output_tokens,
             **ids,
         )
-        self._ship_spans(ctx, trace_id, result)
+        self._ship_spans(inv, result)
         return result
 
-    def _ship_spans(self, ctx: RunContext, trace_id: int, result: AgentResult | None) -> None:
+    def _ship_spans(self, inv: Invocation, result: AgentResult | None) -> None:
         """Hand this invocation's finished spans on before its result (or cancellation) does.
 
-        Nothing stays buffered in a process that may die. The entry agent's travel in its result; a
-        sub-agent's go to the ledger with its last events.
+        Nothing stays buffered in a process that may die. The entry agent's travel in its result
+        (those sent after each step excepted); a sub-agent's go to the ledger with its last events.
         """
-        spans = self.span_source.drain(trace_id) if self.span_source is not None else []
+        ctx = inv.ctx
+        spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
         if result is not None and ctx.depth <= 1:
             result.spans = spans
+            result.spans_sent = inv.spans_sent
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
         if self.events is not None:
@@ -284,4 +285,5 @@ class AgentRuntime(ToolCalls):
             output_tokens=reply.output_tokens,
             **span_ids(span),
         )
+        self._send_finished_spans(inv)
         return reply

@@ -100,6 +100,7 @@ def serve(
     import uvicorn  # slow imports (FastAPI, Ray, litellm), after the checks
 
     from orchestrator.api import ApiOptions, create_app
+    from orchestrator.api.server import DrainingServer
     from orchestrator.service import ServiceLimits
     from orchestrator.serving import open_service_from_settings
 
@@ -110,6 +111,7 @@ def serve(
         max_queued_runs=settings.max_queued_runs,
         lease_s=settings.lease_s,
         heartbeat_s=settings.sse_heartbeat_s,
+        shutdown_grace_s=settings.shutdown_grace_s,
     )
 
     def service() -> AbstractAsyncContextManager[RunService]:
@@ -134,4 +136,11 @@ def serve(
             mcp_origins=settings.allowed_origins,
         ),
     )
-    uvicorn.run(api, host=host, port=port, log_level="info", timeout_graceful_shutdown=10)
+    # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and
+    # drains (a grace, then the rest interrupted and recorded) while the open event streams
+    # still deliver each run's end; then uvicorn closes what is left and the service stops.
+    wrap_up = settings.shutdown_grace_s + ServiceLimits().wrap_up_s + 5
+    server_config = uvicorn.Config(
+        api, host=host, port=port, log_level="info", timeout_graceful_shutdown=int(wrap_up)
+    )
+    DrainingServer(server_config).run()

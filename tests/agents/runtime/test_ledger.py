@@ -64,7 +64,7 @@ def test_spans_and_started_invocations_are_reported_together() -> None:
     ledger.keep_spans("r", [{"name": "invoke_agent b"}, {"name": "chat m"}])
     lost = {"name": "invoke_agent c", "attributes": {"baton.agent.lost": True}}
     ledger.keep_spans("r", [lost])
-    assert ledger.span_progress("r") == (3, 2, 1)
+    assert ledger.span_progress("r") == (3, 2, 1, 0)
     assert [s["name"] for s in ledger.take_spans("r")] == [
         "invoke_agent a",
         "invoke_agent b",
@@ -74,7 +74,7 @@ def test_spans_and_started_invocations_are_reported_together() -> None:
     assert ledger.take_spans("r") == []  # handed out once
     ledger.close("r")
     ledger.keep_spans("r", [{"name": "invoke_agent late"}])  # too late for the record: dropped
-    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2, 1)
+    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2, 1, 0)
 
 
 def test_started_invocations_are_counted_past_the_event_bound() -> None:
@@ -82,4 +82,16 @@ def test_started_invocations_are_counted_past_the_event_bound() -> None:
     ledger.open("r", None)
     for _ in range(MAX_EVENTS_PER_RUN + 3):
         ledger.emit("r", STARTED)
-    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0, 0)
+    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0, 0, 0)
+
+
+def test_a_shipment_still_on_its_way_is_known_by_its_number() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    # An agent process sent three shipments; the second is late (calls may run out of order).
+    ledger.keep_spans("r", [{"name": "chat m"}], "process-1", 1)
+    ledger.keep_spans("r", [{"name": "invoke_agent a"}], "process-1", 3)
+    ledger.keep_spans("r", [{"name": "invoke_agent b"}], "process-2", 1)
+    assert ledger.span_progress("r") == (0, 2, 0, 1)
+    ledger.keep_spans("r", [{"name": "execute_tool t"}], "process-1", 2)
+    assert ledger.span_progress("r") == (0, 2, 0, 0)

@@ -1,0 +1,130 @@
+"""`baton serve` on a local Ray of its own, as an operator runs it: what it exposes, and what
+SIGTERM leaves behind (runs recorded to the end, no process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from orchestrator.store import RunStore
+from tests.orchestrator.test_api import follow, submit
+from tests.service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+CONFIG = """
+name: alone
+limits: {deadline_s: 120}
+agents:
+  - name: sleeper
+    description: Waits before answering.
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
+          - {content: rested}
+"""
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def _listening(processes: list[psutil.Process]) -> list[tuple[str, int, str]]:
+    pids = {p.pid: p.name() for p in processes}
+    return [
+        (c.laddr.ip, c.laddr.port, pids[c.pid])
+        for c in psutil.net_connections("inet")
+        if c.status == psutil.CONN_LISTEN and c.pid in pids
+    ]
+
+
+def _intrude(address: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """Connect to the Ray at `address` as someone else would: without its token."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    code = f"import ray; ray.init(address={address!r}); print('connected')"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "HOME": str(home), "RAY_gcs_rpc_server_connect_timeout_s": "3"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def test_sigterm_records_runs_in_flight_and_leaves_no_process(tmp_path: Path) -> None:
+    (tmp_path / "alone.yaml").write_text(CONFIG)
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    service = ServiceProcess(
+        tmp_path / "alone.yaml", store_url, "", tmp_path / "serve.log",
+        BATON_SHUTDOWN_GRACE_S="1",
+    )  # fmt: skip
+    service._env.pop("RAY_ADDRESS")  # a local Ray instance of its own
+    service.start()
+    assert service._process is not None
+    try:
+        await _check_and_stop(service, store_url, tmp_path)
+    finally:
+        for process in _tree(service._process.pid) if service._process.poll() is None else []:
+            process.kill()
+
+
+async def _check_and_stop(service: ServiceProcess, store_url: str, tmp_path: Path) -> None:
+    assert service._process is not None
+    runs = [(await submit(service.url, {"task": f"wait {i}"})).json()["id"] for i in range(3)]
+    for run_id in runs:  # each is mid-way: its tool call has started
+        async for _, kind, _ in follow(service.url, run_id):
+            if kind == "tool_started":
+                break
+    processes = _tree(service._process.pid)
+    assert any("gcs_server" in p.name() for p in processes)  # Baton's own Ray
+
+    # The API listens on loopback only; Ray's servers listen more widely (Ray 2.60 cannot be
+    # told otherwise) but refuse whoever lacks the instance's token.
+    sockets = _listening(processes)
+    assert ("127.0.0.1", service.port, "python") in [(i, p, n[:6]) for i, p, n in sockets]
+    assert not [s for s in sockets if s[1] == service.port and s[0] != "127.0.0.1"]
+    gcs = next(p for p in processes if p.name() == "gcs_server")
+    node_ip = next(a for a in gcs.cmdline() if a.startswith("--node-ip-address="))
+    gcs_port = next(port for _, port, name in sockets if name == "gcs_server")
+    intruder = _intrude(f"{node_ip.split('=', 1)[1]}:{gcs_port}", tmp_path)
+    assert "connected" not in intruder.stdout and intruder.returncode != 0, intruder.stdout
+    for process in processes:
+        if process.name() in ("gcs_server", "raylet"):
+            assert process.environ().get("RAY_AUTH_MODE", "token") == "token"
+
+    service._process.send_signal(signal.SIGTERM)
+    # Ended by the signal once done (uvicorn re-raises it), as an operator expects.
+    assert service._process.wait(timeout=90) == -signal.SIGTERM
+    assert "Finished server process" in service.log.read_text()
+    _, alive = psutil.wait_procs(processes, timeout=30)
+    assert alive == [], [(p.pid, p.name()) for p in alive]
+
+    store = await RunStore.open(store_url)
+    try:
+        for run_id in runs:
+            run = await store.get(run_id)
+            assert run is not None and run.status == "interrupted"
+            assert run.error == "the service stopped while the run was in flight"
+            events = await store.events(run_id)
+            assert events[-1][1].type == "run_finished"
+            assert events[-1][1].status == "interrupted"
+            names = {s["name"] for s in await store.spans(run_id)}
+            assert {"invoke_workflow baton", "invoke_agent sleeper", "chat baton/scripted",
+                    "execute_tool slow_step"} <= names, names  # fmt: skip
+    finally:
+        await store.close()
+    async with httpx.AsyncClient() as client:  # and nothing listens any more
+        with pytest.raises(httpx.ConnectError):
+            await client.get(f"{service.url}/healthz")
