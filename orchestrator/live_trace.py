@@ -10,13 +10,15 @@ run is finished or not.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from agents.core.events import AgentStarted, Event
+from agents.core.messages import RunStatus
 from tracing import SpanRecord
 from tracing import attributes as attr
 
-__all__ = ["adopt_orphans", "live_spans"]
+__all__ = ["adopt_orphans", "interrupted_spans", "live_spans"]
 
 
 def live_spans(finished: list[SpanRecord], events: Iterable[Event]) -> list[SpanRecord]:
@@ -53,3 +55,21 @@ def adopt_orphans(spans: list[SpanRecord], events: Iterable[Event]) -> None:
                 span["span_id"] = event.span_id
                 started.remove(event)
                 break
+
+
+def interrupted_spans(
+    finished: list[SpanRecord], events: Iterable[Event], reason: str
+) -> list[SpanRecord]:
+    """The trace of a run cut off mid-way (its service died).
+
+    What was finished and sent, and what the events say was open, closed now as interrupted.
+    """
+    spans = live_spans(finished, events)
+    now = time.time_ns()
+    for span in spans:
+        if not span.get("end_ns"):
+            span["end_ns"] = now
+            span["status"] = "ERROR"
+            span["status_message"] = reason
+            span["attributes"][attr.ERROR_TYPE] = RunStatus.INTERRUPTED.value
+    return spans

@@ -27,7 +27,7 @@ from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
 from orchestrator.feed import EventFeed
-from orchestrator.live_trace import live_spans
+from orchestrator.live_trace import interrupted_spans, live_spans
 from orchestrator.results import RunResult, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.submission import Submission
@@ -120,14 +120,21 @@ class RunService:
         await self._close_orphans()
 
     async def _close_orphans(self) -> None:
-        """End the event logs of runs that were interrupted (their service died).
+        """Record what is left of runs that were interrupted (their service died), and end them.
 
-        Their followers then see `run_finished`, and the ledger forgets them.
+        Their spans so far go to the store, their followers see `run_finished`, and the ledger
+        forgets them. (What survives is what the ledger on Ray holds: a service that dies
+        with its own local Ray instance takes its runs' events and spans with it.)
         """
         while self._orphans and self.ready:
             run_id, reason = self._orphans.pop()
             try:
                 final = RunFinished(status=RunStatus.INTERRUPTED, error=reason)
+                # What its agents sent before the service died, and what was open then.
+                finished, events = await self.engine.ledger.snapshot(run_id)
+                if events:
+                    spans = interrupted_spans(finished, [*events, final], reason)
+                    await self.store.add_spans(run_id, spans)
                 await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, final))
             except Exception:
                 logger.exception("could not close the event log of run %s", run_id)

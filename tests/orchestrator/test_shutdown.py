@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from orchestrator.store import RunStore
-from tests.orchestrator.test_api import follow, submit
+from tests.orchestrator.test_api import all_events, follow, submit
 from tests.service import ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -128,3 +128,46 @@ async def _check_and_stop(service: ServiceProcess, store_url: str, tmp_path: Pat
     async with httpx.AsyncClient() as client:  # and nothing listens any more
         with pytest.raises(httpx.ConnectError):
             await client.get(f"{service.url}/healthz")
+
+
+async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart(
+    ray_address: str, service_dir: Path
+) -> None:
+    service = ServiceProcess(
+        service_dir / "svc.yaml",
+        f"sqlite+aiosqlite:///{service_dir / 'restart.db'}",
+        ray_address,
+        service_dir / "restart.log",
+        BATON_INSTANCE_ID="restart-test",
+    )
+    service.start()
+    try:
+        run = (await submit(service.url, {"task": "wait", "agent": "sleeper"})).json()
+        async for _, kind, _ in follow(service.url, run["id"]):
+            if kind == "tool_started":
+                break
+        service.kill()
+        service.start()
+        async with httpx.AsyncClient(base_url=service.url) as client:
+            stored = (await client.get(f"/v1/runs/{run['id']}")).json()
+            listed = (await client.get("/v1/runs", params={"status": "interrupted"})).json()
+        assert stored["status"] == "interrupted"
+        assert stored["error"] == "the service restarted while the run was in flight"
+        assert [r["id"] for r in listed["runs"]] == [run["id"]]
+        events = await all_events(service.url, run["id"])
+        assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "interrupted"
+        # Its trace keeps what the agent had sent and what was open when the service died.
+        async with httpx.AsyncClient(base_url=service.url) as client:
+            trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
+        root = trace["spans"][0]
+        assert (root["name"], root["status"]) == ("invoke_workflow baton", "ERROR")
+        agent = root["children"][0]
+        assert agent["name"] == "invoke_agent sleeper" and agent["end_ns"] is not None
+        # (The detached agent may have gone on meanwhile: what it sent by then is there too.)
+        steps = [c["name"] for c in agent["children"]]
+        assert steps[:2] == ["chat baton/scripted", "execute_tool slow_step"], steps
+        # And the restarted service works.
+        fresh = (await submit(service.url, {"task": "calculate 2 * 5", "agent": "analyst"})).json()
+        assert (await all_events(service.url, fresh["id"]))[-1][2]["status"] == "succeeded"
+    finally:
+        service.stop()
