@@ -3,7 +3,7 @@
     python -m tests.mcp_server                      # stdio
     python -m tests.mcp_server --http PORT          # streamable HTTP on 127.0.0.1:PORT/mcp
 
-Tools: `add` (counted: `calls_made`), `shout`, `whoami` (which environment it got),
+Tools: `add` (counted: `calls_made`), `nap`, `shout`, `whoami` (which environment it got),
 `secret_header` (the Authorization header it was sent, over HTTP), and `die` (the process exits
 mid-call). `add`'s description is
 read from the file named by $MCP_TEST_DESCRIPTION_FILE when set, so a test can change it between
@@ -16,6 +16,8 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
+
+import anyio
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -42,6 +44,13 @@ def add(a: int, b: int) -> int:
 def calls_made(name: str) -> int:
     """How many times this server process ran a tool."""
     return _calls[name]
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleep, then say so (for timeouts)."""
+    await anyio.sleep(seconds)
+    return "rested"
 
 
 @server.tool()

@@ -31,6 +31,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from agents.core.errors import describe_error
 from agents.core.spec import McpServerSpec
@@ -272,11 +273,18 @@ class McpTool:
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         """Call the tool on its server; a server error is an error result, never repeated."""
         try:
-            async with asyncio.timeout(self.server.spec.timeout_s):
+            # The session's own read timeout ends the call first (and marks its span an
+            # error); this one is a backstop for a session that does not.
+            async with asyncio.timeout(self.server.spec.timeout_s + 1):
                 result = await self.server.call(self.remote_name, arguments)
         except McpUnavailable as exc:
             return ToolOutput(f"error: {exc}", is_error=True)
-        except TimeoutError:
+        except (TimeoutError, MCPError) as exc:
+            if isinstance(exc, MCPError) and exc.code != types.REQUEST_TIMEOUT:
+                return ToolOutput(
+                    f"error: MCP server {self.server.spec.name} failed: {describe_error(exc)}",
+                    is_error=True,
+                )
             return ToolOutput(
                 f"error: MCP server {self.server.spec.name} did not answer within "
                 f"{self.server.spec.timeout_s:g}s",

@@ -274,3 +274,31 @@ class LocalApprovals:
         outcome = self.book.decide(run_id, call_id, approved, message, by)
         self.decided.set()
         return outcome
+
+
+async def test_a_call_that_times_out_is_an_error_in_every_span_that_records_it() -> None:
+    from tracing import configure_tracing, inject_context, workflow_span
+
+    collector = configure_tracing("test")
+    servers, tools, _ = await open_mcp_tools((stdio_spec(include=["nap"], timeout_s=0.5),), {})
+    nap = {"tool_calls": [{"name": "nap", "arguments": {"seconds": 5}}]}
+    model = LiteLLMClient(
+        ModelSpec(name="baton/scripted", params={"replies": [nap, {"content": "done"}]})
+    )
+    runtime = AgentRuntime(spec=AgentSpec(name="sleepy"), model=model, tools=tools)
+    try:
+        with workflow_span("run-nap", "sleepy", "test") as root:
+            context = RunContext(
+                run_id="run-nap", chain=("sleepy",), deadline=time.time() + 30,
+                trace_context=inject_context(),
+            )  # fmt: skip
+            await runtime.invoke(Delegation(task="nap", context=context))
+    finally:
+        for server in servers:
+            await server.close()
+    spans = {s["name"]: s for s in collector.drain(root.get_span_context().trace_id)}
+    tool = spans["execute_tool nap"]
+    assert tool["status"] == "ERROR"
+    assert tool["status_message"] == "error: MCP server testsrv did not answer within 0.5s"
+    # The MCP client library's own span of the request says so too (it is not "OK").
+    assert spans["MCP send tools/call nap"]["status"] == "ERROR"
