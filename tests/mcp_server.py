@@ -18,7 +18,6 @@ from collections import Counter
 from pathlib import Path
 
 import anyio
-
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("baton-test-tools")

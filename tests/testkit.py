@@ -80,9 +80,15 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append(
-                    {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                    {
+                        "path": self.path,
+                        "auth": self.headers.get("Authorization"),
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
                 )
-                status, payload = fake.respond(body, self.headers.get("Authorization") or "")
+                echo = f"{self.path} {self.headers.get('X-Api-Key', '')}"
+                status, payload = fake.respond(body, self.headers.get("Authorization") or "", echo)
                 reply = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -102,11 +108,12 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def respond(self, body: dict, authorization: str) -> tuple[int, dict]:
+    def respond(self, body: dict, authorization: str, echo: str = "") -> tuple[int, dict]:
+        """The answer; a rejection quotes the key, the request (`echo`) and the tool result."""
         results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
         if results and self.reject_after_tool:
             key = authorization.removeprefix("Bearer ")
-            message = f"Incorrect API key provided: {key}. While handling: {results[-1]}"
+            message = f"Incorrect API key provided: {key} ({echo}). While handling: {results[-1]}"
             return 401, {"error": {"message": message, "type": "invalid_request_error"}}
         return 200, self.reply(body)
 

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.ray
 
 KEY = "sk-canary-7fQz2LmN0pXw4RtY"  # the model's API key, written in the YAML
 ENV_SECRET = "canary-env-value-93ab71"  # a forwarded variable's value
+URL_KEY = "canary-url-key-5521aa"  # a key in the model server's URL (`?key=`)
+HEADER_KEY = "canary-header-8c0d1e"  # a header the model server is sent
 
 
 def _ray_logs() -> Path:
@@ -46,7 +48,10 @@ agents:
     tools: [tests.testkit:leak_env]
     model:
       name: openai/gpt-4o-mini
-      params: {{api_base: "{fake.base_url}", api_key: "{KEY}"}}
+      params:
+        api_base: "{fake.base_url}?key={URL_KEY}"
+        api_key: "{KEY}"
+        extra_headers: {{X-Api-Key: "{HEADER_KEY}"}}
 """)
     store_dir = tmp_path / "store"
     store_dir.mkdir()
@@ -78,19 +83,23 @@ agents:
     assert ran.returncode == 1, ran.stderr
     # The provider did see the key, and the tool did leak the variable into the conversation.
     assert fake.requests[0]["auth"] == f"Bearer {KEY}"
+    assert URL_KEY in str(fake.requests[0]["path"])
+    assert fake.requests[0]["headers"]["x-api-key"] == HEADER_KEY  # type: ignore[index]
     assert any(ENV_SECRET in str(m) for m in fake.requests[1]["body"]["messages"])  # type: ignore[index]
     assert '"status": "failed"' in ran.stdout and "AuthenticationError" in ran.stdout
     assert "[REDACTED]" in ran.stdout
 
     run_id = json.loads(ran.stdout)["id"]
     shown, traced, listed = baton("show", run_id), baton("trace", run_id), baton("runs")
+    drawn = baton("diagram", run_id)
     assert "trace ·" in traced.stdout and receiver.spans
-    needles = (KEY, ENV_SECRET)
+    needles = (KEY, ENV_SECRET, URL_KEY, HEADER_KEY)
     seen = {
         "run output": ran.stdout + ran.stderr,
         "baton show": shown.stdout + shown.stderr,
         "baton trace": traced.stdout + traced.stderr,
         "baton runs": listed.stdout + listed.stderr,
+        "baton diagram": drawn.stdout + drawn.stderr,
         "exported spans": str(receiver.spans),
     }
     leaks = [f"{where}: {n}" for where, text in seen.items() for n in needles if n in text]
