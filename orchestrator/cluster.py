@@ -61,7 +61,7 @@ class Connection:
 
 
 def connect_ray(address: str | None, namespace: str) -> Connection:
-    """Join the cluster at `address`, or start a local Ray instance when it is None."""
+    """Join the cluster at `address` (or $RAY_ADDRESS), or start a local Ray instance."""
     if ray.is_initialized():
         return Connection()
     token = None
@@ -77,7 +77,8 @@ def connect_ray(address: str | None, namespace: str) -> Connection:
         else:
             token = os.environ.get("RAY_AUTH_TOKEN") or _private_token()
     ray.init(
-        address=address,
+        # "local": a new instance of our own, not whatever cluster this machine last started.
+        address="local" if local else address,
         namespace=namespace,
         include_dashboard=False,
         log_to_driver=False,

@@ -84,6 +84,7 @@ class RunService:
         self._running: set[str] = set()
         self._slots = asyncio.Semaphore(self.limits.max_concurrent_runs)
         self._ready = asyncio.Event()
+        self._settled = asyncio.Event()  # the agents started, or failed to
         self._background: list[asyncio.Task[None]] = []
         self._stopping = False
         self._draining: asyncio.Task[None] | None = None
@@ -113,9 +114,11 @@ class RunService:
         try:
             await asyncio.to_thread(self.engine.start)
         except Exception as exc:
-            self.startup_error = f"{type(exc).__name__}: {exc}"
+            self.startup_error = f"the agents did not start: {type(exc).__name__}: {exc}"
             logger.exception("the agents did not start")
             return
+        finally:
+            self._settled.set()  # runs waiting to start go on, or fail with the reason
         self._ready.set()
         await self._close_orphans()
 
@@ -225,6 +228,8 @@ class RunService:
         limit = self.limits.max_concurrent_runs + self.limits.max_queued_runs
         if self._stopping:
             raise NotReady("the service is stopping")
+        if self.startup_error:
+            raise NotReady(self.startup_error)
         if self.in_flight >= limit:
             waves = self.in_flight / self.limits.max_concurrent_runs
             raise Overloaded(
@@ -340,7 +345,10 @@ class RunService:
         began = time.monotonic()
         try:
             async with self._slots:
-                await self._ready.wait()
+                await self._settled.wait()
+                if self.startup_error:
+                    await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
+                    return
                 self._running.add(run_id)
                 await self._run(run_id, request)
         except asyncio.CancelledError:

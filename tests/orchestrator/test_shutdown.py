@@ -3,6 +3,7 @@ SIGTERM leaves behind (runs recorded to the end, no process)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -171,3 +172,30 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
         assert (await all_events(service.url, fresh["id"]))[-1][2]["status"] == "succeeded"
     finally:
         service.stop()
+
+
+def test_baton_run_leaves_no_process_behind(tmp_path: Path) -> None:
+    (tmp_path / "one.yaml").write_text("agents:\n  - {name: solo, description: answers}\n")
+    mark = f"baton-test-{os.getpid()}-{tmp_path.name}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}  # Ray of its own
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "hello", "--config", "one.yaml"],
+        cwd=tmp_path,
+        env={**env, "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+             "BATON_TEST_MARK": mark},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "solo" in done.stdout
+
+    def marked() -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if process.environ().get("BATON_TEST_MARK") == mark:
+                    found.append(process)
+        return found
+
+    # Every process it started (its local Ray's included) inherited the mark, and is gone.
+    _, alive = psutil.wait_procs(marked(), timeout=30)
+    assert alive == [], [(p.pid, p.name()) for p in alive]
