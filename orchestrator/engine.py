@@ -347,10 +347,13 @@ class Engine:
         # Results made here (refused entry, cancellation) or by a caller for a dead actor
         # stand for no invocation that can send spans.
         expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
-        if tree.status != RunStatus.CANCELLED and own >= expected and not (lost or tree.spans_sent):
+        shipped = tree.spans_sent  # the entry agent's spans sent as its steps ended
+        if tree.status != RunStatus.CANCELLED and own >= expected and not (lost or shipped):
             return spans  # a single agent: complete without asking the ledger
         # Sent before the results were, but from other processes: wait (bounded) for them.
-        kept, missing = await self.ledger.collect_spans(run_id, own, lost, expected, SPANS_WAIT_S)
+        kept, missing = await self.ledger.collect_spans(
+            run_id, own, lost, expected, SPANS_WAIT_S, shipped
+        )
         if missing:
             logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)
         if lost or agent_span_counts(kept)[1]:  # dead actors: hang what they sent under them

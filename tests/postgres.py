@@ -3,6 +3,7 @@ port on 127.0.0.1, stopped at the end. Debian's `postgresql` package provides th
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["find_pg_bin", "postgres_server"]
+__all__ = ["PostgresServer", "find_pg_bin", "postgres_server"]
 
 
 def find_pg_bin() -> Path | None:
@@ -32,36 +33,59 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class PostgresServer:
+    """A PostgreSQL server in a temporary directory, on a free port on 127.0.0.1."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="baton-pg-"))
+        self.data, sockets = self.root / "data", self.root / "sock"
+        sockets.mkdir()
+        self._prefix: list[str] = []
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root: run it as its own user
+            user = pwd.getpwnam("postgres")
+            for path in (self.root, sockets):
+                os.chown(path, user.pw_uid, user.pw_gid)
+            self._prefix = ["runuser", "-u", "postgres", "--"]
+        self.port = _free_port()
+        self._options = f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._run("initdb", "-D", str(self.data), "-U", "baton", "--auth=trust", "-E", "UTF8")
+        self.url = f"postgresql+asyncpg://baton@127.0.0.1:{self.port}/runs"
+
+    def _run(self, tool: str, *args: str) -> None:
+        command = [*self._prefix, str(self.bin_dir / tool), *args]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        """Start the server (again), waiting until it accepts connections."""
+        # With a log file, the server does not hold on to our captured stdout.
+        log = self.root / "server.log"
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(log), "-o", self._options, "-w", "start"
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (its data stays)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def create_database(self) -> None:
+        """The empty database `runs` that `url` names."""
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "baton", "runs")
+
+    def remove(self) -> None:
+        """Stop the server if it runs, and delete its files."""
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 @contextmanager
 def postgres_server(bin_dir: Path) -> Iterator[str]:
     """Run a PostgreSQL server and yield an asyncpg SQLAlchemy URL for an empty database."""
-    root = Path(tempfile.mkdtemp(prefix="baton-pg-"))
-    data, sockets = root / "data", root / "sock"
-    sockets.mkdir()
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root: run it as its own user
-        user = pwd.getpwnam("postgres")
-        for path in (root, sockets):
-            os.chown(path, user.pw_uid, user.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
-
-    def run(*args: str) -> None:
-        subprocess.run([*prefix, *args], check=True, capture_output=True, timeout=120)
-
-    run(str(bin_dir / "initdb"), "-D", str(data), "-U", "baton", "--auth=trust", "-E", "UTF8")
-    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-    # With a log file, the server does not hold on to our captured stdout.
-    log = root / "server.log"
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "start")
+    server = PostgresServer(bin_dir)
     try:
-        run(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "baton", "runs")
-        yield f"postgresql+asyncpg://baton@127.0.0.1:{port}/runs"
+        server.start()
+        server.create_database()
+        yield server.url
     finally:
-        subprocess.run(
-            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()

@@ -164,9 +164,10 @@ class AgentResult(BaseModel):
         description="The entry invocation's own finished spans (sub-agents send theirs to the "
         "ledger), so that a run whose tree is complete needs no further round trip.",
     )
-    spans_sent: bool = Field(
-        default=False,
-        description="Some of the entry invocation's spans went to the ledger as its steps ended.",
+    spans_sent: tuple[str, int] | None = Field(
+        default=None,
+        description="Some of the entry invocation's spans went to the ledger as its steps ended: "
+        "which process sent them, and how many shipments it had sent for the run by its end.",
     )
 
     def total_usage(self) -> Usage:

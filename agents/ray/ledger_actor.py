@@ -167,7 +167,13 @@ class LedgerActor:
                 return found, state
 
     async def collect_spans(
-        self, run_id: str, have: int, lost: int, expected: int, wait_s: float
+        self,
+        run_id: str,
+        have: int,
+        lost: int,
+        expected: int,
+        wait_s: float,
+        shipped: tuple[str, int] | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
         """Take the spans agents sent for the run, once every invocation has sent its own.
 
@@ -178,6 +184,8 @@ class LedgerActor:
             expected: invocations the caller knows of (its result tree, lost ones left out);
                 the ledger also counts every invocation that has started.
             wait_s: how long to wait for stragglers.
+            shipped: a process, and how many span shipments of the run it has sent (the entry
+                agent's, sent as its steps ended, which no `invoke_agent` span stands for).
 
         Returns:
             The spans, and how many invocations' spans are still missing.
@@ -187,5 +195,7 @@ class LedgerActor:
             started, sent, lost_here, gaps = self._ledger.span_progress(run_id)
             # An invocation that died sends nothing; its caller's lost span stands for it.
             missing = max(expected, started - lost - lost_here) - have - sent
+            if shipped is not None:
+                gaps += max(shipped[1] - self._ledger.shipments_from(run_id, shipped[0]), 0)
             if (missing <= 0 and not gaps) or not await self._wait_for_change(run_id, until):
                 return self._ledger.take_spans(run_id), max(missing, 0)

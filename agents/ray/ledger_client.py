@@ -95,6 +95,10 @@ class LedgerClient:
                 self._shipments.popitem(last=False)
             self._spans.append((run_id, number, spans))
 
+    def shipped(self, run_id: str) -> tuple[str, int]:
+        """This process's name, and how many span shipments it has made for the run so far."""
+        return self._sender, self._shipments.get(run_id, 0)
+
     def emit(self, run_id: str, event: Event) -> None:
         """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
         self._batch.append((run_id, event))
@@ -154,11 +158,17 @@ class LedgerClient:
         return found
 
     async def collect_spans(
-        self, run_id: str, have: int, lost: int, expected: int, wait_s: float
+        self,
+        run_id: str,
+        have: int,
+        lost: int,
+        expected: int,
+        wait_s: float,
+        shipped: tuple[str, int] | None = None,
     ) -> tuple[list[SpanRecord], int]:
         """Take the spans agents sent for a run once all have arrived (see the actor)."""
         found: tuple[list[SpanRecord], int] = await self._handle.collect_spans.remote(
-            run_id, have, lost, expected, wait_s
+            run_id, have, lost, expected, wait_s, shipped
         )
         return found
 

@@ -97,6 +97,9 @@ class EventSink(Protocol):
     def flush(self) -> None:
         """Send what is buffered now (called when an invocation ends)."""
 
+    def shipped(self, run_id: str) -> tuple[str, int]:
+        """This process's name, and how many span shipments it has made for the run so far."""
+
 
 @dataclass
 class _RunBook:
@@ -261,6 +264,11 @@ class RunLedger:
         own, lost = agent_span_counts(spans)
         book.agent_spans += own
         book.lost_spans += lost
+
+    def shipments_from(self, run_id: str, sender: str) -> int:
+        """How many of the run's span shipments from `sender` have come."""
+        book = self._book(run_id)
+        return book.shipments.get(sender, (0, 0))[0] if book is not None else 0
 
     def span_progress(self, run_id: str) -> tuple[int, int, int, int]:
         """Invocations started, invocations whose spans came, lost ones, shipments on their way.

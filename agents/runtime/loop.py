@@ -154,7 +154,8 @@ class AgentRuntime(ToolCalls):
         spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
         if result is not None and ctx.depth <= 1:
             result.spans = spans
-            result.spans_sent = inv.spans_sent
+            if inv.spans_sent and self.events is not None:
+                result.spans_sent = self.events.shipped(ctx.run_id)
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
         if self.events is not None:

@@ -95,3 +95,5 @@ def test_a_shipment_still_on_its_way_is_known_by_its_number() -> None:
     assert ledger.span_progress("r") == (0, 2, 0, 1)
     ledger.keep_spans("r", [{"name": "execute_tool t"}], "process-1", 2)
     assert ledger.span_progress("r") == (0, 2, 0, 0)
+    assert ledger.shipments_from("r", "process-1") == 3
+    assert ledger.shipments_from("r", "process-3") == 0
