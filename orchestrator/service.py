@@ -15,22 +15,25 @@ import contextvars
 import logging
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
+from orchestrator.admission import Admission
 from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
-from orchestrator.errors import IdempotencyConflict, NotReady, Overloaded, RunNotFound
+from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
 from orchestrator.feed import EventFeed
-from orchestrator.live_trace import interrupted_spans, live_spans
+from orchestrator.live_trace import live_spans
+from orchestrator.recorder import Recorder
 from orchestrator.results import RunResult, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.submission import Submission
+from orchestrator.upkeep import Orphans, keep_leases
 from tracing import SpanRecord
 from tracing.sequence import Detail, Diagram, sequence_diagram
 
@@ -88,11 +91,13 @@ class RunService:
         self._background: list[asyncio.Task[None]] = []
         self._stopping = False
         self._draining: asyncio.Task[None] | None = None
-        self._admitting = 0  # runs admitted and being recorded, not yet in _tasks
-        self._mean_run_s = 1.0
-        self._orphans: list[tuple[str, str]] = []  # interrupted runs still open in the ledger
+        self.admission = Admission(
+            self.limits.max_concurrent_runs, self.limits.max_queued_runs, lambda: len(self._tasks)
+        )
+        self._orphans = Orphans(engine, store)  # interrupted runs still open in the ledger
         self.startup_error: str | None = None
         heartbeat = self.limits.heartbeat_s
+        self.recorder = Recorder()  # writes kept while the store is unavailable
         self.feed = EventFeed(engine, store, self._ready, heartbeat)
         self.approvals = ApprovalDesk(engine, store, self._ready, heartbeat)
 
@@ -104,10 +109,20 @@ class RunService:
         left = await self.store.interrupt_owned(self.owner, reason)
         if left:
             logger.warning("marked %d unfinished runs of %s interrupted", len(left), self.owner)
-            self._orphans += [(run_id, reason) for run_id in left]
+            self._orphans.add(left, reason)
+        leases = keep_leases(
+            store=self.store,
+            owner=self.owner,
+            lease_s=self.limits.lease_s,
+            held=lambda: list(self._tasks),
+            recorder=self.recorder,
+            orphans=self._orphans,
+            ready=self._ready,
+            cancel=self._cancel_here,
+        )
         self._background = [
             asyncio.create_task(self._start_engine()),
-            asyncio.create_task(self._keep_leases()),
+            asyncio.create_task(leases),
         ]
 
     async def _start_engine(self) -> None:
@@ -120,27 +135,7 @@ class RunService:
         finally:
             self._settled.set()  # runs waiting to start go on, or fail with the reason
         self._ready.set()
-        await self._close_orphans()
-
-    async def _close_orphans(self) -> None:
-        """Record what is left of runs that were interrupted (their service died), and end them.
-
-        Their spans so far go to the store, their followers see `run_finished`, and the ledger
-        forgets them. (What survives is what the ledger on Ray holds: a service that dies
-        with its own local Ray instance takes its runs' events and spans with it.)
-        """
-        while self._orphans and self.ready:
-            run_id, reason = self._orphans.pop()
-            try:
-                final = RunFinished(status=RunStatus.INTERRUPTED, error=reason)
-                # What its agents sent before the service died, and what was open then.
-                finished, events = await self.engine.ledger.snapshot(run_id)
-                if events:
-                    spans = interrupted_spans(finished, [*events, final], reason)
-                    await self.store.add_spans(run_id, spans)
-                await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, final))
-            except Exception:
-                logger.exception("could not close the event log of run %s", run_id)
+        await self._orphans.close()
 
     def drain(self) -> asyncio.Task[None]:
         """Stop taking work, let runs in flight finish within the grace, interrupt the rest.
@@ -213,35 +208,6 @@ class RunService:
 
     # Runs ----------------------------------------------------------------------------------
 
-    @property
-    def in_flight(self) -> int:
-        """Runs accepted here and not finished: running, queued, or being recorded."""
-        return len(self._tasks) + self._admitting
-
-    @contextlib.contextmanager
-    def _admission(self) -> Iterator[None]:
-        """Hold a place for one run while it is recorded, or refuse it.
-
-        The check and the reservation happen in one step of the event loop, so a burst of
-        concurrent submissions cannot all pass the check before any of them is counted.
-        """
-        limit = self.limits.max_concurrent_runs + self.limits.max_queued_runs
-        if self._stopping:
-            raise NotReady("the service is stopping")
-        if self.startup_error:
-            raise NotReady(self.startup_error)
-        if self.in_flight >= limit:
-            waves = self.in_flight / self.limits.max_concurrent_runs
-            raise Overloaded(
-                f"{self.in_flight} runs are running or queued (limit {limit}); retry later",
-                retry_after_s=max(1, round(waves * self._mean_run_s)),
-            )
-        self._admitting += 1
-        try:
-            yield
-        finally:
-            self._admitting -= 1
-
     async def submit(
         self, request: Submission, *, idempotency_key: str | None = None, principal: str = ""
     ) -> tuple[StoredRun, bool]:
@@ -258,7 +224,11 @@ class RunService:
             if existing is not None:
                 return _replay(existing, digest), False
         run_id = uuid.uuid4().hex
-        with self._admission():
+        if self._stopping:
+            raise NotReady("the service is stopping")
+        if self.startup_error:
+            raise NotReady(self.startup_error)
+        with self.admission.place():
             try:
                 run = await self.store.add(
                     run_id,
@@ -364,10 +334,11 @@ class RunService:
         finally:
             self._running.discard(run_id)
             self._tasks.pop(run_id, None)
-            self._mean_run_s = 0.9 * self._mean_run_s + 0.1 * (time.monotonic() - began)
+            self.admission.ran(time.monotonic() - began)
 
     async def _run(self, run_id: str, request: Submission) -> None:
-        await self.store.start(run_id)
+        record = self.recorder.write
+        await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         result: RunResult | None = None
         error: str | None = None
         tracker = (
@@ -388,49 +359,28 @@ class RunService:
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": _STOPPED}
                 )
-            await self.store.finish(result)
+            await record(f"run {run_id}", partial(self.store.finish, result))
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             logger.exception("run %s failed", run_id)
-            await self.store.fail(run_id, error)
+            await record(f"run {run_id}", partial(self.store.fail, run_id, error))
         finally:
             # (The tracker may outlive the final record by a moment: `set_waiting` never
             # touches a finished run.)
             await _stop(tracker)
-            # Recorded first, announced after: whoever sees `run_finished` finds the record.
+            # Recorded first, announced after: whoever sees `run_finished` finds the record
+            # (unless the store is unavailable: then it is recorded once the store is back).
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             events = await self.engine.ledger.finish(run_id, final_event(result, entry, error))
-            await self.store.add_events(run_id, events)
+            await record(
+                f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
+            )
 
     async def _end_unstarted(self, run_id: str, status: RunStatus, reason: str) -> None:
         await self.store.end(run_id, status, reason)
         if self.ready:
             event = RunFinished(status=status, error=reason)
             await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, event))
-
-    # Leases --------------------------------------------------------------------------------
-
-    async def _keep_leases(self) -> None:
-        """Renew this instance's leases, and act on what other instances left or asked.
-
-        Runs of instances that stopped renewing are interrupted; cancellations requested through
-        other instances are honoured.
-        """
-        period = self.limits.lease_s / 3
-        while True:
-            try:
-                await self.store.renew(self.owner, list(self._tasks))
-                reason = "the service instance running it stopped responding"
-                lost = await self.store.interrupt_expired(self.limits.lease_s, reason)
-                if lost:
-                    logger.warning("marked %d runs of lost instances interrupted", len(lost))
-                    self._orphans += [(run_id, reason) for run_id in lost]
-                await self._close_orphans()
-                for run_id in await self.store.cancel_requests(self.owner):
-                    self._cancel_here(run_id)
-            except Exception:
-                logger.exception("lease upkeep failed; retrying")
-            await asyncio.sleep(period)
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:

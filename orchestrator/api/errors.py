@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
@@ -36,6 +38,8 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
         413: "The body is larger than the service accepts.",
         422: "The request is invalid (the details name each field).",
         429: "Too many requests from this caller, or too many runs; see Retry-After.",
+        503: "The service is starting or stopping, or the run store is unavailable; see "
+        "Retry-After.",
     }.items()
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -75,6 +79,16 @@ def install_error_handlers(app: FastAPI) -> None:
             {"Retry-After": retry_after(exc.retry_after_s)} if isinstance(exc, Overloaded) else {}
         )
         return error_response(exc.status, exc.code, exc.message, exc.details or None, **headers)
+
+    async def store_unavailable(_: Request, exc: Exception) -> Response:
+        # Only the kind of failure: a database error's text may quote a statement and its data.
+        cause = getattr(exc, "orig", None) or exc
+        message = f"the run store is unavailable ({type(cause).__name__}); retry later"
+        return error_response(503, "store_unavailable", message, **{"Retry-After": "5"})
+
+    # The database stopped, refused or timed out (a bug in a query stays a 500).
+    for kind in (OperationalError, InterfaceError, PoolTimeout, OSError):
+        app.add_exception_handler(kind, store_unavailable)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> Response:

@@ -1,0 +1,92 @@
+"""What a service instance does in the background for runs that outlive their service.
+
+Runs whose service died (this instance before a restart, or another one sharing the store) are
+recorded from what the ledger on Ray still holds of them and ended; leases are renewed; writes
+kept while the store was unavailable are made; cancellations asked through other instances are
+passed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from agents.core.events import RunFinished
+from agents.core.messages import RunStatus
+from orchestrator.engine import Engine
+from orchestrator.live_trace import interrupted_spans
+from orchestrator.recorder import Recorder
+from orchestrator.store import RunStore
+
+__all__ = ["Orphans", "keep_leases"]
+
+logger = logging.getLogger(__name__)
+
+
+class Orphans:
+    """Interrupted runs whose event logs are still open in the ledger."""
+
+    def __init__(self, engine: Engine, store: RunStore) -> None:
+        self._engine = engine
+        self._store = store
+        self._runs: list[tuple[str, str]] = []
+
+    def add(self, run_ids: list[str], reason: str) -> None:
+        """Runs marked interrupted in the store, for `reason`."""
+        self._runs += [(run_id, reason) for run_id in run_ids]
+
+    async def close(self) -> None:
+        """Record what is left of each run, and end it (call once the agents are up).
+
+        Its spans so far go to the store, its followers see `run_finished`, and the ledger
+        forgets it. (What survives is what the ledger on Ray holds: a service that dies with its
+        own local Ray instance takes its runs' events and spans with it.)
+        """
+        while self._runs:
+            run_id, reason = self._runs.pop()
+            try:
+                final = RunFinished(status=RunStatus.INTERRUPTED, error=reason)
+                # What its agents sent before the service died, and what was open then.
+                finished, events = await self._engine.ledger.snapshot(run_id)
+                if events:
+                    spans = interrupted_spans(finished, [*events, final], reason)
+                    await self._store.add_spans(run_id, spans)
+                ended = await self._engine.ledger.finish(run_id, final)
+                await self._store.add_events(run_id, ended)
+            except Exception:
+                logger.exception("could not close the event log of run %s", run_id)
+
+
+async def keep_leases(
+    *,
+    store: RunStore,
+    owner: str,
+    lease_s: float,
+    held: Callable[[], list[str]],
+    recorder: Recorder,
+    orphans: Orphans,
+    ready: asyncio.Event,
+    cancel: Callable[[str], object],
+) -> None:
+    """Renew this instance's leases, and act on what other instances left or asked (forever).
+
+    Runs of instances that stopped renewing are interrupted; cancellations requested through
+    other instances are honoured (`cancel`); kept writes are made once the store is back.
+    """
+    while True:
+        try:
+            await recorder.retry()
+            await store.renew(owner, held())
+            reason = "the service instance running it stopped responding"
+            lost = await store.interrupt_expired(lease_s, reason)
+            if lost:
+                logger.warning("marked %d runs of lost instances interrupted", len(lost))
+                orphans.add(lost, reason)
+            if ready.is_set():
+                await orphans.close()
+            for run_id in await store.cancel_requests(owner):
+                cancel(run_id)
+        except Exception:
+            logger.exception("lease upkeep failed; retrying")
+        await asyncio.sleep(lease_s / 3)
