@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,47 @@ async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_s
     assert result.tree is not None and [c.agent for c in result.tree.children] == ["helper"]
     assert result.spans == []
     assert result.duration_s < 1.0  # no wait for spans that will never come
+
+
+BIG_STEPS = 100  # 100 steps of 50 delegations: 5,000 in one run
+
+
+async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
+    ray_address: str, tmp_path: Path
+) -> None:
+    replies = ", ".join([f"{{tool_calls: {_BATCH}}}"] * BIG_STEPS)
+    engine = Engine(
+        config(f"""
+        name: huge
+        limits: {{max_steps: {BIG_STEPS + 1}, max_parallel_tools: 16, deadline_s: 600}}
+        agents:
+          - name: hub
+            delegates: [worker]
+            model: {{name: baton/scripted, params: {{replies: [{replies}, {{content: done}}]}}}}
+          - name: worker
+            description: does one part
+            ray: {{replicas: 2}}
+        """),
+        namespace="baton-tests",
+    )
+    engine.start()
+    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path}/runs.db")
+    try:
+        await store.add("huge", "fan out", agent=None, system="huge", config={})
+        result = await engine.run("fan out", run_id="huge")
+        await store.finish(result)
+        kept = await store.spans("huge")
+    finally:
+        await store.close()
+        engine.stop()
+    assert result.status == RunStatus.SUCCEEDED, result.error
+    workers = [s for s in kept if s["name"] == "invoke_agent worker"]
+    calls = {s["span_id"]: s for s in kept if s["name"] == "execute_tool delegate_to_worker"}
+    assert len(workers) == len(calls) == FAN * BIG_STEPS
+    # Each delegation's agent span hangs under its own tool call, at depth 2, succeeded.
+    assert Counter(w["parent_span_id"] for w in workers) == Counter(dict.fromkeys(calls, 1))
+    assert {w["attributes"]["baton.delegation.depth"] for w in workers} == {2}
+    assert {w["status"] for w in workers} == {"UNSET"} and not any(
+        c["status"] == "ERROR" for c in calls.values()
+    )
+    assert len({s["trace_id"] for s in kept}) == 1
