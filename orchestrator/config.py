@@ -270,7 +270,7 @@ def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list
     return issues
 
 
-def parse_config(text: str, file: str = "<string>") -> AgentSystem:
+def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
     """Validate config text; raise `ConfigError` listing every error found."""
     src = parse_yaml(text, file)
     if src.issues and src.data is None:
@@ -307,14 +307,4 @@ def load_config(path: str | Path) -> AgentSystem:
         raise ConfigError(
             [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
         ) from None
-    if len(data) > MAX_CONFIG_BYTES:
-        message = f"the file is larger than {MAX_CONFIG_BYTES:,} bytes"
-        raise ConfigError([ConfigIssue(str(path), None, None, "", message)])
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        message = f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded"
-        raise ConfigError([ConfigIssue(str(path), line, column, "", message)]) from None
-    return parse_config(text, str(path))
+    return parse_config(data, str(path))  # too large or not UTF-8: config errors there

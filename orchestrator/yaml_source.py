@@ -135,12 +135,25 @@ def _walk(node: yaml.Node, path: Path, out: Located) -> None:
             _walk(item, (*path, index), out)
 
 
-def parse_yaml(text: str, file: str) -> Located:
-    """Parse `text`; a syntax error becomes an issue with its line and column, not an exception."""
+def _position(data: str | bytes, at: int) -> tuple[int | None, int | None]:
+    """The line and column (from 1) of offset `at` in `data`."""
+    text = data if isinstance(data, str) else data.decode("latin-1")  # one char per byte
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+def parse_yaml(source: str | bytes, file: str) -> Located:
+    """Parse `source` (bytes must be UTF-8); a problem is an issue with a line, not an exception."""
     located = Located(file=file, data=None)
-    if len(text) > MAX_CONFIG_BYTES:
+    if len(source) > MAX_CONFIG_BYTES:
         message = f"the file is larger than {MAX_CONFIG_BYTES:,} bytes"
         located.issues.append(ConfigIssue(file, None, None, "", message))
+        return located
+    try:
+        text = source if isinstance(source, str) else source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _position(source, exc.start)
+        message = f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} cannot be decoded"
+        located.issues.append(ConfigIssue(file, line, column, "", message))
         return located
     loader: _BoundedLoader | None = None
     try:
@@ -153,9 +166,7 @@ def parse_yaml(text: str, file: str) -> Located:
             _walk(node, (), located)  # before construction, which rewrites merge keys (<<)
             located.data = loader.construct_document(node)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow
-        at: int = exc.position
-        line: int | None = text.count("\n", 0, at) + 1
-        column: int | None = at - (text.rfind("\n", 0, at) + 1) + 1
+        line, column = _position(text, exc.position)
         problem = f"YAML: control character #x{exc.character:04x} is not allowed"
         located.issues.append(ConfigIssue(file, line, column, "", problem))
         return located

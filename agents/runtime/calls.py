@@ -55,7 +55,6 @@ class Invocation:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     seq: int = 0  # events emitted so far
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
-    spans_sent: bool = False  # some of its finished spans went out before it ended
 
     @property
     def ctx(self) -> RunContext:
@@ -99,7 +98,6 @@ class ToolCalls:
         spans = self.span_source.drain(inv.trace_id)
         if spans:
             self.events.keep_spans(inv.ctx.run_id, spans)
-            inv.spans_sent = True
 
     def _content(self, span: trace.Span, key: str, value: Any) -> None:
         options = self.trace_options

@@ -154,8 +154,10 @@ class AgentRuntime(ToolCalls):
         spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
         if result is not None and ctx.depth <= 1:
             result.spans = spans
-            if inv.spans_sent and self.events is not None:
-                result.spans_sent = self.events.shipped(ctx.run_id)
+            if self.span_source is not None and self.events is not None:
+                shipped = self.events.shipped(ctx.run_id)
+                if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
+                    result.spans_sent = shipped
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
         if self.events is not None:

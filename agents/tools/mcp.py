@@ -279,18 +279,16 @@ class McpTool:
                 result = await self.server.call(self.remote_name, arguments)
         except McpUnavailable as exc:
             return ToolOutput(f"error: {exc}", is_error=True)
-        except (TimeoutError, MCPError) as exc:
-            if isinstance(exc, MCPError) and exc.code != types.REQUEST_TIMEOUT:
+        except Exception as exc:
+            timed_out = isinstance(exc, TimeoutError) or (
+                isinstance(exc, MCPError) and exc.code == types.REQUEST_TIMEOUT
+            )
+            if timed_out:
                 return ToolOutput(
-                    f"error: MCP server {self.server.spec.name} failed: {describe_error(exc)}",
+                    f"error: MCP server {self.server.spec.name} did not answer within "
+                    f"{self.server.spec.timeout_s:g}s",
                     is_error=True,
                 )
-            return ToolOutput(
-                f"error: MCP server {self.server.spec.name} did not answer within "
-                f"{self.server.spec.timeout_s:g}s",
-                is_error=True,
-            )
-        except Exception as exc:
             return ToolOutput(
                 f"error: MCP server {self.server.spec.name} failed: {describe_error(exc)}",
                 is_error=True,

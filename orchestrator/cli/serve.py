@@ -139,7 +139,7 @@ def serve(
     # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and
     # drains (a grace, then the rest interrupted and recorded) while the open event streams
     # still deliver each run's end; then uvicorn closes what is left and the service stops.
-    wrap_up = settings.shutdown_grace_s + ServiceLimits().wrap_up_s + 5
+    wrap_up = limits.shutdown_grace_s + limits.wrap_up_s + 5
     server_config = uvicorn.Config(
         api, host=host, port=port, log_level="info", timeout_graceful_shutdown=int(wrap_up)
     )
