@@ -21,6 +21,7 @@ from agents.core.errors import DelegationRefused
 from agents.core.events import RunStarted
 from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
+from agents.core.placement import Host
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
@@ -139,34 +140,40 @@ class Engine:
         return self._pool is not None
 
     async def placement(self, timeout_s: float = 2.0) -> list[dict[str, Any]]:
-        """Each replica, asked now: where it runs, how busy it is, whether it was restarted.
+        """Each agent's replicas, asked now: where each runs, how busy, whether restarted.
 
-        Where: node id and address, pid; busy: delegations in flight and served. A replica that does
-        not answer says why.
+        One row per agent and replica: node id and address, pid, the agents sharing its actor,
+        delegations in flight and served. A replica that does not answer says why.
         """
         pool = self.pool
 
-        async def ask(agent: str, replica: int, handle: Any) -> dict[str, Any]:
-            name = pool.system.actor_name(agent, replica)
+        async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
+            name = pool.system.actor_name(host.agents[0], replica)
             try:
                 stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
             except Exception as exc:
-                return {
-                    "actor": name,
+                down = {"actor": name, "state": f"unavailable: {type(exc).__name__}"}
+                return [{**down, "agent": agent} for agent in host.agents]
+            agents = stats.pop("agents")
+            return [
+                {
+                    **stats,
+                    **agents[agent],
                     "agent": agent,
-                    "state": f"unavailable: {type(exc).__name__}",
+                    "shares_with": [a for a in host.agents if a != agent],
+                    "state": "alive",
                 }
-            return {**stats, "agent": agent, "state": "alive"}
+                for agent in host.agents
+            ]
 
-        return list(
-            await asyncio.gather(
-                *(
-                    ask(agent, i, handle)
-                    for agent, handles in pool.actors.items()
-                    for i, handle in enumerate(handles)
-                )
+        asked = await asyncio.gather(
+            *(
+                ask(host, i, handle)
+                for host in pool.plan
+                for i, handle in enumerate(pool.hosts[host.name])
             )
         )
+        return [row for rows in asked for row in rows]
 
     @property
     def needs_approvals(self) -> bool:
@@ -180,7 +187,7 @@ class Engine:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
         if self._pool is None:
             return
-        everyone = [h for handles in self._pool.actors.values() for h in handles]
+        everyone = [h for handles in self._pool.hosts.values() for h in handles]
         # Let them close their MCP sessions (stdio servers exit) before they are killed.
         with contextlib.suppress(Exception):
             ray.get([h.close.remote() for h in everyone], timeout=5)

@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from agents.core.errors import ConfigIssue
 from agents.core.messages import AgentResult, RunStatus
+from agents.core.placement import own_actors_reason
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage
@@ -58,15 +59,16 @@ def print_topology(console: Console, system: AgentSystem) -> None:
     table = Table(
         title=f"{system.config.name}: {len(system.config.agents)} agents (entry: {topology.entry})"
     )
-    for column in ("agent", "delegates to", "tools", "model", "replicas"):
+    for column in ("agent", "delegates to", "tools", "model", "runs in"):
         table.add_column(column)
     for agent in system.config.agents:
+        reason = own_actors_reason(agent)
         table.add_row(
             agent.name,
             ", ".join(topology.delegates(agent.name)) or "-",
             ", ".join(t.function.rpartition(":")[2] or t.function for t in agent.tools) or "-",
             agent.model.name,
-            str(agent.ray.replicas),
+            "shared host" if reason is None else f"own actors ({reason})",
         )
     console.print(table)
     depth = topology.max_static_depth()

@@ -225,6 +225,10 @@ class ReplicaView(BaseModel):
     node_id: str | None = None
     node_ip: str | None = None
     pid: int | None = None
+    shares_with: list[str] = Field(
+        default_factory=list,
+        description="The other agents running in the same actor process (its host).",
+    )
     inflight: int | None = Field(default=None, description="Delegations it is working on.")
     invocations: int | None = Field(default=None, description="Delegations it has taken.")
     restarted: bool | None = Field(default=None, description="Ray restarted it after a failure.")
@@ -243,6 +247,10 @@ class AgentView(BaseModel):
     model: str
     tools: list[str]
     delegates: list[str]
+    own_actors: str | None = Field(
+        description="Why the agent runs in actors of its own (the `ray:` options it sets); "
+        "null: it shares one actor process, the team's host, with the other agents like it."
+    )
     replicas: list[ReplicaView]
 
 

@@ -56,6 +56,11 @@ class RayOptions(_Strict):
     resources: dict[str, float] = Field(default_factory=dict)
     max_concurrency: int = Field(default=1000, ge=2)
     max_restarts: int = Field(default=0, ge=-1)
+    isolate: bool = Field(
+        default=False,
+        description="Run in actors of its own even with no other option set (by default an "
+        "agent without `ray:` options shares one actor process with the others like it).",
+    )
 
 
 class ToolRef(_Strict):

@@ -1,6 +1,8 @@
-"""Starting an agent system's actors on Ray: one named async actor per replica, plus the ledger.
+"""Starting an agent system's actors on Ray: one named async actor per host replica, and the ledger.
 
-Actors are named (`{system}.{agent}.{replica}`) in a namespace and created with
+Hosts come from `agents.core.placement.plan_hosts`: the agents that ask nothing of Ray share one
+host, the others get their own. Actors are named (`{system}.{host}.{replica}`, where the host of
+an agent with actors of its own is the agent's name) in a namespace and created with
 `get_if_exists`, so a second driver on the same cluster finds them instead of duplicating them.
 """
 
@@ -13,8 +15,10 @@ from typing import Any
 import ray
 
 from agents.core.limits import TraceOptions
-from agents.core.spec import AgentSpec
-from agents.ray.actor import AgentActor, RayDispatcher, SystemRef
+from agents.core.placement import Host, plan_hosts
+from agents.core.spec import AgentSpec, RayOptions
+from agents.ray.dispatch import RayDispatcher, SystemRef
+from agents.ray.host import AgentHost
 from agents.ray.ledger_actor import LedgerActor
 from agents.ray.ledger_client import LedgerClient
 
@@ -27,12 +31,18 @@ HEAD_NODE_RESOURCE = "node:__internal_head__"
 
 @dataclass
 class AgentPool:
-    """A system's agent actors on Ray, with its ledger actor and where each replica landed."""
+    """A system's agent hosts on Ray, with its ledger actor and where each replica landed.
+
+    `actors` lists, for each agent, the replicas of the host it runs in (agents sharing a host
+    share its handles); `hosts` lists each host's replicas once.
+    """
 
     system: SystemRef
     ledger_handle: Any
+    hosts: dict[str, list[Any]]
     actors: dict[str, list[Any]]
     placement: list[dict[str, Any]]
+    plan: list[Host]
 
     @property
     def ledger(self) -> LedgerClient:
@@ -44,20 +54,22 @@ class AgentPool:
         return RayDispatcher(self.system, ledger or self.ledger)
 
 
-def _actor_options(spec: AgentSpec, name: str, namespace: str, detached: bool) -> dict[str, Any]:
+def _actor_options(
+    ray_options: RayOptions, name: str, namespace: str, detached: bool
+) -> dict[str, Any]:
     options: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
         "get_if_exists": True,
         "lifetime": "detached" if detached else None,
-        "num_cpus": spec.ray.num_cpus,
-        "max_concurrency": spec.ray.max_concurrency,
-        "max_restarts": spec.ray.max_restarts,
+        "num_cpus": ray_options.num_cpus,
+        "max_concurrency": ray_options.max_concurrency,
+        "max_restarts": ray_options.max_restarts,
     }
-    if spec.ray.num_gpus:
-        options["num_gpus"] = spec.ray.num_gpus
-    if spec.ray.resources:
-        options["resources"] = dict(spec.ray.resources)
+    if ray_options.num_gpus:
+        options["num_gpus"] = ray_options.num_gpus
+    if ray_options.resources:
+        options["resources"] = dict(ray_options.resources)
     # Not `runtime_env={"env_vars": ...}` for the forwarded variables: Ray's runtime-env agent
     # writes those to its log in clear, and they are provider keys. They travel as an argument.
     return options
@@ -86,11 +98,14 @@ def start_pool(
         detached: whether the actors outlive this driver (see `Engine`).
         forbid_remote: the agents may call only built-in models and servers on loopback.
     """
+    plan = plan_hosts(agents)
+    host_of = {agent: host for host in plan for agent in host.agents}
     system = SystemRef(
         namespace=namespace,
         prefix=prefix,
-        replicas={a.name: a.ray.replicas for a in agents},
-        max_restarts={a.name: a.ray.max_restarts for a in agents},
+        replicas={a.name: host_of[a.name].ray.replicas for a in agents},
+        max_restarts={a.name: host_of[a.name].ray.max_restarts for a in agents},
+        hosts={a.name: host_of[a.name].name for a in agents},
     )
     ledger = LedgerActor.options(  # type: ignore[attr-defined]
         name=system.ledger_name,
@@ -103,24 +118,35 @@ def start_pool(
     ).remote()
     ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]
-    actors: dict[str, list[Any]] = {}
-    for spec in agents:
-        actors[spec.name] = [
-            AgentActor.options(  # type: ignore[attr-defined]
-                **_actor_options(spec, system.actor_name(spec.name, i), namespace, detached)
+    by_name = {a.name: a for a in agents}
+    hosts: dict[str, list[Any]] = {}
+    for host in plan:
+        hosts[host.name] = [
+            AgentHost.options(  # type: ignore[attr-defined]
+                **_actor_options(
+                    host.ray, system.actor_name(host.agents[0], i), namespace, detached
+                )
             ).remote(
-                spec,
+                [by_name[a] for a in host.agents],
                 roster,
-                list(delegates[spec.name]),
+                {a: list(delegates[a]) for a in host.agents},
                 system,
                 i,
                 trace or TraceOptions(),
                 dict(env or {}),
                 forbid_remote,
             )
-            for i in range(spec.ray.replicas)
+            for i in range(host.ray.replicas)
         ]
+    # Every host starts and warms up at once.
     placement = ray.get(
-        [h.ready.remote() for hs in actors.values() for h in hs], timeout=READY_TIMEOUT_S
+        [h.ready.remote() for hs in hosts.values() for h in hs], timeout=READY_TIMEOUT_S
     )
-    return AgentPool(system=system, ledger_handle=ledger, actors=actors, placement=placement)
+    return AgentPool(
+        system=system,
+        ledger_handle=ledger,
+        hosts=hosts,
+        actors={a.name: hosts[host_of[a.name].name] for a in agents},
+        placement=placement,
+        plan=plan,
+    )

@@ -1,13 +1,14 @@
 """A team of agents in this process, without Ray: for tests, benchmarks and notebooks.
 
-Each delegation is handed over in a fresh context, so that, as between Ray actors, only the W3C
-trace context inside the `Delegation` links the callee's spans to the caller's.
+Each delegation is handed over in a fresh context (`invoke_here`), so that, as between Ray
+actors, only the W3C trace context inside the `Delegation` links the callee's spans to the
+caller's. Agent hosts on Ray use the same function for agents that share a process.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from opentelemetry import context as otel_context
 
@@ -20,7 +21,22 @@ from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import inject_context
 
-__all__ = ["LocalDispatcher", "LocalTeam"]
+__all__ = ["LocalDispatcher", "LocalTeam", "invoke_here"]
+
+
+async def invoke_here(
+    invoke: Callable[[Delegation], Awaitable[AgentResult]], delegation: Delegation
+) -> AgentResult:
+    """Run `delegation` on an agent of this process, in a fresh context (as across actors).
+
+    Only the W3C trace context inside the delegation links the callee's spans to the caller's,
+    so a delegation in one process is traced exactly like one between processes.
+    """
+    token = otel_context.attach(otel_context.Context())
+    try:
+        return await invoke(delegation)
+    finally:
+        otel_context.detach(token)
 
 
 class LocalDispatcher:
@@ -31,11 +47,7 @@ class LocalDispatcher:
 
     async def dispatch(self, target: str, delegation: Delegation) -> AgentResult:
         """Run `delegation` on the target's runtime, in a fresh context (as across actors)."""
-        token = otel_context.attach(otel_context.Context())
-        try:
-            return await self._runtimes[target].invoke(delegation)
-        finally:
-            otel_context.detach(token)
+        return await invoke_here(self._runtimes[target].invoke, delegation)
 
 
 class LocalTeam:

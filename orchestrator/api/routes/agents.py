@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from agents.core.placement import own_actors_reason
 from orchestrator.api.deps import MERMAID, Service
 from orchestrator.schemas import AgentsView, AgentView, ReplicaView, TopologyView
 from orchestrator.topology import topology_flowchart
@@ -51,6 +52,7 @@ async def agents(service: Service) -> AgentsView:
                 model=a.model.name,
                 tools=[t.function for t in a.tools],
                 delegates=topology.delegates(a.name),
+                own_actors=own_actors_reason(a),
                 replicas=placement.get(a.name, []),
             )
             for a in system.config.agents

@@ -415,8 +415,10 @@ async function agentsPage() {
         el("td", {}, agent.model),
         el("td", {}, agent.tools.map((t) => t.split(":").pop()).join(", ") || "–"),
         el("td", {}, agent.delegates.join(", ") || "–"),
-        el("td", {}, `${agent.replicas.length}`,
-          agent.replicas.length ? el("span", { class: "meta" }, ` on ${[...new Set(agent.replicas.map((r) => (r.node_id || "?").slice(0, 8)))].join(", ")}`) : null),
+        el("td", {}, agent.own_actors === null ? "shared host" : `own actors (${agent.own_actors})`,
+          el("span", { class: "meta" }, ` · ${agent.replicas.length} replica${agent.replicas.length === 1 ? "" : "s"}`),
+          agent.replicas.length ? el("span", { class: "meta" }, ` on ${[...new Set(agent.replicas.map((r) => (r.node_id || "?").slice(0, 8)))].join(", ")}`) : null,
+          agent.replicas.some((r) => r.shares_with.length) ? el("span", { class: "meta" }, ` with ${agent.replicas[0].shares_with.join(", ")}`) : null),
       ),
     );
     $("agents").tBodies[0].replaceChildren(...rows);

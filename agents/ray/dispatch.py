@@ -1,17 +1,16 @@
-"""Ray shells around the runtime: an async actor per agent replica, and their dispatcher.
+"""Handing delegations to agents: in this process when the target lives here, else over Ray.
 
-Everything here is thin: the work happens in `agents.runtime.loop`, which does not know about Ray.
+A host (`agents.ray.host.AgentHost`) runs several agents in one process; a delegation between
+two of them is a plain await through the same guard, spans and events as one across actors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import os
-import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,43 +18,39 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.errors import describe_error
-from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus
-from agents.core.spec import AgentCard, AgentSpec, ModelSpec
-from agents.models.base import tool_schema
-from agents.models.client import LiteLLMClient, configure_litellm
-from agents.models.safety import forbid_remote_models
 from agents.ray.ledger_client import LedgerClient
-from agents.runtime.loop import AgentRuntime
-from agents.tools.delegate import build_tools
-from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
-from tracing import attributes as attr
-from tracing import (
-    configure_tracing,
-    lost_agent_span,
-    secret_values_from_env,
-    secret_values_in,
-)
+from agents.runtime.local import invoke_here
+from tracing import lost_agent_span
 
-__all__ = ["AgentActor", "RayDispatcher", "SystemRef"]
+__all__ = ["RayDispatcher", "SystemRef"]
 
 
 @dataclass(frozen=True)
 class SystemRef:
-    """How to find the actors of one agent system on Ray."""
+    """How to find the actors of one agent system on Ray.
+
+    `replicas` and `max_restarts` are per agent (those of the host it runs in); `hosts` names
+    each agent's host (an agent missing from it has actors of its own, named after it).
+    """
 
     namespace: str
     prefix: str
     replicas: dict[str, int]
     max_restarts: dict[str, int] = field(default_factory=dict)
+    hosts: dict[str, str] = field(default_factory=dict)
 
     def restartable(self, agent: str) -> bool:
         """Whether Ray restarts the agent's actors when they die (a delegation may be retried)."""
         return self.max_restarts.get(agent, 0) != 0
 
+    def host_of(self, agent: str) -> str:
+        """The host the agent runs in."""
+        return self.hosts.get(agent, agent)
+
     def actor_name(self, agent: str, replica: int) -> str:
-        """The Ray name of an agent's replica."""
-        return f"{self.prefix}.{agent}.{replica}"
+        """The Ray name of the actor running replica `replica` of the agent's host."""
+        return f"{self.prefix}.{self.host_of(agent)}.{replica}"
 
     @property
     def ledger_name(self) -> str:
@@ -70,14 +65,24 @@ class RayDispatcher:
     tried once more (on the restarted actor, or another replica), unless the failed attempt had
     started a tool that must run at most once: then the caller is told, and nothing is re-run.
 
+    A target that runs in this very process (`local`) is awaited directly: no Ray call, no
+    pickling, and nothing to retry (if this process dies, so does the caller).
+
     Args:
         system: where the actors are.
         ledger: the run ledger, which knows what each attempt started (no retries without it).
+        local: how to invoke each agent hosted in this process, by agent.
     """
 
-    def __init__(self, system: SystemRef, ledger: LedgerClient | None = None) -> None:
+    def __init__(
+        self,
+        system: SystemRef,
+        ledger: LedgerClient | None = None,
+        local: Mapping[str, Callable[[Delegation], Awaitable[AgentResult]]] | None = None,
+    ) -> None:
         self._system = system
         self._ledger = ledger
+        self._local = local or {}
         self._handles: dict[str, list[Any]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
@@ -92,7 +97,7 @@ class RayDispatcher:
     def submit(self, target: str, delegation: Delegation) -> tuple[str, ray.ObjectRef[AgentResult]]:
         """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
         name, handle = self._handle(target)
-        return name, handle.invoke.remote(delegation)
+        return name, handle.invoke.remote(target, delegation)
 
     async def dispatch(
         self,
@@ -101,6 +106,9 @@ class RayDispatcher:
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
     ) -> AgentResult:
         """Hand `delegation` to a replica of `target` and return its result."""
+        here = self._local.get(target)
+        if here is not None:
+            return await invoke_here(here, delegation)
         ctx = delegation.context
         retried = False
         while True:
@@ -193,134 +201,3 @@ class RayDispatcher:
             return await self._ledger.effects(run_id, attempt)
         except Exception:
             return ["(unknown: the ledger did not answer)"]
-
-
-@ray.remote
-class AgentActor:
-    """One replica of one agent: an async actor, so delegations (even re-entrant ones) overlap."""
-
-    def __init__(
-        self,
-        spec: AgentSpec,
-        roster: list[AgentCard],
-        delegates: list[str],
-        system: SystemRef,
-        replica: int,
-        trace: TraceOptions,
-        env: dict[str, str] | None = None,
-        forbid_remote: bool = False,
-    ) -> None:
-        if forbid_remote:
-            forbid_remote_models()
-        self._name = system.actor_name(spec.name, replica)
-        # The config's forwarded variables (provider keys), for litellm and tools to read.
-        os.environ.update(env or {})
-        # Those values and the model's own credentials never reach a span, a log line or a
-        # result.
-        secrets = secret_values_from_env(os.environ, env or ()) | secret_values_in(
-            spec.model.params
-        )
-        context = ray.get_runtime_context()
-        collector = configure_tracing(
-            self._name,
-            secrets,
-            {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
-        )
-        self._inflight = 0
-        self._invocations = 0
-        self._spec = spec
-        self._mcp_opened: asyncio.Task[None] | None = None
-        self._mcp_servers: list[McpServer] = []
-        self._tool_problems: list[str] = []
-        ledger = LedgerClient(ray.get_actor(system.ledger_name, namespace=system.namespace))
-        dispatcher = RayDispatcher(system, ledger)
-        tools, hidden = build_tools(spec, roster, delegates, dispatcher, ledger)
-        self._runtime = AgentRuntime(
-            spec=spec,
-            model=LiteLLMClient(spec.model),
-            tools=tools,
-            hidden_tools=hidden,
-            ledger=ledger,
-            events=ledger,
-            span_source=collector,
-            actor_id=self._name,
-            trace_options=trace,
-            redactor=collector.redactor,
-            approvals=ledger,
-        )
-
-    async def _open_mcp(self) -> None:
-        """Connect this replica's MCP servers, once (here or, after a restart, on first use).
-
-        A server that fails is reported, and the agent works on without its tools.
-        """
-        if self._mcp_opened is None:
-            self._mcp_opened = asyncio.get_running_loop().create_task(self._connect_mcp())
-        await asyncio.shield(self._mcp_opened)
-
-    async def _connect_mcp(self) -> None:
-        if not self._spec.mcp:
-            return
-        self._mcp_servers, tools, problems = await open_mcp_tools(self._spec.mcp)
-        for server, problem in problems.items():
-            self._tool_problems.append(f"MCP server {server}: {problem}")
-        usable, skipped = admit_mcp_tools(tools, self._runtime.tool_names())
-        self._tool_problems += skipped
-        self._runtime.add_tools(usable)
-
-    async def ready(self) -> dict[str, Any]:
-        """Warm litellm up and connect the agent's MCP servers.
-
-        litellm's lazy imports are paid now rather than inside the first run.
-        """
-        await self._open_mcp()
-        configure_litellm()
-        warm = LiteLLMClient(ModelSpec())
-        # With a tool, so that litellm's tool-call code paths are imported too.
-        tool = tool_schema("warm_up", "warm up", {})
-        reply = await warm.complete([{"role": "user", "content": "warm up"}], [tool])
-        await warm.complete(
-            [
-                {"role": "user", "content": "warm up"},
-                reply.as_message(),
-                *[
-                    {"role": "tool", "tool_call_id": c.id, "content": "ok"}
-                    for c in reply.tool_calls
-                ],
-            ],
-            [tool],
-        )
-        return self.stats()
-
-    def stats(self) -> dict[str, Any]:
-        """Where this replica runs and how busy it is."""
-        context = ray.get_runtime_context()
-        return {
-            "actor": self._name,
-            "pid": os.getpid(),
-            "node_id": context.get_node_id(),
-            "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
-            "inflight": self._inflight,
-            "invocations": self._invocations,
-            "restarted": context.was_current_actor_reconstructed,
-            "tool_problems": list(self._tool_problems)
-            + [
-                f"MCP server {server.spec.name}: tool {name} disabled: {why}"
-                for server in self._mcp_servers
-                for name, why in server.disabled.items()
-            ],
-        }
-
-    async def invoke(self, delegation: Delegation) -> AgentResult:
-        """Run one delegation on this replica's agent and return its result tree."""
-        self._inflight += 1
-        self._invocations += 1
-        try:
-            await self._open_mcp()
-            return await self._runtime.invoke(delegation)
-        finally:
-            self._inflight -= 1
-
-    async def close(self) -> None:
-        """Close the MCP sessions (stdio servers stop) before the actor goes away."""
-        await asyncio.gather(*(server.close() for server in self._mcp_servers))

@@ -1,0 +1,57 @@
+"""Which agents share an actor process, and which get actors of their own.
+
+An agent that asks nothing of Ray shares the team's host: one actor process (about 300 MB with
+litellm loaded) runs all such agents, and delegations between them stay in that process. An agent
+with any `ray:` option (replicas, CPUs, GPUs, custom resources, restarts, concurrency, or
+`isolate: true`) gets actors of its own, placed and scaled as it asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents.core.spec import AgentSpec, RayOptions
+
+__all__ = ["SHARED_HOST", "Host", "own_actors_reason", "plan_hosts"]
+
+# Agent names start with a letter, so this host name cannot be an agent's.
+SHARED_HOST = "_shared"
+
+
+@dataclass(frozen=True)
+class Host:
+    """One kind of actor: the agents it runs and how it is placed (its replicas share it)."""
+
+    name: str
+    agents: tuple[str, ...]
+    ray: RayOptions
+
+    @property
+    def shared(self) -> bool:
+        """Whether this is the team's shared host."""
+        return self.name == SHARED_HOST
+
+
+def own_actors_reason(spec: AgentSpec) -> str | None:
+    """Why the agent gets actors of its own (None: it shares the team's host)."""
+    options = spec.ray
+    if options.isolate:
+        return "isolate: True"
+    asked = [
+        f"{name}: {getattr(options, name)}"
+        for name in RayOptions.model_fields
+        if name != "isolate" and getattr(options, name) != getattr(_DEFAULTS, name)
+    ]
+    return ", ".join(asked) or None
+
+
+_DEFAULTS = RayOptions()
+
+
+def plan_hosts(agents: Sequence[AgentSpec]) -> list[Host]:
+    """The system's hosts: the shared one (if any agent shares), then one per other agent."""
+    shared = tuple(a.name for a in agents if own_actors_reason(a) is None)
+    hosts = [Host(SHARED_HOST, shared, _DEFAULTS)] if shared else []
+    hosts += [Host(a.name, (a.name,), a.ray) for a in agents if own_actors_reason(a) is not None]
+    return hosts

@@ -1,0 +1,203 @@
+"""The agent host: one async Ray actor running one or more agents of a system.
+
+Everything here is thin: the work happens in `agents.runtime.loop`, which does not know about Ray.
+Agents in the same host share its process, its litellm, its span collector and its ledger client;
+delegations between them never leave the process (`agents.ray.dispatch.RayDispatcher`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from agents.core.limits import TraceOptions
+from agents.core.messages import AgentResult, Delegation
+from agents.core.spec import AgentCard, AgentSpec, ModelSpec
+from agents.models.base import tool_schema
+from agents.models.client import LiteLLMClient, configure_litellm
+from agents.models.safety import forbid_remote_models
+from agents.ray.dispatch import RayDispatcher, SystemRef
+from agents.ray.ledger_client import LedgerClient
+from agents.runtime.loop import AgentRuntime
+from agents.tools.delegate import build_tools
+from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
+from tracing import attributes as attr
+from tracing import (
+    configure_tracing,
+    secret_values_from_env,
+    secret_values_in,
+)
+
+__all__ = ["AgentHost"]
+
+
+@dataclass
+class _Hosted:
+    """One agent in a host: its runtime, MCP servers, and how busy it is."""
+
+    spec: AgentSpec
+    runtime: AgentRuntime
+    inflight: int = 0
+    invocations: int = 0
+    mcp_opened: asyncio.Task[None] | None = None
+    mcp_servers: list[McpServer] = field(default_factory=list)
+    tool_problems: list[str] = field(default_factory=list)
+
+    async def open_mcp(self) -> None:
+        """Connect the agent's MCP servers, once (at start or, after a restart, on first use).
+
+        A server that fails is reported, and the agent works on without its tools.
+        """
+        if self.mcp_opened is None:
+            self.mcp_opened = asyncio.get_running_loop().create_task(self._connect_mcp())
+        await asyncio.shield(self.mcp_opened)
+
+    async def _connect_mcp(self) -> None:
+        if not self.spec.mcp:
+            return
+        self.mcp_servers, tools, problems = await open_mcp_tools(self.spec.mcp)
+        for server, problem in problems.items():
+            self.tool_problems.append(f"MCP server {server}: {problem}")
+        usable, skipped = admit_mcp_tools(tools, self.runtime.tool_names())
+        self.tool_problems += skipped
+        self.runtime.add_tools(usable)
+
+    def problems(self) -> list[str]:
+        """MCP servers it could not use, and tools it disabled or skipped."""
+        return list(self.tool_problems) + [
+            f"MCP server {server.spec.name}: tool {name} disabled: {why}"
+            for server in self.mcp_servers
+            for name, why in server.disabled.items()
+        ]
+
+
+@ray.remote
+class AgentHost:
+    """One replica of a host: an async actor, so delegations (even re-entrant ones) overlap.
+
+    Args:
+        specs: the agents it runs.
+        roster: every agent of the system, as delegation tools describe them.
+        delegates: whom each hosted agent may delegate to.
+        system: where the system's other actors are.
+        replica: which replica of its host this is.
+        trace: what spans record.
+        env: the config's forwarded variables; their values are secrets.
+        forbid_remote: the agents may call only built-in models and servers on loopback.
+    """
+
+    def __init__(
+        self,
+        specs: list[AgentSpec],
+        roster: list[AgentCard],
+        delegates: Mapping[str, list[str]],
+        system: SystemRef,
+        replica: int,
+        trace: TraceOptions,
+        env: dict[str, str] | None = None,
+        forbid_remote: bool = False,
+    ) -> None:
+        if forbid_remote:
+            forbid_remote_models()
+        self._name = system.actor_name(specs[0].name, replica)
+        # The config's forwarded variables (provider keys), for litellm and tools to read.
+        os.environ.update(env or {})
+        # Those values and the models' own credentials never reach a span, a log line or a
+        # result.
+        secrets = secret_values_from_env(os.environ, env or ())
+        for spec in specs:
+            secrets |= secret_values_in(spec.model.params)
+        context = ray.get_runtime_context()
+        collector = configure_tracing(
+            self._name,
+            secrets,
+            {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
+        )
+        ledger = LedgerClient(ray.get_actor(system.ledger_name, namespace=system.namespace))
+        # Delegations between the agents hosted here go through `invoke` without a Ray hop.
+        here = {spec.name: functools.partial(self.invoke, spec.name) for spec in specs}
+        dispatcher = RayDispatcher(system, ledger, local=here)
+        self._agents: dict[str, _Hosted] = {}
+        for spec in specs:
+            tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
+            runtime = AgentRuntime(
+                spec=spec,
+                model=LiteLLMClient(spec.model),
+                tools=tools,
+                hidden_tools=hidden,
+                ledger=ledger,
+                events=ledger,
+                span_source=collector,
+                actor_id=self._name,
+                trace_options=trace,
+                redactor=collector.redactor,
+                approvals=ledger,
+            )
+            self._agents[spec.name] = _Hosted(spec, runtime)
+
+    async def ready(self) -> dict[str, Any]:
+        """Connect the agents' MCP servers and warm litellm up, once for all of them.
+
+        litellm's lazy imports are paid now rather than inside the first run.
+        """
+        await asyncio.gather(*(hosted.open_mcp() for hosted in self._agents.values()))
+        configure_litellm()
+        warm = LiteLLMClient(ModelSpec())
+        # With a tool, so that litellm's tool-call code paths are imported too.
+        tool = tool_schema("warm_up", "warm up", {})
+        reply = await warm.complete([{"role": "user", "content": "warm up"}], [tool])
+        await warm.complete(
+            [
+                {"role": "user", "content": "warm up"},
+                reply.as_message(),
+                *[
+                    {"role": "tool", "tool_call_id": c.id, "content": "ok"}
+                    for c in reply.tool_calls
+                ],
+            ],
+            [tool],
+        )
+        return self.stats()
+
+    def stats(self) -> dict[str, Any]:
+        """Where this replica runs, and for each agent it hosts how busy it is."""
+        context = ray.get_runtime_context()
+        return {
+            "actor": self._name,
+            "pid": os.getpid(),
+            "node_id": context.get_node_id(),
+            "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+            "restarted": context.was_current_actor_reconstructed,
+            "agents": {
+                name: {
+                    "inflight": hosted.inflight,
+                    "invocations": hosted.invocations,
+                    "tool_problems": hosted.problems(),
+                }
+                for name, hosted in self._agents.items()
+            },
+        }
+
+    async def invoke(self, agent: str, delegation: Delegation) -> AgentResult:
+        """Run one delegation on a hosted agent and return its result tree."""
+        hosted = self._agents[agent]
+        hosted.inflight += 1
+        hosted.invocations += 1
+        try:
+            await hosted.open_mcp()
+            return await hosted.runtime.invoke(delegation)
+        finally:
+            hosted.inflight -= 1
+
+    async def close(self) -> None:
+        """Close the MCP sessions (stdio servers stop) before the actor goes away."""
+        await asyncio.gather(
+            *(server.close() for hosted in self._agents.values() for server in hosted.mcp_servers)
+        )

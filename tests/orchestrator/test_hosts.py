@@ -1,0 +1,96 @@
+"""Agent hosts: agents that ask nothing of Ray share one actor process, and it shows nowhere
+but in the process count (same results, events, spans and diagram as agents apart)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agents.core.messages import RunStatus
+from agents.core.placement import SHARED_HOST, own_actors_reason, plan_hosts
+from orchestrator.config import load_config, parse_config
+from orchestrator.engine import Engine
+from orchestrator.results import RunResult
+from tests.snapshots import tree_text
+from tracing.sequence import sequence_diagram
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+TASK = "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
+
+
+def test_agents_without_ray_options_share_the_host_and_the_others_say_why_not() -> None:
+    agents = load_config(Path("configs/default.yaml")).config.agents
+    plan = plan_hosts(agents)
+    assert [(h.name, h.agents, h.ray.replicas) for h in plan] == [
+        (SHARED_HOST, ("coordinator", "researcher", "fact_checker", "writer"), 1),
+        ("analyst", ("analyst",), 2),
+    ]
+    reasons = {a.name: own_actors_reason(a) for a in agents}
+    assert reasons["analyst"] == "replicas: 2" and reasons["writer"] is None
+
+
+def _isolated_default_team() -> str:
+    """configs/default.yaml with every agent in actors of its own."""
+    data = yaml.safe_load(Path("configs/default.yaml").read_text())
+    data["name"] = "apart"
+    for agent in data["agents"]:
+        agent["ray"] = {**agent.get("ray", {}), "isolate": True}
+    return yaml.safe_dump(data)
+
+
+@pytest.fixture(scope="module")
+def apart(ray_address: str) -> Iterator[Engine]:
+    engine = Engine(parse_config(_isolated_default_team(), "apart.yaml"), namespace="baton-tests")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
+    default_engine: Engine, apart: Engine
+) -> None:
+    shared = await default_engine.run(TASK, run_id="same-run")
+    separate = await apart.run(TASK, run_id="same-run")
+    assert shared.status == separate.status == RunStatus.SUCCEEDED
+    assert shared.output == separate.output
+    assert shared.usage == separate.usage
+
+    def pids(result: RunResult) -> dict[str, int]:
+        return {
+            s["attributes"]["gen_ai.agent.name"]: s["resource"]["process.pid"]
+            for s in result.spans
+            if s["name"].startswith("invoke_agent ")
+        }
+
+    together = pids(shared)
+    assert together["coordinator"] == together["researcher"] == together["fact_checker"]
+    assert together["analyst"] != together["coordinator"]
+    assert len(set(pids(separate).values())) == 4  # each agent in a process of its own
+
+    # The same spans, parentage and attributes (the actor names aside), the same diagram.
+    def shape(result: RunResult) -> tuple[str, str]:
+        diagram = sequence_diagram(result.spans, title="Run").text
+        return tree_text(result.spans), re.sub(r"\d+(\.\d+)? (ms|s)\b", "N ms", diagram)
+
+    assert shape(shared) == shape(separate)
+
+    # The same events, agent by agent.
+    async def events(engine: Engine, result: RunResult) -> Counter[tuple[str, str]]:
+        found, _ = await engine.ledger.events(result.run_id)
+        return Counter((e.type, getattr(e, "agent", "") or "") for _, e in found)
+
+    assert await events(default_engine, shared) == await events(apart, separate)
+
+
+async def test_placement_says_which_agents_share_a_process(default_engine: Engine) -> None:
+    rows = {r["agent"]: r for r in await default_engine.placement()}
+    assert rows["coordinator"]["actor"] == rows["writer"]["actor"]
+    assert rows["coordinator"]["pid"] == rows["fact_checker"]["pid"]
+    assert sorted(rows["writer"]["shares_with"]) == ["coordinator", "fact_checker", "researcher"]
+    assert rows["analyst"]["shares_with"] == [] and rows["analyst"]["pid"] != rows["writer"]["pid"]
