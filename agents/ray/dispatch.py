@@ -20,7 +20,7 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 from agents.core.errors import describe_error
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.ledger_client import LedgerClient
-from agents.runtime.local import invoke_here
+from agents.runtime.handoff import invoke_here
 from tracing import lost_agent_span
 
 __all__ = ["RayDispatcher", "SystemRef"]

@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -21,13 +21,15 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
 from agents.models.base import tool_schema
-from agents.models.client import LiteLLMClient, configure_litellm
 from agents.models.safety import forbid_remote_models
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
+
+if TYPE_CHECKING:
+    from agents.models.client import LiteLLMClient
 from tracing import attributes as attr
 from tracing import (
     configure_tracing,
@@ -106,6 +108,11 @@ class AgentHost:
     ) -> None:
         if forbid_remote:
             forbid_remote_models()
+        # Imported here, not at the top: the driver imports this module to create hosts, and
+        # litellm costs it 2.4 s and about 150 MB that only agents need.
+        from agents.models.client import LiteLLMClient
+
+        self._client: type[LiteLLMClient] = LiteLLMClient
         self._name = system.actor_name(specs[0].name, replica)
         # The config's forwarded variables (provider keys), for litellm and tools to read.
         os.environ.update(env or {})
@@ -147,9 +154,11 @@ class AgentHost:
 
         litellm's lazy imports are paid now rather than inside the first run.
         """
+        from agents.models.client import configure_litellm
+
         await asyncio.gather(*(hosted.open_mcp() for hosted in self._agents.values()))
         configure_litellm()
-        warm = LiteLLMClient(ModelSpec())
+        warm = self._client(ModelSpec())
         # With a tool, so that litellm's tool-call code paths are imported too.
         tool = tool_schema("warm_up", "warm up", {})
         reply = await warm.complete([{"role": "user", "content": "warm up"}], [tool])

@@ -1,42 +1,25 @@
 """A team of agents in this process, without Ray: for tests, benchmarks and notebooks.
 
-Each delegation is handed over in a fresh context (`invoke_here`), so that, as between Ray
-actors, only the W3C trace context inside the `Delegation` links the callee's spans to the
-caller's. Agent hosts on Ray use the same function for agents that share a process.
+Each delegation is handed over by `agents.runtime.handoff.invoke_here`, as between agents that
+share a host on Ray: traced exactly as if it crossed processes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
-
-from opentelemetry import context as otel_context
+from collections.abc import Mapping
 
 from agents.core.limits import Limits, TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.spec import AgentSpec
 from agents.models.client import LiteLLMClient
+from agents.runtime.handoff import invoke_here
 from agents.runtime.ledger import EventSink
 from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import inject_context
 
-__all__ = ["LocalDispatcher", "LocalTeam", "invoke_here"]
-
-
-async def invoke_here(
-    invoke: Callable[[Delegation], Awaitable[AgentResult]], delegation: Delegation
-) -> AgentResult:
-    """Run `delegation` on an agent of this process, in a fresh context (as across actors).
-
-    Only the W3C trace context inside the delegation links the callee's spans to the caller's,
-    so a delegation in one process is traced exactly like one between processes.
-    """
-    token = otel_context.attach(otel_context.Context())
-    try:
-        return await invoke(delegation)
-    finally:
-        otel_context.detach(token)
+__all__ = ["LocalDispatcher", "LocalTeam"]
 
 
 class LocalDispatcher:

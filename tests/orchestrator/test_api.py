@@ -244,8 +244,12 @@ async def test_health_readiness_and_agents(api: str) -> None:
     assert agents["system"] == "svc"
     by_name = {a["name"]: a for a in agents["agents"]}
     assert by_name["coordinator"]["delegates"] == ["analyst", "sleeper"]
+    # No `ray:` options: the analyst shares the team's host with the others like it.
     [replica] = by_name["analyst"]["replicas"]
-    assert replica["actor"].endswith(".analyst.0") and replica["node_id"]
+    assert replica["actor"].endswith("._shared.0") and replica["node_id"]
+    assert by_name["analyst"]["own_actors"] is None
+    assert {"coordinator", "sleeper"} <= set(replica["shares_with"])
+    assert "analyst" not in replica["shares_with"]
     assert agents["topology"]["edges"] == [
         ["coordinator", "analyst"],
         ["coordinator", "sleeper"],
