@@ -1,7 +1,8 @@
 """A run's progress events as they happen, for every follower (SSE, `baton run`, MCP).
 
 While a run is in flight its events come from the system's ledger (shared by every service
-instance); once it is finished and gone from there, from the store.
+instance) through the service's one `RunStream`; once it is finished and gone from there, from
+the store.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from agents.core.events import Event, RunFinished
+from agents.runtime.ledger import RunState
 from orchestrator.engine import Engine
 from orchestrator.store import RunStore, StoredRun
+from orchestrator.stream import News, RunStream
 
 __all__ = ["EventFeed"]
 
@@ -31,6 +35,7 @@ class EventFeed:
     store: RunStore
     ready: asyncio.Event
     heartbeat_s: float
+    stream: RunStream = field(default_factory=RunStream)
 
     async def follow(
         self, run: StoredRun, after: int = 0
@@ -39,39 +44,91 @@ class EventFeed:
 
         `None` marks a quiet heartbeat period.
         """
-        run_id, last = run.id, after
-        while True:
-            if not self.ready.is_set():  # no ledger to read yet (or ever): only the store
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.ready.wait(), self.heartbeat_s)
-                if not self.ready.is_set():
-                    stored = await self.store.get(run_id)
-                    if stored is None or stored.finished:
-                        if stored is not None:
-                            async for item in self._stored(stored, last):
-                                yield item
-                        return
-                    yield None
-                    continue
-            found, state = await self.engine.ledger.events(run_id, last, self.heartbeat_s)
-            for seq, event in found:
-                yield seq, event
-                last = seq
-                if isinstance(event, RunFinished):
-                    return
-            if state == "closed" and not found:
-                return
-            if not found:
+        last = after
+        async for item in self._until_ready(run.id, after):
+            yield item
+            last = item[0] if item is not None else last
+        if self.ready.is_set():
+            async for item in self._live(run.id, last):
+                yield item
+
+    async def _until_ready(self, run_id: str, last: int) -> AsyncIterator[tuple[int, Event] | None]:
+        """Before the agents (and so the ledger) are up: heartbeats, or the store's record."""
+        while not self.ready.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ready.wait(), self.heartbeat_s)
+            if not self.ready.is_set():
                 stored = await self.store.get(run_id)
-                if stored is None:
-                    return
-                # Gone from the ledger, or left open there by an instance that died: the
-                # store has the rest.
-                if stored.finished and (state == "unknown" or _long_ago(stored.finished_at)):
-                    async for item in self._stored(stored, last):
-                        yield item
+                if stored is None or stored.finished:
+                    if stored is not None:
+                        async for item in self._stored(stored, last):
+                            yield item
                     return
                 yield None
+
+    async def _live(self, run_id: str, last: int) -> AsyncIterator[tuple[int, Event] | None]:
+        """From the service's one stream, asking the ledger itself only to fill a gap."""
+        self.stream.start(self.engine.ledger)  # once, for every follower of this service
+        # Subscribed before the ledger is asked, so that nothing falls between the two (what
+        # comes twice is told apart by its id).
+        with self.stream.subscribe(run_id) as news:
+            ask, quiet = True, False
+            while True:
+                if ask:  # what the ledger has past `last`: at first, after a gap, when quiet
+                    found, state = await self.engine.ledger.events(run_id, last)
+                    for seq, event in found:
+                        yield seq, event
+                        last = seq
+                        if isinstance(event, RunFinished):
+                            return
+                    if not found:
+                        rest = await self._over(run_id, state, last)
+                        if rest is not None:
+                            async for item in rest:
+                                yield item
+                            return
+                        if quiet:
+                            yield None
+                got = await self._next(news, last)
+                ask, quiet = not isinstance(got, tuple), got == "quiet"
+                if isinstance(got, tuple):
+                    yield got
+                    last = got[0]
+                    if isinstance(got[1], RunFinished):
+                        return
+
+    async def _next(
+        self, news: asyncio.Queue[News], last: int
+    ) -> tuple[int, Event] | Literal["ask", "quiet"]:
+        """The next new event of the run, or: ask the ledger (a gap), or a quiet period."""
+        while True:
+            try:
+                item = await asyncio.wait_for(news.get(), self.heartbeat_s)
+            except TimeoutError:
+                return "quiet"
+            if item is None or item[0] > last + 1:  # missed some: the ledger has them
+                return "ask"
+            if item[0] > last:
+                return item
+
+    async def _over(
+        self, run_id: str, state: RunState, last: int
+    ) -> AsyncIterator[tuple[int, Event]] | None:
+        """If the ledger has nothing more for the run: the rest, from the store (None: wait)."""
+        if state == "closed":
+            return _nothing()
+        stored = await self.store.get(run_id)
+        if stored is None:
+            return _nothing()
+        # Gone from the ledger, or left open there by an instance that died: the store has
+        # the rest.
+        if stored.finished and (state == "unknown" or _long_ago(stored.finished_at)):
+            return self._stored(stored, last)
+        return None
+
+    async def close(self) -> None:
+        """Stop reading the ledger's stream."""
+        await self.stream.stop()
 
     async def _stored(self, run: StoredRun, after: int) -> AsyncIterator[tuple[int, Event]]:
         last = after
@@ -91,6 +148,11 @@ class EventFeed:
                 duration_s=run.duration_s,
             ),
         )
+
+
+async def _nothing() -> AsyncIterator[tuple[int, Event]]:
+    return
+    yield
 
 
 def _long_ago(stamp: float | None) -> bool:

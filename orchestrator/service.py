@@ -174,6 +174,7 @@ class RunService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*self._background, *tasks, return_exceptions=True)
+        await self.feed.close()
         await self.store.interrupt_owned(self.owner, _STOPPED)
 
     @property

@@ -1,6 +1,6 @@
 """The run ledger on Ray: an async actor hosting `RunLedger` (its client: `ledger_client`).
 
-Kept apart from `agents.ray.actor` so that the ledger's worker process does not import litellm.
+Kept apart from `agents.ray.host` so that the ledger's worker process does not import litellm.
 """
 
 from __future__ import annotations
@@ -27,11 +27,34 @@ class LedgerActor:
     def __init__(self) -> None:
         self._ledger = RunLedger()
         self._signals: dict[str, asyncio.Event] = {}
+        self._fed = asyncio.Event()  # set (and replaced) whenever any run changes
 
     def _changed(self, run_id: str) -> None:
         signal = self._signals.pop(run_id, None)
         if signal is not None:
             signal.set()
+        self._fed.set()
+        self._fed = asyncio.Event()
+
+    async def feed(
+        self, cursor: int, wait_s: float
+    ) -> tuple[list[tuple[str, int, Event]], int, bool]:
+        """Every run's events after `cursor`, waiting up to `wait_s` for some (see `RunLedger`).
+
+        A service reads all its runs' events with this one call, whatever it follows.
+        """
+        until = time.monotonic() + wait_s
+        if cursor < 0:
+            cursor = self._ledger.feed(cursor)[1]
+        while True:
+            items, position, missed = self._ledger.feed(cursor)
+            if items or missed:
+                return items, position, missed
+            signal = self._fed
+            try:
+                await asyncio.wait_for(signal.wait(), max(until - time.monotonic(), 0))
+            except TimeoutError:
+                return [], position, False
 
     async def _wait_for_change(self, run_id: str, until: float) -> bool:
         """Wait until the run changes or `until` (monotonic) passes; False on time-out."""

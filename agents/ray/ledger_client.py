@@ -152,6 +152,15 @@ class LedgerClient:
         )
         return found
 
+    async def feed(
+        self, cursor: int, wait_s: float
+    ) -> tuple[list[tuple[str, int, Event]], int, bool]:
+        """Every run's events after position `cursor` of the ledger's feed (see the actor)."""
+        found: tuple[list[tuple[str, int, Event]], int, bool] = await self._handle.feed.remote(
+            cursor, wait_s
+        )
+        return found
+
     async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """The spans sub-agents have sent for a run in flight, and its events."""
         found: tuple[list[SpanRecord], list[Event]] = await self._handle.snapshot.remote(run_id)

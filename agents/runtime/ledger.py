@@ -1,13 +1,14 @@
 """Run-wide shared state: the token budget, progress events and late spans of each run.
 
 A run's delegation tree spans many actors (parallel branches included), so the budget lives in
-one place. `RunLedger` is plain Python; `agents.ray.actor` hosts it in an async Ray actor that adds
-waiting (for new events, for the spans of every invocation).
+one place. `RunLedger` is plain Python; `agents.ray.ledger_actor` hosts it in an async Ray actor
+that adds waiting (for new events, for the spans of every invocation).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import itertools
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -26,6 +27,8 @@ __all__ = [
 ]
 
 MAX_EVENTS_PER_RUN = 10_000
+# Events of all runs kept in order for the services' one stream each (`RunLedger.feed`).
+MAX_FEED = 50_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
 
@@ -124,6 +127,24 @@ class RunLedger:
     def __init__(self) -> None:
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
+        self._feed: deque[tuple[str, int, Event]] = deque(maxlen=MAX_FEED)
+        self._fed = 0  # events ever put on the feed: the position of the newest
+
+    def feed(self, cursor: int) -> tuple[list[tuple[str, int, Event]], int, bool]:
+        """Every run's events after position `cursor` of the feed, as (run, id, event).
+
+        Returns them, the new position, and whether some were missed: the caller fell behind
+        by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
+        means "from now on".
+        """
+        if cursor < 0:
+            return [], self._fed, False
+        if cursor > self._fed:  # a position of a ledger before this one
+            return [], self._fed, True
+        behind = self._fed - cursor
+        kept = min(behind, len(self._feed))
+        start = len(self._feed) - kept
+        return list(itertools.islice(self._feed, start, None)), self._fed, behind > kept
 
     def _book(self, run_id: str) -> _RunBook | None:
         return self._runs.get(run_id) or self._closed.get(run_id)
@@ -306,6 +327,8 @@ class RunLedger:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return
         book.events.append(event)
+        self._fed += 1
+        self._feed.append((run_id, len(book.events), event))
 
     def events(self, run_id: str, after: int = 0) -> list[Event]:
         """The run's events after the first `after`."""

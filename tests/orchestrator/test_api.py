@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -328,6 +329,20 @@ async def test_beyond_running_and_queued_runs_the_service_answers_429(
         assert (await client.post(f"/v1/runs/{second.json()['id']}/cancel")).status_code == 202
     events = await all_events(guarded.url, second.json()["id"], **key)
     assert [(k, d["status"]) for _, k, d in events] == [("run_finished", "cancelled")]
+
+
+async def test_events_reach_followers_as_they_happen_not_at_heartbeats(
+    guarded: ServiceProcess,
+) -> None:
+    # This service keeps the default 15 s heartbeat: an event that waited for a quiet period
+    # to be fetched would come seconds late. The sleeper's run takes about 3 s.
+    key = {"Authorization": f"Bearer {KEYS[0]}"}
+    began = time.monotonic()
+    answer = await submit(guarded.url, {"task": "wait", "agent": "sleeper"}, **key)
+    assert answer.status_code == 202, answer.text
+    events = await all_events(guarded.url, answer.json()["id"], **key)
+    assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "succeeded"
+    assert time.monotonic() - began < 12  # a run queued behind another included
 
 
 def test_every_operation_answers_as_its_openapi_document_says(api: str, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from agents.core.events import AgentFinished, AgentStarted, ToolStarted
 from agents.core.messages import RunStatus
-from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
+from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
 STARTED = AgentStarted(agent="a")
 FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, steps=1)
@@ -97,3 +97,28 @@ def test_a_shipment_still_on_its_way_is_known_by_its_number() -> None:
     assert ledger.span_progress("r") == (0, 2, 0, 0)
     assert ledger.shipments_from("r", "process-1") == 3
     assert ledger.shipments_from("r", "process-3") == 0
+
+
+def test_the_feed_carries_every_runs_events_in_order_and_says_when_some_were_missed() -> None:
+    ledger = RunLedger()
+    _, now, missed = ledger.feed(-1)  # "from now on"
+    assert (now, missed) == (0, False)
+    ledger.emit("a", STARTED)
+    ledger.emit("b", STARTED)
+    ledger.emit("a", FINISHED)
+    items, now, missed = ledger.feed(0)
+    assert [(run, seq, e.type) for run, seq, e in items] == [
+        ("a", 1, "agent_started"),
+        ("b", 1, "agent_started"),
+        ("a", 2, "agent_finished"),
+    ]
+    assert (now, missed) == (3, False)
+    assert ledger.feed(now) == ([], 3, False)
+    assert [e for _, _, e in ledger.feed(2)[0]] == [FINISHED]
+    # A reader that fell behind by more than the feed keeps is told so.
+    for i in range(MAX_FEED + 1):
+        ledger.emit(f"r{i % 7}", ToolStarted(tool="t", call_id=str(i)))
+    items, now, missed = ledger.feed(3)
+    assert missed and len(items) == MAX_FEED and now == MAX_FEED + 4
+    # And one that read a ledger before this one (restarted) too.
+    assert RunLedger().feed(now) == ([], 0, True)

@@ -1,0 +1,89 @@
+"""One stream of every run's events per service, from the ledger, fanned out to its followers.
+
+A service follows many runs at once (SSE clients, `baton run --server`, MCP callers). Instead of
+a long-poll of the ledger per followed run, one task here long-polls the ledger's feed of all
+runs' events and hands each event to the followers of its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+
+from agents.core.events import Event
+from agents.ray.ledger_client import LedgerClient
+
+__all__ = ["News", "RunStream"]
+
+logger = logging.getLogger(__name__)
+
+# One follower's news: an event with its id in the run, or None: "you may have missed some, ask
+# the ledger" (the stream fell behind, or the ledger restarted).
+News = tuple[int, Event] | None
+
+# How long one long-poll of the feed waits for news before it asks again.
+_POLL_S = 5.0
+
+
+class RunStream:
+    """The service's one reader of the ledger's feed."""
+
+    def __init__(self) -> None:
+        self._followers: dict[str, set[asyncio.Queue[News]]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, ledger: LedgerClient) -> None:
+        """Start reading the feed (once the ledger is up)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._pump(ledger))
+
+    async def stop(self) -> None:
+        """Stop reading the feed."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+            self._task = None
+
+    @contextlib.contextmanager
+    def subscribe(self, run_id: str) -> Iterator[asyncio.Queue[News]]:
+        """The run's news from now on, for as long as the block lasts."""
+        queue: asyncio.Queue[News] = asyncio.Queue()
+        self._followers.setdefault(run_id, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            followers = self._followers.get(run_id)
+            if followers is not None:
+                followers.discard(queue)
+                if not followers:
+                    del self._followers[run_id]
+
+    def _everyone(self, news: News) -> None:
+        for followers in self._followers.values():
+            for queue in followers:
+                queue.put_nowait(news)
+
+    async def _pump(self, ledger: LedgerClient) -> None:
+        cursor = -1  # from now on
+        pause = 0.05
+        while True:
+            try:
+                items, cursor, gap = await ledger.feed(cursor, _POLL_S)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the ledger restarting: followers ask it themselves
+                logger.warning("the ledger's event feed failed (%s); reading it again", exc)
+                self._everyone(None)
+                cursor = -1
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+                continue
+            pause = 0.05
+            if gap:
+                self._everyone(None)
+            for run_id, seq, event in items:
+                for queue in self._followers.get(run_id, ()):
+                    queue.put_nowait((seq, event))
