@@ -89,6 +89,7 @@ class AgentHost:
         roster: every agent of the system, as delegation tools describe them.
         delegates: whom each hosted agent may delegate to.
         system: where the system's other actors are.
+        ledger: the system's ledger actor.
         replica: which replica of its host this is.
         trace: what spans record.
         env: the config's forwarded variables; their values are secrets.
@@ -101,6 +102,7 @@ class AgentHost:
         roster: list[AgentCard],
         delegates: Mapping[str, list[str]],
         system: SystemRef,
+        ledger_handle: Any,
         replica: int,
         trace: TraceOptions,
         env: dict[str, str] | None = None,
@@ -127,7 +129,7 @@ class AgentHost:
             secrets,
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
-        ledger = LedgerClient(ray.get_actor(system.ledger_name, namespace=system.namespace))
+        ledger = LedgerClient(ledger_handle)
         # Delegations between the agents hosted here go through `invoke` without a Ray hop.
         here = {spec.name: functools.partial(self.invoke, spec.name) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here)

@@ -116,7 +116,6 @@ def start_pool(
         resources={HEAD_NODE_RESOURCE: 0.001},
         max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
     ).remote()
-    ray.get(ledger.events.remote("-"), timeout=READY_TIMEOUT_S)  # exists before agents look it up
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
     hosts: dict[str, list[Any]] = {}
@@ -131,6 +130,7 @@ def start_pool(
                 roster,
                 {a: list(delegates[a]) for a in host.agents},
                 system,
+                ledger,
                 i,
                 trace or TraceOptions(),
                 dict(env or {}),
@@ -138,9 +138,11 @@ def start_pool(
             )
             for i in range(host.ray.replicas)
         ]
-    # Every host starts and warms up at once.
-    placement = ray.get(
-        [h.ready.remote() for hs in hosts.values() for h in hs], timeout=READY_TIMEOUT_S
+    # The ledger and every host start and warm up at once (hosts hold the ledger's handle,
+    # so none waits for another).
+    *placement, _ = ray.get(
+        [*(h.ready.remote() for hs in hosts.values() for h in hs), ledger.events.remote("-")],
+        timeout=READY_TIMEOUT_S,
     )
     return AgentPool(
         system=system,

@@ -69,10 +69,8 @@ async def test_a_task_flows_through_three_levels_of_delegation(default_engine: E
     assert "calculate: 395" in (result.output or "")
     assert "RISELab" in (result.output or "")  # the researcher's function tool ran
     assert result.usage.model_calls == sum(n.usage.model_calls for n in result.tree.walk()) == 7
-    # The agents without `ray:` options ran in the team's one shared host; the replicated
-    # analyst in its own actors.
+    # The agents have no `ray:` options: all ran in the team's one shared host.
     actors = {n.agent: n.actor or "" for n in result.tree.walk()}
-    assert actors.pop("analyst").rsplit(".", 2)[1] == "analyst"
     assert {tuple(a.rsplit(".", 2)[1:]) for a in actors.values()} == {("_shared", "0")}
 
 
@@ -336,13 +334,23 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     assert time.monotonic() - began < 3.0
 
 
-async def test_delegations_are_spread_over_an_agents_replicas(default_engine: Engine) -> None:
+async def test_delegations_are_spread_over_an_agents_replicas(start_engine: StartEngine) -> None:
+    engine = start_engine(
+        config("""
+        name: spread
+        agents:
+          - name: analyst
+            description: arithmetic
+            tools: [configs.tools:calculate]
+            ray: {replicas: 2}
+    """)
+    )
     actors = set()
     for _ in range(4):
-        result = await default_engine.run("calculate 1 + 1", agent="analyst")
+        result = await engine.run("calculate 1 + 1", agent="analyst")
         assert result.tree is not None and result.status == RunStatus.SUCCEEDED
         actors.add(result.tree.actor)
-    assert len(actors) == 2  # analyst has `replicas: 2` in configs/default.yaml
+    assert len(actors) == 2
     assert all(
         a is not None and a.split(".")[-2:] in (["analyst", "0"], ["analyst", "1"]) for a in actors
     )
@@ -358,10 +366,10 @@ async def test_spans_from_every_process_join_one_trace_with_correct_parentage(
     by_id = {s["span_id"]: s for s in spans}
     assert len({s["trace_id"] for s in spans}) == 1
     assert len(by_id) == len(spans)
-    # This (the driver's) process, the team's shared host and an analyst replica: parentage
-    # holds across processes and within one.
+    # This (the driver's) process and the team's shared host: parentage holds across
+    # processes and within one (agents in separate actors: tests/orchestrator/test_hosts.py).
     pids = {s["resource"]["process.pid"] for s in spans}
-    assert os.getpid() in pids and len(pids) == 3
+    assert os.getpid() in pids and len(pids) == 2
     agents = [s for s in spans if s["name"].startswith("invoke_agent ")]
     assert sorted(s["attributes"]["gen_ai.agent.name"] for s in agents) == [
         "analyst",
