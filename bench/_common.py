@@ -9,12 +9,21 @@ from collections.abc import Awaitable, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import psutil
 import ray
 
 from orchestrator.config import AgentSystem, parse_config
 from orchestrator.engine import Engine
 
-__all__ = ["engine", "interleaved_medians", "median_seconds", "start", "system"]
+__all__ = [
+    "cpu_ms_per_task",
+    "cpu_seconds",
+    "engine",
+    "interleaved_medians",
+    "median_seconds",
+    "start",
+    "system",
+]
 
 
 def start() -> None:
@@ -61,3 +70,41 @@ async def interleaved_medians(
             await fn()
             kept.append(time.perf_counter() - began)
     return [statistics.median(kept) for kept in samples]
+
+
+def _role(process: psutil.Process, service_pid: int | None) -> str | None:
+    if process.pid == os.getpid():
+        return "this process (engine)"
+    if process.pid == service_pid:
+        return "baton serve"
+    line = " ".join(process.cmdline())
+    for title, role in (("LedgerActor", "ledger actor"), ("AgentHost", "agent hosts")):
+        if title in line:
+            return role
+    if "gcs_server" in line or "raylet" in line:
+        return "ray gcs + raylet"
+    return None
+
+
+def cpu_seconds(service_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by Baton's and Ray's main processes, by role."""
+    used: dict[str, float] = {}
+    for process in psutil.process_iter():
+        try:
+            role = _role(process, service_pid)
+            if role is not None:
+                times = process.cpu_times()
+                used[role] = used.get(role, 0.0) + times.user + times.system
+        except psutil.Error:
+            continue
+    return used
+
+
+def cpu_ms_per_task(before: dict[str, float], after: dict[str, float], tasks: int) -> str:
+    """CPU milliseconds per task in each role between two `cpu_seconds` readings."""
+    parts = [
+        f"{role} {(after[role] - before.get(role, 0.0)) * 1000 / tasks:.1f}"
+        for role in sorted(after)
+        if after[role] - before.get(role, 0.0) > 0
+    ]
+    return ", ".join(parts)

@@ -131,7 +131,7 @@ class AgentHost:
         )
         ledger = LedgerClient(ledger_handle)
         # Delegations between the agents hosted here go through `invoke` without a Ray hop.
-        here = {spec.name: functools.partial(self.invoke, spec.name) for spec in specs}
+        here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here)
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
@@ -198,12 +198,16 @@ class AgentHost:
 
     async def invoke(self, agent: str, delegation: Delegation) -> AgentResult:
         """Run one delegation on a hosted agent and return its result tree."""
+        return await self._run(agent, True, delegation)
+
+    async def _run(self, agent: str, flush: bool, delegation: Delegation) -> AgentResult:
+        # flush: the caller is in another process (see `AgentRuntime.invoke`).
         hosted = self._agents[agent]
         hosted.inflight += 1
         hosted.invocations += 1
         try:
             await hosted.open_mcp()
-            return await hosted.runtime.invoke(delegation)
+            return await hosted.runtime.invoke(delegation, flush=flush)
         finally:
             hosted.inflight -= 1
 

@@ -90,8 +90,15 @@ class AgentRuntime(ToolCalls):
             self._by_name[tool.name] = tool
             self._schemas.append(tool_schema(tool.name, tool.description, tool.parameters))
 
-    async def invoke(self, delegation: Delegation) -> AgentResult:
-        """Run the tool loop for one delegation and report how it ended."""
+    async def invoke(self, delegation: Delegation, *, flush: bool = True) -> AgentResult:
+        """Run the tool loop for one delegation and report how it ended.
+
+        Args:
+            delegation: the task and the run it belongs to.
+            flush: send the buffered events and spans before returning, so that they arrive
+                before the result in another process. A caller in this same process (an
+                agent host) passes False: its own end, or the batch timer, sends them.
+        """
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         ids: dict[str, Any] = {}
@@ -127,7 +134,7 @@ class AgentRuntime(ToolCalls):
                     span.set_attribute(attr.ERROR_TYPE, result.status.value)
                     span.set_status(Status(StatusCode.ERROR, result.error))
         except asyncio.CancelledError:
-            self._ship_spans(inv, None)
+            self._ship_spans(inv, None, flush=True)
             raise
         self._emit(
             inv,
@@ -141,10 +148,10 @@ class AgentRuntime(ToolCalls):
             output_tokens=result.usage.output_tokens,
             **ids,
         )
-        self._ship_spans(inv, result)
+        self._ship_spans(inv, result, flush)
         return result
 
-    def _ship_spans(self, inv: Invocation, result: AgentResult | None) -> None:
+    def _ship_spans(self, inv: Invocation, result: AgentResult | None, flush: bool) -> None:
         """Hand this invocation's finished spans on before its result (or cancellation) does.
 
         Nothing stays buffered in a process that may die. The entry agent's travel in its result
@@ -160,7 +167,7 @@ class AgentRuntime(ToolCalls):
                     result.spans_sent = shipped
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
-        if self.events is not None:
+        if self.events is not None and flush:
             self.events.flush()
 
     def _end(

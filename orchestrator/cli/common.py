@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,8 +16,10 @@ from agents.core.errors import ConfigError
 from orchestrator.config import AgentSystem, default_config_path, load_config
 from orchestrator.report import print_issues
 from orchestrator.settings import Settings
-from orchestrator.store import RunStore
 from tracing import OtlpExport, otlp_export_from_env
+
+if TYPE_CHECKING:
+    from orchestrator.store import RunStore
 
 __all__ = [
     "ConfigOption",
@@ -70,6 +72,8 @@ def open_export() -> OtlpExport | None:
 
 async def open_store(url: str) -> RunStore:
     """Open the run store, or exit 2 saying why not."""
+    from orchestrator.store.store import RunStore  # the database stack, only when needed
+
     try:
         return await RunStore.open(url)
     except Exception as exc:

@@ -1,12 +1,22 @@
-"""The run store: runs with their status, input, output, error, usage and config."""
+"""The run store: runs with their status, input, output, error, usage and config.
 
-from orchestrator.store.store import (
+`RunStore` (SQLAlchemy and Alembic, about 0.4 s to import) is loaded on first use, so that
+commands that only talk to a service, and the API's schemas, do without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.store.records import (
     DEFAULT_STORE_URL,
     DuplicateIdempotencyKey,
     RunPage,
-    RunStore,
     StoredRun,
 )
+
+if TYPE_CHECKING:
+    from orchestrator.store.store import RunStore
 
 __all__ = [
     "DEFAULT_STORE_URL",
@@ -15,3 +25,11 @@ __all__ = [
     "RunStore",
     "StoredRun",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RunStore":
+        from orchestrator.store.store import RunStore
+
+        return RunStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,75 +13,27 @@ from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Connection, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus
+from orchestrator.store.records import (
+    DEFAULT_STORE_URL,
+    DuplicateIdempotencyKey,
+    RunPage,
+    StoredRun,
+)
 from orchestrator.store.tables import EventRow, RunRow, SpanRow
 from tracing import SpanRecord
 
 if TYPE_CHECKING:
     from orchestrator.results import RunResult
 
-__all__ = [
-    "DEFAULT_STORE_URL",
-    "DuplicateIdempotencyKey",
-    "RunPage",
-    "RunStore",
-    "StoredRun",
-]
+__all__ = ["RunStore"]
 
-DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
 _UNFINISHED = RunStatus.unfinished()
-
-
-class DuplicateIdempotencyKey(Exception):
-    """Another run already holds this idempotency key."""
-
-
-class StoredRun(BaseModel):
-    """A run as the store keeps it."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    id: str
-    status: RunStatus
-    task: str
-    requested_agent: str | None
-    entry_agent: str | None
-    system: str
-    config: dict[str, Any]
-    routing: dict[str, Any] | None
-    output: str | None
-    error: str | None
-    input_tokens: int
-    output_tokens: int
-    model_calls: int
-    cost_usd: float
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    duration_s: float | None
-    tree: dict[str, Any] | None
-    owner: str | None = None
-    request_hash: str | None = None
-    cancel_requested: bool = False
-    options: dict[str, Any] | None = None
-
-    @property
-    def finished(self) -> bool:
-        """Whether the run is over."""
-        return self.status.finished
-
-
-class RunPage(BaseModel):
-    """A page of runs, and how many match in all."""
-
-    runs: list[StoredRun]
-    total: int
 
 
 def _upgrade(connection: Connection) -> None:

@@ -4,6 +4,8 @@ but in the process count (same results, events, spans and diagram as agents apar
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +48,17 @@ def test_agents_without_ray_options_share_the_host_and_the_others_say_why_not() 
     # The default team asks nothing of Ray: one host for all.
     default = plan_hosts(load_config(Path("configs/default.yaml")).config.agents)
     assert [(h.name, len(h.agents)) for h in default] == [(SHARED_HOST, 5)]
+
+
+def test_the_service_and_the_cli_never_load_litellm() -> None:
+    # Only agent hosts need it: it would cost every `baton serve` and `baton run` 2.4 s of
+    # start-up and about 150 MB.
+    probe = (
+        "import sys, orchestrator.api.app, orchestrator.cli, orchestrator.engine, "
+        "agents.ray.pool, agents.ray.ledger_actor; "
+        "sys.exit('litellm' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
 
 def _isolated_default_team() -> str:

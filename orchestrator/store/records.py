@@ -1,0 +1,62 @@
+"""What the run store hands out: plain records, importable without SQLAlchemy.
+
+The CLI and the API's schemas use these; only code that opens a store loads the database stack.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agents.core.messages import RunStatus
+
+__all__ = ["DEFAULT_STORE_URL", "DuplicateIdempotencyKey", "RunPage", "StoredRun"]
+
+DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
+
+
+class DuplicateIdempotencyKey(Exception):
+    """Another run already holds this idempotency key."""
+
+
+class StoredRun(BaseModel):
+    """A run as the store keeps it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    status: RunStatus
+    task: str
+    requested_agent: str | None
+    entry_agent: str | None
+    system: str
+    config: dict[str, Any]
+    routing: dict[str, Any] | None
+    output: str | None
+    error: str | None
+    input_tokens: int
+    output_tokens: int
+    model_calls: int
+    cost_usd: float
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    duration_s: float | None
+    tree: dict[str, Any] | None
+    owner: str | None = None
+    request_hash: str | None = None
+    cancel_requested: bool = False
+    options: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run is over."""
+        return self.status.finished
+
+
+class RunPage(BaseModel):
+    """A page of runs, and how many match in all."""
+
+    runs: list[StoredRun]
+    total: int
