@@ -349,14 +349,20 @@ class Engine:
         the ledger before they returned (or were cancelled).
         """
         spans = self._collector.drain(trace_id) + tree.spans
-        tree.spans = []
+        copies, tree.spans, tree.shipped_spans = tree.shipped_spans, [], []
         own, lost = agent_span_counts(spans)
         # Results made here (refused entry, cancellation) or by a caller for a dead actor
         # stand for no invocation that can send spans.
         expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
         shipped = tree.spans_sent  # the entry agent's spans sent as its steps ended
-        if tree.status != RunStatus.CANCELLED and own >= expected and not (lost or shipped):
-            return spans  # a single agent: complete without asking the ledger
+        if tree.status != RunStatus.CANCELLED and not lost:
+            if own >= expected and not shipped:
+                return spans  # a single agent: complete without asking the ledger
+            # Every invocation ran in the entry's process: what it sent, it also returned.
+            if all(node.actor == tree.actor for node in tree.walk()):
+                complete = spans + copies
+                if agent_span_counts(complete)[0] >= expected:
+                    return complete
         # Sent before the results were, but from other processes: wait (bounded) for them.
         kept, missing = await self.ledger.collect_spans(
             run_id, own, lost, expected, SPANS_WAIT_S, shipped

@@ -164,6 +164,12 @@ class AgentResult(BaseModel):
         description="The entry invocation's own finished spans (sub-agents send theirs to the "
         "ledger), so that a run whose tree is complete needs no further round trip.",
     )
+    shipped_spans: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Copies of what the entry's process sent to the ledger during the run (its "
+        "own steps' spans and those of agents it ran in-process): when every invocation ran in "
+        "that process, the run's spans are complete without asking the ledger.",
+    )
     spans_sent: tuple[str, int] | None = Field(
         default=None,
         description="Some of the entry invocation's spans went to the ledger as its steps ended: "

@@ -39,6 +39,8 @@ class LedgerClient:
         # tell when every one has arrived (an async actor may run two calls out of order).
         self._sender = uuid.uuid4().hex
         self._shipments: OrderedDict[str, int] = OrderedDict()
+        # Copies of what was shipped for runs whose entry runs in this process (`remember`).
+        self._copies: dict[str, list[SpanRecord]] = {}
 
     async def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
@@ -94,10 +96,21 @@ class LedgerClient:
             if len(self._shipments) > MAX_RUNS_NUMBERED:
                 self._shipments.popitem(last=False)
             self._spans.append((run_id, number, spans))
+            copies = self._copies.get(run_id)
+            if copies is not None:
+                copies.extend(spans)
 
     def shipped(self, run_id: str) -> tuple[str, int]:
         """This process's name, and how many span shipments it has made for the run so far."""
         return self._sender, self._shipments.get(run_id, 0)
+
+    def remember(self, run_id: str) -> None:
+        """Keep copies of the run's span shipments from now on (its entry runs here)."""
+        self._copies.setdefault(run_id, [])
+
+    def recall(self, run_id: str) -> list[SpanRecord]:
+        """Hand over the copies kept since `remember`, and stop keeping them."""
+        return self._copies.pop(run_id, [])
 
     def emit(self, run_id: str, event: Event) -> None:
         """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""

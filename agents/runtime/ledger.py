@@ -103,6 +103,12 @@ class EventSink(Protocol):
     def shipped(self, run_id: str) -> tuple[str, int]:
         """This process's name, and how many span shipments it has made for the run so far."""
 
+    def remember(self, run_id: str) -> None:
+        """Keep copies of the run's span shipments from now on (its entry runs here)."""
+
+    def recall(self, run_id: str) -> list[dict[str, Any]]:
+        """Hand over the copies kept since `remember`, and stop keeping them."""
+
 
 @dataclass
 class _RunBook:

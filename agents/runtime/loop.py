@@ -102,6 +102,9 @@ class AgentRuntime(ToolCalls):
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         ids: dict[str, Any] = {}
+        shipping = self.events is not None and self.span_source is not None
+        if ctx.depth <= 1 and shipping and self.events is not None:
+            self.events.remember(ctx.run_id)  # see `_ship_spans`
         try:
             with agent_span(
                 self.spec.name,
@@ -155,12 +158,19 @@ class AgentRuntime(ToolCalls):
         """Hand this invocation's finished spans on before its result (or cancellation) does.
 
         Nothing stays buffered in a process that may die. The entry agent's travel in its result
-        (those sent after each step excepted); a sub-agent's go to the ledger with its last events.
+        (with copies of those sent after each step); a sub-agent's go to the ledger with its last
+        events.
         """
         ctx = inv.ctx
         spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
+        copies: list[dict[str, Any]] = []
+        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
+            copies = self.events.recall(ctx.run_id)
         if result is not None and ctx.depth <= 1:
             result.spans = spans
+            # What went to the ledger from here, so that a run that stayed in this process
+            # needs no round trip to collect it.
+            result.shipped_spans = copies
             if self.span_source is not None and self.events is not None:
                 shipped = self.events.shipped(ctx.run_id)
                 if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
