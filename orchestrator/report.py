@@ -59,7 +59,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
     table = Table(
         title=f"{system.config.name}: {len(system.config.agents)} agents (entry: {topology.entry})"
     )
-    for column in ("agent", "delegates to", "tools", "model", "runs in"):
+    for column in ("agent", "delegates to", "tools", "model", "host"):
         table.add_column(column)
     for agent in system.config.agents:
         reason = own_actors_reason(agent)
@@ -68,7 +68,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
             ", ".join(topology.delegates(agent.name)) or "-",
             ", ".join(t.function.rpartition(":")[2] or t.function for t in agent.tools) or "-",
             agent.model.name,
-            "shared host" if reason is None else f"own actors ({reason})",
+            "shared" if reason is None else f"own ({reason})",
         )
     console.print(table)
     depth = topology.max_static_depth()
