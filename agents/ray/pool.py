@@ -92,7 +92,7 @@ def start_pool(
         agents: the agents' specs.
         delegates: whom each agent may delegate to.
         namespace: the Ray namespace of the actors.
-        prefix: names the system's actors (`{prefix}.{agent}.{replica}`, `{prefix}.ledger`).
+        prefix: names the system's actors (`{prefix}.{host}.{replica}`, `{prefix}.ledger`).
         env: environment variables set in every agent actor; their values are secrets.
         trace: what the agents' spans record.
         detached: whether the actors outlive this driver (see `Engine`).

@@ -87,7 +87,7 @@ def local_service(
 
     Agents on Ray, runs recorded in the store, as with `baton serve`.
     """
-    from orchestrator.serving import open_service_from_settings  # Ray, litellm: slow imports
+    from orchestrator.serving import open_service_from_settings  # Ray: a slow import
 
     owner = f"{role}:{socket.gethostname()}:{os.getpid()}"
     return open_service_from_settings(
@@ -99,7 +99,7 @@ async def _run_here(
     settings: Settings, system: AgentSystem, request: RunRequest, progress: Progress
 ) -> RunView:
     """Run through an in-process run service: the same life cycle and record as `baton serve`."""
-    from orchestrator.service import ServiceLimits  # Ray and litellm: slow imports
+    from orchestrator.service import ServiceLimits  # Ray: a slow import
 
     await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
     limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
