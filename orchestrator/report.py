@@ -13,7 +13,7 @@ from rich.tree import Tree
 
 from agents.core.errors import ConfigIssue
 from agents.core.messages import AgentResult, RunStatus
-from agents.core.placement import own_actors_reason
+from agents.core.placement import own_actors_reason, plan_hosts
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage
@@ -59,18 +59,23 @@ def print_topology(console: Console, system: AgentSystem) -> None:
     table = Table(
         title=f"{system.config.name}: {len(system.config.agents)} agents (entry: {topology.entry})"
     )
-    for column in ("agent", "delegates to", "tools", "model", "host"):
+    for column in ("agent", "delegates to", "tools", "model"):
         table.add_column(column)
     for agent in system.config.agents:
-        reason = own_actors_reason(agent)
         table.add_row(
             agent.name,
             ", ".join(topology.delegates(agent.name)) or "-",
             ", ".join(t.function.rpartition(":")[2] or t.function for t in agent.tools) or "-",
             agent.model.name,
-            "shared" if reason is None else f"own ({reason})",
         )
     console.print(table)
+    for host in plan_hosts(system.config.agents):
+        if host.shared:
+            console.print(f"one shared actor process: {', '.join(host.agents)}")
+        else:
+            [name] = host.agents
+            reason = own_actors_reason(next(a for a in system.config.agents if a.name == name))
+            console.print(f"own actors: {name} ({reason})")
     depth = topology.max_static_depth()
     cycles = topology.cycles()
     console.print(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -86,6 +88,24 @@ def retry_after(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
+# A client still sending its body when the 413 comes sees its connection reset (the socket is
+# closed with unread data) instead of the answer: a body up to this size is read and dropped
+# first, within `_DRAIN_S`; beyond, the connection is closed on it.
+_DRAIN_MAX_BYTES = 16 * 2**20
+_DRAIN_S = 10.0
+
+
+async def _drain(receive: Receive, budget: int) -> None:
+    """Read and drop the rest of a request body, up to `budget` bytes and `_DRAIN_S` seconds."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_DRAIN_S):
+            while budget > 0:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+                budget -= len(message.get("body", b""))
+
+
 class BodyLimit:
     """Refuses request bodies over `max_bytes` with 413.
 
@@ -104,6 +124,8 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            if int(declared) <= _DRAIN_MAX_BYTES:
+                await _drain(receive, _DRAIN_MAX_BYTES)
             await self._refuse(send)
             return
         seen = 0
@@ -114,6 +136,8 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
+                    if message.get("more_body", False):
+                        await _drain(receive, _DRAIN_MAX_BYTES - seen)
                     raise HTTPException(413, self._message)
             return message
 

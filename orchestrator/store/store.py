@@ -7,7 +7,11 @@ names its owner, which renews a lease on it while the run is in flight.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import time
+from collections.abc import AsyncIterator
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +49,29 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+# Any fixed number: PostgreSQL's advisory lock that serializes Baton's migrations.
+_PG_LOCK = 0x6261746F6E  # "baton"
+
+
+@contextlib.asynccontextmanager
+async def _migration_lock(engine: AsyncEngine) -> AsyncIterator[None]:
+    """An exclusive lock on a file beside a SQLite store; for other stores, nothing.
+
+    SQLite's DDL is not transactional under Alembic, so a half-made schema could be seen.
+    """
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    # Opened and waited for in a thread: the other instance's migration may take a moment.
+    lock = await asyncio.to_thread(open, f"{database}.migrate-lock", "a")
+    try:
+        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        lock.close()  # releases the lock
+
+
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     # WAL lets readers go on while a run is written; the busy timeout makes concurrent writers
     # (runs finishing together) wait for the lock instead of failing.
@@ -76,7 +103,12 @@ class RunStore:
         engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        async with engine.begin() as connection:
+        # Instances opening a new store at once (replicas started together) must not migrate it
+        # at once: one waits for the other, then finds the schema current.
+        async with _migration_lock(engine), engine.begin() as connection:
+            if engine.dialect.name == "postgresql":
+                lock = text("SELECT pg_advisory_xact_lock(:key)")
+                await connection.execute(lock, {"key": _PG_LOCK})
             await connection.run_sync(_upgrade)
         return cls(engine)
 

@@ -22,6 +22,10 @@ def test_check_prints_the_topology_of_a_valid_system() -> None:
     result = runner.invoke(app, ["check", "configs/default.yaml"])
     assert result.exit_code == 0, result.output
     assert "coordinator" in result.output and "researcher, analyst, writer" in result.output
+    # Where the agents run: none of the default team asks Ray for anything, so one process.
+    assert "one shared actor process: coordinator, researcher, fact_checker, analyst, writer" in (
+        result.output
+    )
     assert "max static depth: 3" in result.output
     assert "configs/default.yaml: ok" in result.output
 

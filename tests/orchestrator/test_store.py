@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
 
 import pytest
@@ -103,3 +105,28 @@ async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url:
         "done": ("succeeded", None),
     }
     await store.close()
+
+
+async def test_instances_opening_a_new_store_at_once_all_get_it(store_url: str) -> None:
+    # Service replicas started together each migrate the new store; none may fail for it.
+    probe = (
+        "import asyncio, sys\n"
+        "from orchestrator.store import RunStore\n"
+        "async def main():\n"
+        "    store = await RunStore.open(sys.argv[1])\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    opening = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", probe, store_url, stderr=asyncio.subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
+    outcomes = await asyncio.gather(*(p.communicate() for p in opening))
+    assert [p.returncode for p in opening] == [0] * 4, [err.decode()[-500:] for _, err in outcomes]
+    store = await RunStore.open(store_url)
+    try:
+        assert (await store.list()).total == 0
+    finally:
+        await store.close()
