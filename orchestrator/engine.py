@@ -148,7 +148,7 @@ class Engine:
         pool = self.pool
 
         async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
-            name = pool.system.actor_name(host.agents[0], replica)
+            name = pool.system.host_actor_name(host.name, replica)
             try:
                 stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
             except Exception as exc:

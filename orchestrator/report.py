@@ -13,7 +13,7 @@ from rich.tree import Tree
 
 from agents.core.errors import ConfigIssue
 from agents.core.messages import AgentResult, RunStatus
-from agents.core.placement import own_actors_reason, plan_hosts
+from agents.core.placement import own_actors_reason
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage
@@ -69,12 +69,12 @@ def print_topology(console: Console, system: AgentSystem) -> None:
             agent.model.name,
         )
     console.print(table)
-    for host in plan_hosts(system.config.agents):
-        if host.shared:
-            console.print(f"one shared actor process: {', '.join(host.agents)}")
-        else:
-            [name] = host.agents
-            reason = own_actors_reason(next(a for a in system.config.agents if a.name == name))
+    reasons = {a.name: own_actors_reason(a) for a in system.config.agents}
+    shared = [name for name, reason in reasons.items() if reason is None]
+    if shared:
+        console.print(f"one shared actor process: {', '.join(shared)}")
+    for name, reason in reasons.items():
+        if reason is not None:
             console.print(f"own actors: {name} ({reason})")
     depth = topology.max_static_depth()
     cycles = topology.cycles()

@@ -51,7 +51,7 @@ _DEFAULTS = RayOptions()
 
 def plan_hosts(agents: Sequence[AgentSpec]) -> list[Host]:
     """The system's hosts: the shared one (if any agent shares), then one per other agent."""
-    shared = tuple(a.name for a in agents if own_actors_reason(a) is None)
+    apart = {a.name for a in agents if own_actors_reason(a) is not None}
+    shared = tuple(a.name for a in agents if a.name not in apart)
     hosts = [Host(SHARED_HOST, shared, _DEFAULTS)] if shared else []
-    hosts += [Host(a.name, (a.name,), a.ray) for a in agents if own_actors_reason(a) is not None]
-    return hosts
+    return hosts + [Host(a.name, (a.name,), a.ray) for a in agents if a.name in apart]

@@ -50,7 +50,11 @@ class SystemRef:
 
     def actor_name(self, agent: str, replica: int) -> str:
         """The Ray name of the actor running replica `replica` of the agent's host."""
-        return f"{self.prefix}.{self.host_of(agent)}.{replica}"
+        return self.host_actor_name(self.host_of(agent), replica)
+
+    def host_actor_name(self, host: str, replica: int) -> str:
+        """The Ray name of replica `replica` of the host `host`."""
+        return f"{self.prefix}.{host}.{replica}"
 
     @property
     def ledger_name(self) -> str:

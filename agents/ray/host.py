@@ -27,15 +27,15 @@ from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
-
-if TYPE_CHECKING:
-    from agents.models.client import LiteLLMClient
 from tracing import attributes as attr
 from tracing import (
     configure_tracing,
     secret_values_from_env,
     secret_values_in,
 )
+
+if TYPE_CHECKING:
+    from agents.models.client import LiteLLMClient
 
 __all__ = ["AgentHost"]
 
@@ -130,7 +130,7 @@ class AgentHost:
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
         ledger = LedgerClient(ledger_handle)
-        # Delegations between the agents hosted here go through `invoke` without a Ray hop.
+        # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here)
         self._agents: dict[str, _Hosted] = {}
@@ -156,10 +156,8 @@ class AgentHost:
 
         litellm's lazy imports are paid now rather than inside the first run.
         """
-        from agents.models.client import configure_litellm
-
         await asyncio.gather(*(hosted.open_mcp() for hosted in self._agents.values()))
-        configure_litellm()
+        # (litellm itself was configured when the agents' clients were made.)
         warm = self._client(ModelSpec())
         # With a tool, so that litellm's tool-call code paths are imported too.
         tool = tool_schema("warm_up", "warm up", {})

@@ -123,7 +123,7 @@ def start_pool(
         hosts[host.name] = [
             AgentHost.options(  # type: ignore[attr-defined]
                 **_actor_options(
-                    host.ray, system.actor_name(host.agents[0], i), namespace, detached
+                    host.ray, system.host_actor_name(host.name, i), namespace, detached
                 )
             ).remote(
                 [by_name[a] for a in host.agents],

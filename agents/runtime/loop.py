@@ -102,8 +102,7 @@ class AgentRuntime(ToolCalls):
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         ids: dict[str, Any] = {}
-        shipping = self.events is not None and self.span_source is not None
-        if ctx.depth <= 1 and shipping and self.events is not None:
+        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
             self.events.remember(ctx.run_id)  # see `_ship_spans`
         try:
             with agent_span(
