@@ -111,6 +111,10 @@ class BatonClient:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
+    async def resume(self, run_id: str) -> dict[str, Any]:
+        """Resume an interrupted or failed run from its step log."""
+        return await self._json(await self._http.post(f"/v1/runs/{run_id}/resume"))  # type: ignore[no-any-return]
+
     async def decide(
         self, run_id: str, call_id: str, approve: bool, message: str = ""
     ) -> dict[str, Any]:

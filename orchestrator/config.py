@@ -36,6 +36,11 @@ class SystemConfig(BaseModel):
     name: str = Field(default="baton", pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,47}$")
     entry: str | None = Field(default=None, description="Default entry agent; the first if unset.")
     allow_cycles: bool = False
+    on_interrupt: Literal["resume", "fail"] = Field(
+        default="resume",
+        description="What happens to a run whose service died mid-way: `resume` (once a "
+        "service is back, it carries on from its step log) or `fail` (it ends `interrupted`).",
+    )
     limits: Limits = Field(default_factory=Limits)
     tracing: TraceOptions = Field(default_factory=TraceOptions)
     env: tuple[str, ...] = Field(

@@ -21,7 +21,7 @@ from agents.core.errors import DelegationRefused
 from agents.core.events import RunStarted
 from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
-from agents.core.placement import Host
+from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
@@ -40,6 +40,7 @@ from tracing import (
     span_ids,
     workflow_span,
 )
+from tracing import attributes as attr
 
 __all__ = ["Engine"]
 
@@ -64,6 +65,7 @@ class Engine:
         export: OtlpExport | None = None,
         detached: bool = False,
         forbid_remote_models: bool = False,
+        journal_url: str | None = None,
     ) -> None:
         """Set up the engine; `start` starts (or finds) the agents.
 
@@ -80,6 +82,9 @@ class Engine:
                 the actors end with this process.
             forbid_remote_models: the agents may call only Baton's built-in models and model
                 servers on loopback (test suites set it).
+            journal_url: the run store: every run's steps and events are written there as they
+                happen, so that a run can resume (`run(..., epoch=...)`); its runs must be
+                recorded there first. None: runs live in memory until they end.
         """
         self.system = system
         self.namespace = namespace
@@ -93,6 +98,7 @@ class Engine:
         self._export = export
         self._detached = detached
         self._forbid_remote = forbid_remote_models
+        self._journal_url = journal_url
         self._collector: SpanCollector = configure_tracing(
             "orchestrator", system.secrets(self._env)
         )
@@ -122,6 +128,7 @@ class Engine:
                 trace=config.tracing,
                 detached=self._detached,
                 forbid_remote=self._forbid_remote,
+                journal_url=self._journal_url,
             )
             self._ledger = self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)
@@ -135,45 +142,18 @@ class Engine:
         return self._ledger
 
     @property
+    def journaled(self) -> bool:
+        """Whether runs keep a step log (and can resume)."""
+        return self._journal_url is not None
+
+    @property
     def started(self) -> bool:
         """Whether the agents have been started (or found)."""
         return self._pool is not None
 
     async def placement(self, timeout_s: float = 2.0) -> list[dict[str, Any]]:
-        """Each agent's replicas, asked now: where each runs, how busy, whether restarted.
-
-        One row per agent and replica: node id and address, pid, the agents sharing its actor,
-        delegations in flight and served. A replica that does not answer says why.
-        """
-        pool = self.pool
-
-        async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
-            name = pool.system.host_actor_name(host.name, replica)
-            try:
-                stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
-            except Exception as exc:
-                down = {"actor": name, "state": f"unavailable: {type(exc).__name__}"}
-                return [{**down, "agent": agent} for agent in host.agents]
-            agents = stats.pop("agents")
-            return [
-                {
-                    **stats,
-                    **agents[agent],
-                    "agent": agent,
-                    "shares_with": [a for a in host.agents if a != agent],
-                    "state": "alive",
-                }
-                for agent in host.agents
-            ]
-
-        asked = await asyncio.gather(
-            *(
-                ask(host, i, handle)
-                for host in pool.plan
-                for i, handle in enumerate(pool.hosts[host.name])
-            )
-        )
-        return [row for rows in asked for row in rows]
+        """Each agent's replicas, asked now (see `AgentPool.ask`)."""
+        return await self.pool.ask(timeout_s)
 
     @property
     def needs_approvals(self) -> bool:
@@ -213,6 +193,7 @@ class Engine:
         token_budget: int | None = None,
         deadline_s: float | None = None,
         finish: bool = True,
+        epoch: int = 0,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -225,6 +206,8 @@ class Engine:
             finish: close the run's event log when it ends. False leaves it open for the
                 caller to record the result first and then call `ledger.finish` (so that
                 whoever sees the `run_finished` event finds the run recorded).
+            epoch: 0 for a new run; 1, 2, ... to resume run `run_id` for the 1st, 2nd... time:
+                its agents take their finished steps from its step log (see `journal_url`).
         """
         self.start()
         run_id = run_id or uuid.uuid4().hex
@@ -237,7 +220,13 @@ class Engine:
         limits = limits.model_copy(update=overrides)
         entry, decision = self.choose_entry(task, agent)
         started, clock = time.time(), time.perf_counter()
-        ctx = RunContext(run_id=run_id, deadline=started + limits.deadline_s, limits=limits)
+        ctx = RunContext(
+            run_id=run_id,
+            deadline=started + limits.deadline_s,
+            limits=limits,
+            journal=self.journaled,
+            epoch=epoch,
+        )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
         self._active.add(run_id)
@@ -247,11 +236,14 @@ class Engine:
                 first = RunStarted(
                     agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
+                    epoch=epoch,
                     **span_ids(span),
                 )
+                if epoch:
+                    span.set_attribute(attr.BATON_RUN_EPOCH, epoch)
                 # Awaited: agents on other processes ask the ledger about the budget, and the
                 # first event must come before any agent's.
-                await self.ledger.open(run_id, limits.token_budget, first)
+                await self.ledger.open(run_id, limits.token_budget, first, epoch)
                 tree = await self._dispatch_entry(task, entry, ctx)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
@@ -291,7 +283,12 @@ class Engine:
             )
         except DelegationRefused as refused:
             return AgentResult(agent=entry, status=RunStatus.FAILED, error=refused.message)
-        delegation = Delegation(task=task, context=ctx.enter(entry, inject_context()))
+        delegation = Delegation(
+            task=task,
+            context=ctx.enter(entry, inject_context()),
+            invocation=entry_invocation(ctx.run_id) if ctx.journal else None,
+            replay=ctx.epoch > 0,
+        )
         run_id = ctx.run_id
         started_at = ctx.deadline - ctx.limits.deadline_s
         if run_id in self._cancelled:

@@ -14,6 +14,7 @@ __all__ = [
     "ApprovalNotFound",
     "IdempotencyConflict",
     "NotReady",
+    "NotResumable",
     "Overloaded",
     "RunNotFound",
     "ServiceError",
@@ -86,3 +87,10 @@ class ApprovalConflict(ServiceError):
 
     status = 409
     code = "approval_conflict"
+
+
+class NotResumable(ServiceError):
+    """The run cannot resume: it is not interrupted or failed, or runs keep no step log."""
+
+    status = 409
+    code = "not_resumable"

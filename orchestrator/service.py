@@ -17,25 +17,21 @@ import time
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
-from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.admission import Admission
 from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
-from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
+from orchestrator.errors import IdempotencyConflict, NotReady, NotResumable, RunNotFound
 from orchestrator.feed import EventFeed
-from orchestrator.live_trace import live_spans
 from orchestrator.recorder import Recorder
 from orchestrator.results import RunResult, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.submission import Submission
 from orchestrator.upkeep import Orphans, keep_leases
-from tracing import SpanRecord
-from tracing.sequence import Detail, Diagram, sequence_diagram
+from orchestrator.views import RunViews
 
 __all__ = ["RunService", "ServiceLimits"]
 
@@ -57,7 +53,7 @@ class ServiceLimits:
 _STOPPED = "the service stopped while the run was in flight"
 
 
-class RunService:
+class RunService(RunViews):
     """Runs tasks in the background and keeps their record.
 
     Args:
@@ -95,6 +91,8 @@ class RunService:
             self.limits.max_concurrent_runs, self.limits.max_queued_runs, lambda: len(self._tasks)
         )
         self._orphans = Orphans(engine, store)  # interrupted runs still open in the ledger
+        # Runs cut off by a dying service carry on from their step log (`on_interrupt`).
+        self._resumes = system.config.on_interrupt == "resume" and engine.journaled
         self.startup_error: str | None = None
         heartbeat = self.limits.heartbeat_s
         self.recorder = Recorder()  # writes kept while the store is unavailable
@@ -104,9 +102,13 @@ class RunService:
     # Life cycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Interrupt what this instance left unfinished, then start the agents and the leases."""
+        """Resume (or interrupt) what this instance left unfinished, start agents and leases."""
         reason = "the service restarted while the run was in flight"
-        left = await self.store.interrupt_owned(self.owner, reason)
+        if self._resumes:
+            for run in await self.store.take_over(self.owner, restarted=True):
+                logger.warning("resuming run %s (left unfinished by %s)", run.id, self.owner)
+                self._resume(run)
+        left = [] if self._resumes else await self.store.interrupt_owned(self.owner, reason)
         if left:
             logger.warning("marked %d unfinished runs of %s interrupted", len(left), self.owner)
             self._orphans.add(left, reason)
@@ -119,6 +121,7 @@ class RunService:
             orphans=self._orphans,
             ready=self._ready,
             cancel=self._cancel_here,
+            take_over=self._take_over_lost if self._resumes else None,
         )
         self._background = [
             asyncio.create_task(self._start_engine()),
@@ -182,31 +185,6 @@ class RunService:
         """Whether the agents have started (runs wait for it)."""
         return self._ready.is_set()
 
-    async def check(self) -> dict[str, str]:
-        """What is (not) working: the agents on Ray and the store. Values are "ok" or why not."""
-        status: dict[str, str] = {}
-        try:
-            if self.startup_error:
-                raise NotReady(self.startup_error)
-            if not self.ready:
-                raise NotReady("the agents are starting")
-            await self.engine.ledger.ping(2.0)
-            status["ray"] = "ok"
-        except Exception as exc:
-            status["ray"] = describe_error(exc)
-        try:
-            await asyncio.wait_for(self.store.ping(), 5)
-            status["store"] = "ok"
-        except Exception as exc:
-            status["store"] = describe_error(exc)
-        if status["ray"] == "ok":
-            # MCP servers that failed, tools disabled: the agents work on without them.
-            problems = sorted(
-                {p for r in await self.engine.placement() for p in r.get("tool_problems", [])}
-            )
-            status["tools"] = "ok" if not problems else "degraded: " + "; ".join(problems)
-        return status
-
     # Runs ----------------------------------------------------------------------------------
 
     async def submit(
@@ -267,29 +245,6 @@ class RunService:
         """Stored runs, newest first, filtered by status and entry agent."""
         return await self.store.list(status=status, agent=agent, limit=limit, offset=offset)
 
-    async def placement(self) -> list[dict[str, Any]]:
-        """Each agent replica, asked now (none before the agents have started)."""
-        return await self.engine.placement() if self.engine.started else []
-
-    async def spans(self, run: StoredRun) -> list[SpanRecord]:
-        """The run's spans, finished or not.
-
-        As stored once it is finished; while it goes on, those finished so far with the open ones
-        rebuilt from its events (`orchestrator.live_trace`).
-        """
-        if not run.finished and self.ready:
-            finished, events = await self.engine.ledger.snapshot(run.id)
-            if events:
-                return live_spans(finished, events)
-        return await self.store.spans(run.id)
-
-    async def diagram(self, run: StoredRun, detail: Detail = "agents", page: int = 1) -> Diagram:
-        """The run as a Mermaid sequence diagram, from its spans (live while it goes on)."""
-        spans = await self.spans(run)
-        return await asyncio.to_thread(
-            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
-        )
-
     async def cancel(self, run_id: str) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance.
 
@@ -302,6 +257,40 @@ class RunService:
             await self.store.request_cancel(run_id)
         return await self.get(run_id)
 
+    async def resume(self, run_id: str) -> StoredRun:
+        """Resume an interrupted or failed run here (or one a dead service left), from its log.
+
+        Raises:
+            NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
+        """
+        run = await self.get(run_id)
+        if not self.engine.journaled:
+            raise NotResumable("this service's runs keep no step log (an in-memory store)")
+        if self._stopping:
+            raise NotReady("the service is stopping")
+        reopened = await self.store.reopen(run_id, self.owner, self.limits.lease_s)
+        if reopened is None:
+            raise NotResumable(
+                f"run {run_id!r} is {run.status.value}: only interrupted or failed runs resume "
+                "(or unfinished ones whose service stopped renewing its lease)",
+                run_id=run_id,
+            )
+        self._resume(reopened)
+        return reopened
+
+    def _resume(self, run: StoredRun) -> None:
+        """Run a reopened run again: its agents take their finished steps from the record."""
+        request = Submission(task=run.task, **(run.options or {}))
+        self._tasks[run.id] = asyncio.create_task(
+            self._execute(run.id, request, epoch=run.resumes), context=contextvars.Context()
+        )
+
+    async def _take_over_lost(self) -> None:
+        """Resume the runs of instances that stopped renewing their leases (one taker each)."""
+        for run in await self.store.take_over(self.owner, lease_s=self.limits.lease_s):
+            logger.warning("resuming run %s of a lost instance", run.id)
+            self._resume(run)
+
     def _cancel_here(self, run_id: str) -> bool:
         task = self._tasks.get(run_id)
         if task is None:
@@ -312,7 +301,7 @@ class RunService:
             task.cancel()  # still queued
         return True
 
-    async def _execute(self, run_id: str, request: Submission) -> None:
+    async def _execute(self, run_id: str, request: Submission, epoch: int = 0) -> None:
         began = time.monotonic()
         try:
             async with self._slots:
@@ -321,7 +310,7 @@ class RunService:
                     await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
                     return
                 self._running.add(run_id)
-                await self._run(run_id, request)
+                await self._run(run_id, request, epoch)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
                 if self._stopping:
@@ -337,7 +326,7 @@ class RunService:
             self._tasks.pop(run_id, None)
             self.admission.ran(time.monotonic() - began)
 
-    async def _run(self, run_id: str, request: Submission) -> None:
+    async def _run(self, run_id: str, request: Submission, epoch: int) -> None:
         record = self.recorder.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         result: RunResult | None = None
@@ -355,6 +344,7 @@ class RunService:
                 token_budget=request.token_budget,
                 deadline_s=request.deadline_s,
                 finish=False,
+                epoch=epoch,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

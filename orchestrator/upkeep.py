@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
@@ -68,16 +68,20 @@ async def keep_leases(
     orphans: Orphans,
     ready: asyncio.Event,
     cancel: Callable[[str], object],
+    take_over: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Renew this instance's leases, and act on what other instances left or asked (forever).
 
-    Runs of instances that stopped renewing are interrupted; cancellations requested through
-    other instances are honoured (`cancel`); kept writes are made once the store is back.
+    Runs of instances that stopped renewing are resumed here (`take_over`) or interrupted;
+    cancellations requested through other instances are honoured (`cancel`); kept writes are
+    made once the store is back.
     """
     while True:
         try:
             await recorder.retry()
             await store.renew(owner, held())
+            if take_over is not None:
+                await take_over()
             reason = "the service instance running it stopped responding"
             lost = await store.interrupt_expired(lease_s, reason)
             if lost:

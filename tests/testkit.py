@@ -22,6 +22,7 @@ __all__ = [
     "OtlpReceiver",
     "block_loop",
     "config",
+    "count_parcels",
     "fail_loudly",
     "flaky",
     "leak_env",
@@ -310,6 +311,14 @@ def flaky(path: str, idempotency_key: str) -> str:
     if idempotency_key not in seen:
         raise ConnectionError("the service hiccuped")
     return "done"
+
+
+def count_parcels(task: str) -> str:
+    """Counts parcels (a side effect per call, written to $PARCELS_FILE): must run at most once."""
+    path = os.environ["PARCELS_FILE"]
+    _append(path, task + "\n")
+    runs = sum(1 for line in Path(path).read_text().splitlines() if line == task)
+    return f"parcels counted (call {runs} for this task)"
 
 
 def _append(path: str, text: str) -> None:

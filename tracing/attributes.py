@@ -38,6 +38,8 @@ __all__ = [
     "BATON_PROCESS_ROLE",
     "BATON_RAY_NODE_ID",
     "BATON_REFUSAL_REASON",
+    "BATON_REPLAYED",
+    "BATON_RUN_EPOCH",
     "BATON_RUN_ID",
     "BATON_USAGE_COST",
     "CHAT_SPAN_PREFIX",
@@ -88,6 +90,10 @@ BATON_DELEGATION_TARGET = "baton.delegation.target"
 BATON_USAGE_COST = "baton.usage.cost_usd"
 
 BATON_APPROVAL_ID = "baton.approval.id"
+# A step taken from the run's step log instead of being done again (a resumed or replayed run).
+BATON_REPLAYED = "baton.step.replayed"
+# How many times the run was resumed when this span was made.
+BATON_RUN_EPOCH = "baton.run.epoch"
 # Resource attributes: which process (and Ray node) recorded a span.
 BATON_PROCESS_ROLE = "baton.process.role"
 BATON_RAY_NODE_ID = "baton.ray.node_id"

@@ -115,6 +115,17 @@ class RunStarted(EventBase):
 
     type: Literal["run_started"] = "run_started"
     routing: dict[str, Any] | None = None
+    epoch: int = Field(
+        default=0,
+        description="0 when the run first starts; 1, 2, ... each time it resumes (its earlier "
+        "work is taken from its step log).",
+    )
+
+    @override
+    def describe(self) -> str:
+        if self.epoch:
+            return f"[yellow]↻[/] resumed (time {self.epoch}): finished steps come from the record"
+        return super().describe()
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:

@@ -87,6 +87,16 @@ class RunContext(BaseModel):
         description="One id per delegation attempt on the chain, innermost last: the tools "
         "that must run at most once are recorded under each, so that a retry can tell.",
     )
+    journal: bool = Field(
+        default=False,
+        description="Each step is recorded in the run's step log (durable runs: see "
+        "`agents.core.steps`).",
+    )
+    epoch: int = Field(
+        default=0,
+        description="How many times the run was resumed; the ledger refuses effects asked for "
+        "under an older epoch (work of a run's previous life still going somewhere).",
+    )
 
     @property
     def depth(self) -> int:
@@ -114,6 +124,16 @@ class Delegation(BaseModel):
     context: RunContext
     caller: str | None = None
     call_id: str | None = None
+    invocation: str | None = Field(
+        default=None,
+        description="The id the invocation takes (the same on every attempt and after a "
+        "resume, so that its recorded steps are found); None: a fresh one.",
+    )
+    replay: bool = Field(
+        default=False,
+        description="The invocation may have run before (a resumed run, a retried call): it "
+        "reads its recorded steps first.",
+    )
 
 
 class Refusal(BaseModel):

@@ -7,7 +7,8 @@ provider.
 - `baton/scripted`: replies from a list in the model params (`replies`, `repeat_last`); a test
   double that works in any process because its script travels with the config.
 
-Both accept `latency_ms` to simulate a slow model.
+Both accept `latency_ms` to simulate a slow model, and `calls_file`: a file to which each
+answered call appends one line (to count calls across processes and restarts).
 """
 
 from __future__ import annotations
@@ -83,6 +84,18 @@ def _latency_s(optional_params: dict[str, Any]) -> float:
     return float(optional_params.get("latency_ms", 0)) / 1000
 
 
+def _count(optional_params: dict[str, Any], messages: list[dict[str, Any]]) -> None:
+    path = optional_params.get("calls_file")
+    if path:
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        with open(str(path), "a", encoding="utf-8") as out:
+            out.write(f"{_task_of(messages)[:60]!r} turn {turn}\n")
+
+
+def _task_of(messages: list[dict[str, Any]]) -> str:
+    return next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
+
+
 class BuiltinModels(CustomLLM):
     """litellm handler for the `baton/...` models (litellm passes every argument by keyword)."""
 
@@ -97,7 +110,9 @@ class BuiltinModels(CustomLLM):
     ) -> ModelResponse:
         if latency := _latency_s(optional_params):
             time.sleep(latency)
-        return _response(model, _reply(model, messages, optional_params), messages, model_response)
+        reply = _reply(model, messages, optional_params)
+        _count(optional_params, messages)
+        return _response(model, reply, messages, model_response)
 
     async def acompletion(  # type: ignore[override]
         self,
@@ -110,7 +125,9 @@ class BuiltinModels(CustomLLM):
     ) -> ModelResponse:
         if latency := _latency_s(optional_params):
             await asyncio.sleep(latency)
-        return _response(model, _reply(model, messages, optional_params), messages, model_response)
+        reply = _reply(model, messages, optional_params)
+        _count(optional_params, messages)
+        return _response(model, reply, messages, model_response)
 
 
 def register_builtin_models() -> None:

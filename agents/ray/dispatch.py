@@ -66,8 +66,9 @@ class RayDispatcher:
     """Dispatches delegations to agent actors, spreading them round-robin over replicas.
 
     When the actor of an agent with restarts on dies during a delegation, the delegation is
-    tried once more (on the restarted actor, or another replica), unless the failed attempt had
-    started a tool that must run at most once: then the caller is told, and nothing is re-run.
+    tried once more (on the restarted actor, or another replica). With a step log, the retry
+    resumes from the invocation's recorded steps; without one, it is made only if the failed
+    attempt had started no tool that must run at most once (else the caller is told).
 
     A target that runs in this very process (`local`) is awaited directly: no Ray call, no
     pickling, and nothing to retry (if this process dies, so does the caller).
@@ -125,9 +126,13 @@ class RayDispatcher:
                 return lost
             why = "retried once" if retried else "not retried"
             if not retried and self._system.restartable(target):
-                started = await self._effects(ctx.run_id, attempt)
+                # With a step log the retry resumes the invocation from its record (what must
+                # run at most once and had started is not run again); without, it is made
+                # only if nothing of the kind had started.
+                started = [] if ctx.journal else await self._effects(ctx.run_id, attempt)
                 if not started:
                     retried = True
+                    delegation = delegation.model_copy(update={"replay": True})
                     await self._until_back(name, ctx.time_left())
                     continue
                 why = f"not retried: {', '.join(sorted(set(started)))} had started (at most once)"

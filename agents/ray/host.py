@@ -148,6 +148,7 @@ class AgentHost:
                 trace_options=trace,
                 redactor=collector.redactor,
                 approvals=ledger,
+                journal=ledger,
             )
             self._agents[spec.name] = _Hosted(spec, runtime)
 

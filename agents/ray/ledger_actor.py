@@ -12,6 +12,7 @@ from typing import Any
 import ray
 
 from agents.core.events import ApprovalRequested, Event
+from agents.core.steps import Step
 from agents.runtime.ledger import Decision, RunLedger, RunState, SpanShipment
 
 __all__ = ["LedgerActor"]
@@ -22,10 +23,22 @@ class LedgerActor:
     """Hosts the `RunLedger` of one system: budgets, progress events and late spans of its runs.
 
     An async actor, so that callers can wait here for news (events, spans) without polling.
+
+    Args:
+        journal_url: the run store; when given, runs' steps and events are written there as
+            they come (`agents.ray.journal`), so that a run can resume after any crash.
     """
 
-    def __init__(self) -> None:
-        self._ledger = RunLedger()
+    def __init__(self, journal_url: str | None = None) -> None:
+        self._writer = None
+        if journal_url:
+            from agents.ray.journal import JournalWriter  # SQLAlchemy only where it is used
+
+            self._writer = JournalWriter(journal_url)
+        self._ledger = RunLedger(on_event=self._writer.event if self._writer else None)
+        # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
+        # kept as they come (a delegation retried after its actor died reads them).
+        self._steps: dict[str, dict[str, dict[str, Step]]] = {}
         self._signals: dict[str, asyncio.Event] = {}
         self._fed = asyncio.Event()  # set (and replaced) whenever any run changes
 
@@ -65,22 +78,73 @@ class LedgerActor:
             return False
         return True
 
-    def open(self, run_id: str, budget: int | None, first: Event | None = None) -> None:
-        """Start counting a run; `first` is its first event (before any agent's)."""
-        self._ledger.open(run_id, budget)
+    async def open(
+        self, run_id: str, budget: int | None, first: Event | None = None, epoch: int = 0
+    ) -> None:
+        """Start counting a run; `first` is its first event (before any agent's).
+
+        A run resumed (`epoch` above 0) gets its recorded steps back from the store, and its
+        event ids go on from the last one stored.
+        """
+        if epoch:
+            steps, top = await self._writer.load(run_id) if self._writer else ({}, 0)
+            self._steps[run_id] = steps
+            self._ledger.resume(run_id, budget, epoch, top)
+        else:
+            self._ledger.open(run_id, budget)
         if first is not None:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
 
-    def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
-        """Add the run's last event and close it; return all its events with their ids."""
+    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
+        """Add the run's last event and close it; return its events the store still lacks.
+
+        With a journal they are stored by now (none to return, unless writing failed).
+        """
         events = self._ledger.finish(run_id, final)
+        self._steps.pop(run_id, None)
         self._changed(run_id)
+        if self._writer is not None and await self._writer.sync():
+            return []
         return events
+
+    def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
+        """An invocation's steps recorded so far (in this life of the run or before), by key."""
+        return dict(self._steps.get(run_id, {}).get(invocation, {}))
+
+    def _keep(self, run_id: str, step: Step) -> bool:
+        """Queue a step for the store, unless it belongs to an older life of its run."""
+        if self._writer is None or step.epoch < self._ledger.epoch(run_id):
+            return False
+        self._writer.step(run_id, step)
+        self._steps.setdefault(run_id, {}).setdefault(step.invocation, {}).setdefault(
+            step.key, step
+        )
+        return True
+
+    async def commit(
+        self,
+        run_id: str,
+        step: Step,
+        earlier: list[tuple[str, Event]],
+        spans: list[SpanShipment],
+        steps: list[tuple[str, Step]],
+        sender: str = "",
+    ) -> bool:
+        """Store a step and what its process sent before it; False if the run moved on.
+
+        The barrier before an effect that must not be repeated: the step is stored when this
+        returns True. A step of an older life of the run (resumed since) is refused.
+        """
+        self.emit_many(earlier, spans, sender, steps)
+        if self._writer is None:
+            return step.epoch >= self._ledger.epoch(run_id)
+        return self._keep(run_id, step) and await self._writer.sync()
 
     def close(self, run_id: str) -> None:
         """Stop counting the run; its events stay readable for a while."""
         self._ledger.close(run_id)
+        self._steps.pop(run_id, None)
         self._changed(run_id)
 
     def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
@@ -111,13 +175,13 @@ class LedgerActor:
         earlier: list[tuple[str, Event]] | None = None,
         spans: list[SpanShipment] | None = None,
         sender: str = "",
+        steps: list[tuple[str, Step]] | None = None,
     ) -> str:
         """Register a call waiting for approval, after the caller's `earlier` events.
 
         They are sent along because an async actor does not keep one caller's calls in order.
         """
-        if earlier or spans:
-            self.emit_many(earlier or [], spans or [], sender)
+        self.emit_many(earlier or [], spans or [], sender, steps)
         unique = self._ledger.request_approval(run_id, call_id, event)
         self._changed(run_id)
         return unique
@@ -163,8 +227,14 @@ class LedgerActor:
         events: list[tuple[str, Event]],
         spans: list[SpanShipment],
         sender: str = "",
+        steps: list[tuple[str, Step]] | None = None,
     ) -> None:
-        """Record batches of events and numbered span shipments from one agent process."""
+        """Record batches of events, numbered span shipments and steps from one agent process.
+
+        Steps of an older life of their run (resumed since) are dropped.
+        """
+        for run_id, step in steps or ():
+            self._keep(run_id, step)
         changed = set()
         for run_id, event in events:
             self._ledger.emit(run_id, event)
@@ -187,6 +257,10 @@ class LedgerActor:
             found = self._ledger.numbered(run_id, after)
             state = self._ledger.state(run_id)
             if found or state == "closed" or not await self._wait_for_change(run_id, until):
+                if found and found[0][0] > after + 1 and self._writer is not None:
+                    # A resumed run: its events from before are in the store.
+                    stored = await self._writer.events(run_id, after)
+                    found = [(n, e) for n, e in stored if n < found[0][0]] + found
                 return found, state
 
     async def collect_spans(

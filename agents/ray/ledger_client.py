@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import Any
 
 from agents.core.events import ApprovalRequested, Event
+from agents.core.steps import Step
 from agents.runtime.ledger import Decision, RunState, SpanShipment
 from tracing import SpanRecord
 
@@ -22,10 +23,10 @@ MAX_RUNS_NUMBERED = 4096
 class LedgerClient:
     """A `LedgerActor` as typed calls, for agents and the orchestrator.
 
-    The `Ledger`, `Approvals` and `EventSink` protocols the agents use, and the run-level calls
-    the orchestrator makes.
+    The `Ledger`, `Approvals`, `EventSink` and `Journal` protocols the agents use, and the
+    run-level calls the orchestrator makes.
 
-    Events and spans are batched: one actor call per flush instead of one per event, flushed
+    Events, spans and steps are batched: one actor call per flush instead of one per event, flushed
     when an invocation ends and otherwise at most `EVENT_FLUSH_S` after an event was emitted.
     """
 
@@ -34,6 +35,7 @@ class LedgerClient:
         self._handle = handle
         self._batch: list[tuple[str, Event]] = []
         self._spans: list[SpanShipment] = []
+        self._steps: list[tuple[str, Step]] = []
         self._timer: asyncio.TimerHandle | None = None
         # Each run's span shipments from this process are numbered, so that the ledger can
         # tell when every one has arrived (an async actor may run two calls out of order).
@@ -59,9 +61,9 @@ class LedgerClient:
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         """Register a call waiting for approval; return its unique approval id."""
         # The buffered events go in the same call, so that they come before this one.
-        events, spans = self._take()
+        events, spans, steps = self._take()
         unique: str = await self._handle.request_approval.remote(
-            run_id, call_id, event, events, spans, self._sender
+            run_id, call_id, event, events, spans, self._sender, steps
         )
         return unique
 
@@ -112,9 +114,30 @@ class LedgerClient:
         """Hand over the copies kept since `remember`, and stop keeping them."""
         return self._copies.pop(run_id, [])
 
+    def record(self, run_id: str, step: Step) -> None:
+        """Queue a step for the run's step log; it goes out with the next flush."""
+        self._steps.append((run_id, step))
+        self._arm()
+
+    async def commit(self, run_id: str, step: Step) -> bool:
+        """Store a step and all that is queued before it; False if the run has moved on."""
+        events, spans, steps = self._take()
+        stored: bool = await self._handle.commit.remote(
+            run_id, step, events, spans, steps, self._sender
+        )
+        return stored
+
+    async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
+        """An invocation's steps recorded in earlier lives of the run, by key."""
+        found: dict[str, Step] = await self._handle.recorded.remote(run_id, invocation)
+        return found
+
     def emit(self, run_id: str, event: Event) -> None:
         """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
         self._batch.append((run_id, event))
+        self._arm()
+
+    def _arm(self) -> None:
         if self._timer is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -127,29 +150,35 @@ class LedgerClient:
         """Send what is buffered now (called when an invocation ends)."""
         self._send()
 
-    def _take(self) -> tuple[list[tuple[str, Event]], list[SpanShipment]]:
-        """The buffered events and spans, handed over (the flush timer stopped)."""
+    def _take(
+        self,
+    ) -> tuple[list[tuple[str, Event]], list[SpanShipment], list[tuple[str, Step]]]:
+        """The buffered events, spans and steps, handed over (the flush timer stopped)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         events, self._batch = self._batch, []
         spans, self._spans = self._spans, []
-        return events, spans
+        steps, self._steps = self._steps, []
+        return events, spans, steps
 
     def _send(self) -> Any:
-        events, spans = self._take()
-        if not (events or spans):
+        events, spans, steps = self._take()
+        if not (events or spans or steps):
             return None
-        return self._handle.emit_many.remote(events, spans, self._sender)
+        return self._handle.emit_many.remote(events, spans, self._sender, steps)
 
     # The orchestrator's side -----------------------------------------------------------
 
-    async def open(self, run_id: str, budget: int | None, first: Event) -> None:
-        """Start counting a run, with its first event (awaited: it comes before any agent's)."""
-        await self._handle.open.remote(run_id, budget, first)
+    async def open(self, run_id: str, budget: int | None, first: Event, epoch: int = 0) -> None:
+        """Start counting a run, with its first event (awaited: it comes before any agent's).
+
+        `epoch` above 0: the run resumes; its recorded steps are loaded from the store.
+        """
+        await self._handle.open.remote(run_id, budget, first, epoch)
 
     async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
-        """Add the run's last event and close it; return all its events with their ids."""
+        """Add the run's last event and close it; return its events the store still lacks."""
         events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final)
         return events
 

@@ -8,6 +8,7 @@ an agent with actors of its own is the agent's name) in a namespace and created 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,41 @@ class AgentPool:
         """The dispatcher that hands delegations to the agents' replicas."""
         return RayDispatcher(self.system, ledger or self.ledger)
 
+    async def ask(self, timeout_s: float) -> list[dict[str, Any]]:
+        """Each agent's replicas, asked now: where each runs, how busy, whether restarted.
+
+        One row per agent and replica: node id and address, pid, the agents sharing its actor,
+        delegations in flight and served. A replica that does not answer says why.
+        """
+
+        async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
+            name = self.system.host_actor_name(host.name, replica)
+            try:
+                stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
+            except Exception as exc:
+                down = {"actor": name, "state": f"unavailable: {type(exc).__name__}"}
+                return [{**down, "agent": agent} for agent in host.agents]
+            agents = stats.pop("agents")
+            return [
+                {
+                    **stats,
+                    **agents[agent],
+                    "agent": agent,
+                    "shares_with": [a for a in host.agents if a != agent],
+                    "state": "alive",
+                }
+                for agent in host.agents
+            ]
+
+        asked = await asyncio.gather(
+            *(
+                ask(host, i, handle)
+                for host in self.plan
+                for i, handle in enumerate(self.hosts[host.name])
+            )
+        )
+        return [row for rows in asked for row in rows]
+
 
 def _actor_options(
     ray_options: RayOptions, name: str, namespace: str, detached: bool
@@ -85,6 +121,7 @@ def start_pool(
     trace: TraceOptions | None = None,
     detached: bool = False,
     forbid_remote: bool = False,
+    journal_url: str | None = None,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -97,6 +134,8 @@ def start_pool(
         trace: what the agents' spans record.
         detached: whether the actors outlive this driver (see `Engine`).
         forbid_remote: the agents may call only built-in models and servers on loopback.
+        journal_url: the run store, where the ledger writes runs' steps and events as they
+            come (durable runs); None: they live in the ledger's memory only.
     """
     plan = plan_hosts(agents)
     host_of = {agent: host for host in plan for agent in host.agents}
@@ -115,7 +154,7 @@ def start_pool(
         # On the head node, which the cluster cannot lose anyway: worker nodes may come and go.
         resources={HEAD_NODE_RESOURCE: 0.001},
         max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
-    ).remote()
+    ).remote(journal_url)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
     hosts: dict[str, list[Any]] = {}

@@ -23,8 +23,18 @@ from agents.core.events import DelegationRefused as DelegationRefusedEvent
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
 from agents.core.spec import AgentSpec
+from agents.core.steps import (
+    Journal,
+    Step,
+    StepKind,
+    approval_key,
+    child_invocation,
+    started_key,
+    tool_key,
+)
 from agents.models.base import ToolCall
 from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.replay import Record, output_data, output_of
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool
 from tracing import Redactor, record_content, span_ids, tool_span
@@ -55,6 +65,7 @@ class Invocation:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     seq: int = 0  # events emitted so far
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
+    record: Record = field(default_factory=Record)  # its steps from an earlier execution
 
     @property
     def ctx(self) -> RunContext:
@@ -70,6 +81,7 @@ class ToolCalls:
     events: EventSink | None
     span_source: SpanSource | None
     approvals: Approvals | None
+    journal: Journal | None
     trace_options: TraceOptions
     redactor: Redactor
     _by_name: Mapping[str, Tool]
@@ -83,6 +95,13 @@ class ToolCalls:
             seq=inv.seq,
             **self.redactor.value(data),
         )
+
+    def _journaled(self, inv: Invocation) -> bool:
+        """Whether the invocation's steps go to the run's step log."""
+        return inv.ctx.journal and self.journal is not None
+
+    def _step(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> Step:
+        return Step(invocation=inv.id, key=key, kind=kind, data=data, epoch=inv.ctx.epoch)
 
     def _emit(self, inv: Invocation, kind: type[EventBase], **data: Any) -> None:
         if self.events is not None:
@@ -118,20 +137,34 @@ class ToolCalls:
     async def _run_tool(self, inv: Invocation, call: ToolCall) -> ToolOutput:
         tool = self._by_name.get(call.name)
         target = tool.target.name if isinstance(tool, DelegateTool) else None
+        key = tool_key(inv.steps, call.id)
+        # A delegation is never taken from the record: the callee resumes from its own.
+        recorded = inv.record.get(key) if target is None and inv.record.steps else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
-            self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
             self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
-            out = await self._execute(inv, call)
+            if recorded is not None:
+                out = output_of(recorded)
+                span.set_attribute(attr.BATON_REPLAYED, True)
+            else:
+                self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
+                out = await self._execute(inv, call, key)
+                if target is None and self._journaled(inv):
+                    assert self.journal is not None
+                    step = self._step(inv, key, "tool_result", output_data(out))
+                    self.journal.record(inv.ctx.run_id, step)
             self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             if out.is_error:
                 span.set_status(Status(StatusCode.ERROR, out.content[:200]))
                 span.set_attribute(attr.ERROR_TYPE, "tool_error")
-        self._emit(inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids)
+        if recorded is None:
+            self._emit(
+                inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids
+            )
         self._send_finished_spans(inv)
         return out
 
-    async def _execute(self, inv: Invocation, call: ToolCall) -> ToolOutput:
+    async def _execute(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
         ctx = inv.ctx
         tool = self._by_name.get(call.name)
         if tool is None:
@@ -147,31 +180,26 @@ class ToolCalls:
             if not_approved is not None:
                 return not_approved
         is_delegation = isinstance(tool, DelegateTool)
+        if not is_delegation and not getattr(tool, "idempotent", False):
+            refused = await self._once(inv, tool, call, key)
+            if refused is not None:
+                return refused
         timeout = (
             ctx.time_left() + _DELEGATION_GRACE_S
             if is_delegation
             else min(self.spec.timeouts.tool, ctx.time_left())
         )
-        retries = 0
-        if isinstance(tool, FunctionTool):
-            retries = tool.retries
-            if not tool.idempotent and self.ledger is not None:
-                # At most once: the record comes first, so that a retried delegation can tell
-                # that this call may have happened.
-                try:
-                    await self.ledger.record_effect(ctx.run_id, ctx.attempts, call.name)
-                except Exception as exc:
-                    return ToolOutput(
-                        f"error: {call.name} was not run: its call could not be recorded "
-                        f"first ({type(exc).__name__})",
-                        is_error=True,
-                    )
+        retries = tool.retries if isinstance(tool, FunctionTool) else 0
         for attempt in range(retries + 1):
             try:
-                return await asyncio.wait_for(
-                    tool.call(arguments, ToolCallContext(ctx, self.spec.name, call.id)),
-                    max(timeout, 0.001),
+                context = ToolCallContext(
+                    ctx,
+                    self.spec.name,
+                    call.id,
+                    child_invocation=child_invocation(inv.id, key),
+                    replay=inv.delegation.replay or ctx.epoch > 0,
                 )
+                return await asyncio.wait_for(tool.call(arguments, context), max(timeout, 0.001))
             except DelegationRefused as refused:
                 return self._refused(inv, call, refused)
             except Exception as exc:
@@ -185,14 +213,90 @@ class ToolCalls:
                 return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
         raise AssertionError("unreachable")
 
+    async def _once(
+        self, inv: Invocation, tool: Tool, call: ToolCall, key: str
+    ) -> ToolOutput | None:
+        """Record that a call that must run at most once starts; None: go ahead.
+
+        Stored before the call is made (the barrier). A call that had started before the run
+        was interrupted, and left no result, is not made again: its outcome is unknown.
+        Without a step log, a function tool's start is noted in the ledger, so that a retried
+        delegation can tell that the call may have happened.
+        """
+        if not self._journaled(inv):
+            if not isinstance(tool, FunctionTool) or self.ledger is None:
+                return None
+            try:
+                await self.ledger.record_effect(inv.ctx.run_id, inv.ctx.attempts, call.name)
+            except Exception as exc:
+                return ToolOutput(
+                    f"error: {call.name} was not run: its call could not be recorded "
+                    f"first ({type(exc).__name__})",
+                    is_error=True,
+                )
+            return None
+        assert self.journal is not None
+        start = started_key(inv.steps, call.id)
+        if inv.record.steps and inv.record.get(start) is not None:
+            return ToolOutput(
+                f"error: {call.name} had started before the run was interrupted and left no "
+                "result; it is not run again (it is not marked idempotent)",
+                is_error=True,
+            )
+        stored = await self.journal.commit(
+            inv.ctx.run_id, self._step(inv, start, "tool_started", {"tool": call.name})
+        )
+        if not stored:
+            return ToolOutput(
+                f"error: {call.name} was not run: its start could not be recorded first, or "
+                "the run was resumed elsewhere",
+                is_error=True,
+            )
+        return None
+
     async def _approval(
         self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
     ) -> ToolOutput | None:
-        """Wait for a person to approve the call.
+        """Wait for a person to approve the call (or take the decision recorded before).
 
         Returns None if approved, else what the model is told (a denial is a tool result, so the
         model can change course).
         """
+        key = approval_key(inv.steps, call.id)
+        recorded = inv.record.get(key) if inv.record.steps else None
+        if recorded is not None:
+            decision: dict[str, Any] | None = recorded.data
+            trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
+        else:
+            decision = await self._ask_person(inv, call, arguments)
+            if isinstance(decision, ToolOutput):
+                return decision
+            if self._journaled(inv):
+                # Stored before the call goes ahead: a run resumed later does not ask again.
+                assert self.journal is not None
+                step = self._step(inv, key, "approval", {**decision, "at": time.time()})
+                if not await self.journal.commit(inv.ctx.run_id, step):
+                    decision = {**decision, "approved": False, "by": "expiry"}
+        assert decision is not None
+        if decision["approved"]:
+            return None
+        reason = "denied by a person" if decision["by"] == "person" else "approval expired"
+        return ToolOutput(
+            json.dumps(
+                {
+                    "error": "not_approved",
+                    "tool": call.name,
+                    "reason": reason,
+                    "message": decision.get("message") or "",
+                }
+            ),
+            is_error=True,
+        )
+
+    async def _ask_person(
+        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
+    ) -> dict[str, Any] | ToolOutput:
+        """Ask for a decision on the call and wait for it (expiry denies)."""
         ctx = inv.ctx
         span = trace.get_current_span()
         if self.approvals is None:
@@ -225,20 +329,7 @@ class ToolCalls:
             attr.EVENT_APPROVAL_DECIDED,
             {"approved": bool(decision["approved"]), "by": str(decision["by"])},
         )
-        if decision["approved"]:
-            return None
-        reason = "denied by a person" if decision["by"] == "person" else "approval expired"
-        return ToolOutput(
-            json.dumps(
-                {
-                    "error": "not_approved",
-                    "tool": call.name,
-                    "reason": reason,
-                    "message": decision.get("message") or "",
-                }
-            ),
-            is_error=True,
-        )
+        return decision
 
     def _refused(self, inv: Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
         inv.refusals.append(Refusal.of(refused, call.id))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -125,12 +126,16 @@ class _RunBook:
     approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
     approvals_changed: int = 0
+    epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
+    base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
 
 
 class RunLedger:
     """Budgets, event lists and late spans of the runs in flight, keyed by run id."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_event: Callable[[str, int, Event], None] | None = None) -> None:
+        """`on_event` sees each numbered event (the step log's writer stores them)."""
+        self._on_event = on_event
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
         self._feed: deque[tuple[str, int, Event]] = deque(maxlen=MAX_FEED)
@@ -165,6 +170,33 @@ class RunLedger:
     def open(self, run_id: str, budget: int | None) -> None:
         """Start counting a run, with its token budget (None: no budget)."""
         self._open_book(run_id).budget = budget
+
+    def resume(
+        self,
+        run_id: str,
+        budget: int | None,
+        epoch: int,
+        base: int,
+    ) -> None:
+        """Start counting a run again, in its life number `epoch`.
+
+        A book this ledger still holds keeps its events (their ids go on); a new one numbers
+        its events after `base`, the highest id stored. Spans and budget start afresh: the
+        resumed execution sends and charges everything again.
+        """
+        book = self._runs.pop(run_id, None) or self._closed.pop(run_id, None)
+        fresh = _RunBook(budget=budget, epoch=epoch)
+        if book is not None:
+            fresh.events, fresh.dropped, fresh.base = book.events, book.dropped, book.base
+            fresh.approvals, fresh.decisions = book.approvals, book.decisions
+        else:
+            fresh.base = base
+        self._runs[run_id] = fresh
+
+    def epoch(self, run_id: str) -> int:
+        """The run's life number (0 until it is resumed)."""
+        book = self._book(run_id)
+        return book.epoch if book is not None else 0
 
     def close(self, run_id: str) -> None:
         """Stop counting the run; its events stay readable for a while."""
@@ -333,14 +365,24 @@ class RunLedger:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return
         book.events.append(event)
+        seq = book.base + len(book.events)
         self._fed += 1
-        self._feed.append((run_id, len(book.events), event))
+        self._feed.append((run_id, seq, event))
+        if self._on_event is not None:
+            self._on_event(run_id, seq, event)
 
     def events(self, run_id: str, after: int = 0) -> list[Event]:
-        """The run's events after the first `after`."""
-        book = self._book(run_id)
-        return book.events[after:] if book else []
+        """The run's events held here with ids above `after`."""
+        return [event for _, event in self.numbered(run_id, after)]
 
     def numbered(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
-        """Events after id `after`, each with its id (its 1-based position: ids never change)."""
-        return list(enumerate(self.events(run_id, after), start=after + 1))
+        """Events after id `after`, each with its id (ids never change).
+
+        Ids are 1-based positions in the run's whole event log; a resumed run's events from
+        before its resume are in the store only, so the first id here may be above `after + 1`.
+        """
+        book = self._book(run_id)
+        if book is None:
+            return []
+        start = max(after - book.base, 0)
+        return list(enumerate(book.events[start:], start=book.base + start + 1))

@@ -24,9 +24,11 @@ from agents.core.events import (
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
 from agents.core.spec import AgentSpec
+from agents.core.steps import Journal, Step, model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply, tool_schema
 from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.replay import reply_data, reply_of
 from agents.tools.base import Tool
 from tracing import (
     Redactor,
@@ -60,6 +62,7 @@ class AgentRuntime(ToolCalls):
         trace_options: what spans record (message contents are opt-in).
         redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
         approvals: where calls marked `confirm` wait for a person (None: they are not run).
+        journal: the run's step log (used when the run asks for it: `RunContext.journal`).
     """
 
     spec: AgentSpec
@@ -73,6 +76,7 @@ class AgentRuntime(ToolCalls):
     trace_options: TraceOptions = field(default_factory=TraceOptions)
     redactor: Redactor = field(default_factory=Redactor)
     approvals: Approvals | None = None
+    journal: Journal | None = None
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
@@ -101,6 +105,8 @@ class AgentRuntime(ToolCalls):
         """
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
+        if delegation.invocation:
+            inv.id = delegation.invocation
         ids: dict[str, Any] = {}
         if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
             self.events.remember(ctx.run_id)  # see `_ship_spans`
@@ -122,7 +128,12 @@ class AgentRuntime(ToolCalls):
                     **ids,
                 )
                 self._content(span, attr.GEN_AI_INPUT_MESSAGES, delegation.task)
+                if ctx.epoch:
+                    span.set_attribute(attr.BATON_RUN_EPOCH, ctx.epoch)
                 try:
+                    if self._journaled(inv) and (delegation.replay or ctx.epoch):
+                        assert self.journal is not None
+                        inv.record.steps = await self.journal.recorded(ctx.run_id, inv.id)
                     result = await self._loop(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = self._end(inv, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -252,32 +263,32 @@ class AgentRuntime(ToolCalls):
         self, inv: Invocation, messages: list[dict[str, Any]]
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
-        timeout = min(self.spec.timeouts.model, ctx.time_left())
+        key = model_key(inv.steps)
+        fingerprint = ""
+        if self._journaled(inv):
+            fingerprint = request_fingerprint(self.model.model, messages, self._schemas)
+        recorded = inv.record.model(key, fingerprint) if inv.record.steps else None
         with chat_span(self.model.model) as span:
-            self._emit(inv, ModelStarted, model=self.model.model, step=inv.steps, **span_ids(span))
-            self._content(span, attr.GEN_AI_INPUT_MESSAGES, messages)
-            try:
-                reply = await asyncio.wait_for(
-                    self.model.complete(messages, self._schemas), timeout
+            if recorded is not None:  # answered before this run was interrupted: reuse it
+                reply = reply_of(recorded)
+                span.set_attribute(attr.BATON_REPLAYED, True)
+            else:
+                self._emit(
+                    inv, ModelStarted, model=self.model.model, step=inv.steps, **span_ids(span)
                 )
-            except TimeoutError:
-                span.set_status(Status(StatusCode.ERROR, "timeout"))
-                if ctx.time_left() <= 0:
-                    return self._end(
-                        inv,
-                        RunStatus.LIMIT_EXCEEDED,
-                        error=f"run deadline ({ctx.limits.deadline_s:g}s) passed "
-                        "during a model call",
+                reply_or_stop = await self._ask_model(inv, messages, span)
+                if isinstance(reply_or_stop, AgentResult):
+                    return reply_or_stop
+                reply = reply_or_stop
+                if fingerprint and self.journal is not None:
+                    step = Step(
+                        invocation=inv.id,
+                        key=key,
+                        kind="model",
+                        data=reply_data(reply, fingerprint),
+                        epoch=ctx.epoch,
                     )
-                return self._end(
-                    inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
-                )
-            except Exception as exc:
-                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-                span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
-                return self._end(
-                    inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
-                )
+                    self.journal.record(ctx.run_id, step)
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
             if reply.finish_reason:
@@ -293,16 +304,43 @@ class AgentRuntime(ToolCalls):
         )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
-        self._emit(
-            inv,
-            ModelFinished,
-            model=self.model.model,
-            step=inv.steps,
-            tool_calls=len(reply.tool_calls),
-            tokens=reply.input_tokens + reply.output_tokens,
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            **span_ids(span),
-        )
+        if recorded is None:
+            self._emit(
+                inv,
+                ModelFinished,
+                model=self.model.model,
+                step=inv.steps,
+                tool_calls=len(reply.tool_calls),
+                tokens=reply.input_tokens + reply.output_tokens,
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
+                **span_ids(span),
+            )
         self._send_finished_spans(inv)
         return reply
+
+    async def _ask_model(
+        self, inv: Invocation, messages: list[dict[str, Any]], span: Any
+    ) -> ModelReply | AgentResult:
+        ctx = inv.ctx
+        timeout = min(self.spec.timeouts.model, ctx.time_left())
+        self._content(span, attr.GEN_AI_INPUT_MESSAGES, messages)
+        try:
+            return await asyncio.wait_for(self.model.complete(messages, self._schemas), timeout)
+        except TimeoutError:
+            span.set_status(Status(StatusCode.ERROR, "timeout"))
+            if ctx.time_left() <= 0:
+                return self._end(
+                    inv,
+                    RunStatus.LIMIT_EXCEEDED,
+                    error=f"run deadline ({ctx.limits.deadline_s:g}s) passed during a model call",
+                )
+            return self._end(
+                inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
+            )
+        except Exception as exc:
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
+            return self._end(
+                inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
+            )

@@ -56,6 +56,8 @@ class ToolCallContext:
     run: RunContext
     caller: str
     call_id: str
+    child_invocation: str | None = None  # the id a delegation made by this call gives its callee
+    replay: bool = False  # the call may have been made before: its callee reads its record
 
     @property
     def idempotency_key(self) -> str:

@@ -122,6 +122,8 @@ class DelegateTool:
             context=run.enter(self.target.name, inject_context()),
             caller=self.caller,
             call_id=ctx.call_id,
+            invocation=ctx.child_invocation,
+            replay=ctx.replay,
         )
         result = await self.dispatcher.dispatch(self.target.name, delegation)
         return ToolOutput(

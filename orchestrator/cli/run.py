@@ -36,8 +36,9 @@ from orchestrator.settings import Settings
 
 if TYPE_CHECKING:
     from orchestrator.service import RunService, ServiceLimits
+    from orchestrator.store import StoredRun
 
-__all__ = ["local_service", "run"]
+__all__ = ["local_service", "resume", "run"]
 
 
 # What `baton run` prints as a run goes: nothing (--json), agents' progress, or every event.
@@ -96,7 +97,10 @@ def local_service(
 
 
 async def _run_here(
-    settings: Settings, system: AgentSystem, request: RunRequest, progress: Progress
+    settings: Settings,
+    system: AgentSystem,
+    start: Callable[[RunService], Awaitable[StoredRun]],
+    progress: Progress,
 ) -> RunView:
     """Run through an in-process run service: the same life cycle and record as `baton serve`."""
     from orchestrator.service import ServiceLimits  # Ray: a slow import
@@ -104,7 +108,7 @@ async def _run_here(
     await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
     limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
     async with local_service(settings, system, "cli", limits) as service:
-        run, _ = await service.submit(request.submission())
+        run = await start(service)
 
         async def events() -> AsyncIterator[Event | None]:
             async for item in service.feed.follow(run):
@@ -119,12 +123,15 @@ async def _run_here(
 
 
 async def _run_there(
-    server: str, api_key: str | None, body: dict[str, Any], progress: Progress
+    server: str,
+    api_key: str | None,
+    start: Callable[[BatonClient], Awaitable[dict[str, Any]]],
+    progress: Progress,
 ) -> RunView:
-    """Submit to a running service and follow its events."""
+    """Submit to (or resume on) a running service and follow its events."""
     async with BatonClient(server, api_key) as client:
         try:
-            run = await client.submit(body)
+            run = await start(client)
 
             async def decide(call_id: str, approved: bool, why: str) -> object:
                 return await client.decide(run["id"], call_id, approved, why)
@@ -182,9 +189,8 @@ def run(
     progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
     server = server or settings.server
     if server:
-        view = asyncio.run(
-            _run_there(server, settings.api_key, request.model_dump(exclude_none=True), progress)
-        )
+        body = request.model_dump(exclude_none=True)
+        view = asyncio.run(_run_there(server, settings.api_key, lambda c: c.submit(body), progress))
     else:
         system = load_system(config, settings)
         if agent and agent != AUTO and agent not in system.topology.graph:
@@ -192,7 +198,54 @@ def run(
                 f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
             )
             raise typer.Exit(2)
-        view = asyncio.run(_run_here(settings, system, request, progress))
+        submission = request.submission()
+
+        async def submit(service: RunService) -> StoredRun:
+            return (await service.submit(submission))[0]
+
+        view = asyncio.run(_run_here(settings, system, submit, progress))
+    _print_and_exit(view, as_json)
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="An interrupted or failed run's id.")],
+    config: ConfigOption = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Resume it on the Baton service at this URL (default: $BATON_SERVER)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show every event, not only agents'.")
+    ] = False,
+) -> None:
+    """Resume an interrupted or failed run from its step log, and follow it to its end.
+
+    Finished model and tool calls are taken from the record, not made again.
+    """
+    settings = Settings()
+    progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
+    server = server or settings.server
+    if server:
+        view = asyncio.run(
+            _run_there(server, settings.api_key, lambda c: c.resume(run_id), progress)
+        )
+    else:
+        system = load_system(config, settings)
+
+        async def reopen(service: RunService) -> StoredRun:
+            try:
+                return await service.resume(run_id)
+            except ServiceError as exc:
+                err.print(str(exc), style="red")
+                raise typer.Exit(2) from None
+
+        view = asyncio.run(_run_here(settings, system, reopen, progress))
+    _print_and_exit(view, as_json)
+
+
+def _print_and_exit(view: RunView, as_json: bool) -> None:
     if as_json:
         typer.echo(view.model_dump_json(indent=2))
     else:

@@ -48,6 +48,7 @@ class StoredRun(BaseModel):
     request_hash: str | None = None
     cancel_requested: bool = False
     options: dict[str, Any] | None = None
+    resumes: int = 0
 
     @property
     def finished(self) -> bool:

@@ -23,21 +23,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus
+from orchestrator.store.ownership import Ownership
 from orchestrator.store.records import (
     DEFAULT_STORE_URL,
     DuplicateIdempotencyKey,
     RunPage,
     StoredRun,
 )
-from orchestrator.store.tables import EventRow, RunRow, SpanRow
+from orchestrator.store.tables import EventRow, RunRow, SpanRow, StepRow
 from tracing import SpanRecord
 
 if TYPE_CHECKING:
     from orchestrator.results import RunResult
 
 __all__ = ["RunStore"]
-
-_UNFINISHED = RunStatus.unfinished()
 
 
 def _upgrade(connection: Connection) -> None:
@@ -90,7 +89,7 @@ def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
     return [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
 
 
-class RunStore:
+class RunStore(Ownership):
     """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -228,6 +227,13 @@ class RunStore:
         async with self._sessions.begin() as session:
             await session.execute(insert(SpanRow), _span_rows(run_id, spans))
 
+    def _insert_new(self, row: Any) -> Any:
+        if self._engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        return dialect_insert(row).on_conflict_do_nothing()
+
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
         async with self._sessions() as session:
@@ -250,7 +256,8 @@ class RunStore:
             for seq, event in events
         ]
         async with self._sessions.begin() as session:
-            await session.execute(insert(EventRow), rows)
+            # Some may be stored already (written by the ledger as they came): keep those.
+            await session.execute(self._insert_new(EventRow), rows)
 
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
         """A finished run's events with ids above `after`, in order."""
@@ -262,63 +269,16 @@ class RunStore:
             )
             return [(int(seq), EVENTS.validate_python(data)) for seq, data in rows]
 
-    async def renew(self, owner: str, run_ids: list[str]) -> None:
-        """Renew `owner`'s lease on its runs in flight."""
-        if not run_ids:
-            return
-        async with self._sessions.begin() as session:
-            await session.execute(
-                update(RunRow)
-                .where(RunRow.id.in_(run_ids), RunRow.owner == owner)
-                .values(heartbeat_at=time.time())
-            )
-
-    async def interrupt_owned(self, owner: str, reason: str) -> list[str]:
-        """Mark `owner`'s unfinished runs `interrupted` (it restarted); return their ids."""
-        return await self._interrupt((RunRow.owner == owner,), reason)
-
-    async def interrupt_expired(self, lease_s: float, reason: str) -> list[str]:
-        """Mark unfinished runs whose owner has not renewed its lease for `lease_s` seconds."""
-        stale = time.time() - lease_s
-        return await self._interrupt(
-            (RunRow.owner.is_not(None), RunRow.heartbeat_at < stale), reason
-        )
-
-    async def interrupt_unfinished(self, reason: str) -> int:
-        """Mark every queued or running run as `interrupted`; return how many."""
-        return len(await self._interrupt((), reason))
-
-    async def _interrupt(self, where: tuple[Any, ...], reason: str) -> list[str]:
-        async with self._sessions.begin() as session:
-            ids = list(
-                await session.scalars(
-                    select(RunRow.id).where(RunRow.status.in_(_UNFINISHED), *where)
-                )
-            )
-            if ids:
-                await session.execute(
-                    update(RunRow)
-                    .where(RunRow.id.in_(ids), RunRow.status.in_(_UNFINISHED))
-                    .values(status=RunStatus.INTERRUPTED, error=reason, finished_at=time.time())
-                )
-            return ids
-
-    async def request_cancel(self, run_id: str) -> None:
-        """Ask the run's owner to cancel it (it looks when it renews its lease)."""
-        await self._set(run_id, cancel_requested=True)
-
-    async def cancel_requests(self, owner: str) -> list[str]:
-        """Unfinished runs of `owner` that someone asked to cancel."""
+    async def steps(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's step log, oldest first (see `agents.core.steps`)."""
         async with self._sessions() as session:
-            return list(
-                await session.scalars(
-                    select(RunRow.id).where(
-                        RunRow.owner == owner,
-                        RunRow.cancel_requested.is_(True),
-                        RunRow.status.in_(_UNFINISHED),
-                    )
-                )
+            rows = await session.scalars(
+                select(StepRow).where(StepRow.run_id == run_id).order_by(StepRow.at)
             )
+            return [
+                {c: getattr(row, c) for c in ("invocation", "key", "kind", "epoch", "at", "data")}
+                for row in rows
+            ]
 
     async def get(self, run_id: str) -> StoredRun | None:
         """A run by id, or None."""

@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "EventRow", "RunRow", "SpanRow"]
+__all__ = ["Base", "EventRow", "RunRow", "SpanRow", "StepRow"]
 
 
 class Base(DeclarativeBase):
@@ -61,6 +61,8 @@ class RunRow(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     # What the request asked for besides the task (budget, deadline).
     options: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # How many times the run was resumed after an interruption (its epoch).
+    resumes: Mapped[int] = mapped_column(Integer, default=0)
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),
@@ -103,4 +105,23 @@ class EventRow(Base):
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class StepRow(Base):
+    """One recorded step of an agent invocation (see `agents.core.steps`).
+
+    Written by the system's ledger actor (`agents.ray.journal`) as the run goes on.
+    """
+
+    __tablename__ = "run_steps"
+
+    run_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    invocation: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    epoch: Mapped[int] = mapped_column(Integer, default=0)
+    at: Mapped[float] = mapped_column(Float)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -1,4 +1,4 @@
-"""`/v1/runs`: submit, list, read, cancel, follow (SSE), trace and draw runs."""
+"""`/v1/runs`: submit, list, read, cancel, resume, follow (SSE), trace and draw runs."""
 
 from __future__ import annotations
 
@@ -99,6 +99,23 @@ async def cancel_run(run: Run, service: Service) -> RunView:
     A finished run is returned as it is.
     """
     return run_view(await service.cancel(run.id))
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    status_code=202,
+    responses={
+        **NOT_FOUND,
+        409: {"model": ErrorBody, "description": "The run is not interrupted or failed."},
+    },
+)
+async def resume_run(run: Run, service: Service) -> RunView:
+    """Resume an `interrupted` or `failed` run from its step log, under the same id.
+
+    Finished model calls and tool calls are taken from the record, not made again; its event
+    stream goes on with the next ids.
+    """
+    return run_view(await service.resume(run.id))
 
 
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)

@@ -1,0 +1,107 @@
+"""The step log: what each agent invocation did, recorded so that a run can resume or replay.
+
+Each invocation records its model replies, the start of its calls that must run at most once,
+its tool results and its approval decisions, under keys that are the same on every execution
+of the same run (`model_key`, `tool_key`, ...), and under invocation ids that are too
+(`entry_invocation`, `child_invocation`). A resumed invocation reads its steps back and reuses
+them instead of calling the model or the tool again (`agents.runtime.replay`).
+
+The trace stays the view of a run; the step log is its record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "Journal",
+    "Step",
+    "StepKind",
+    "approval_key",
+    "child_invocation",
+    "entry_invocation",
+    "model_key",
+    "request_fingerprint",
+    "started_key",
+    "tool_key",
+]
+
+# model: a model's reply; tool_started: a call that must run at most once is about to be made;
+# tool_result: a tool's result; approval: a person's (or the expiry's) decision on a call.
+StepKind = Literal["model", "tool_started", "tool_result", "approval"]
+
+
+class Step(BaseModel):
+    """One recorded step of an agent invocation."""
+
+    invocation: str
+    key: str
+    kind: StepKind
+    data: dict[str, Any] = Field(default_factory=dict)
+    epoch: int = 0
+    at: float = Field(default_factory=time.time)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def entry_invocation(run_id: str) -> str:
+    """The entry invocation's id: the same whenever the run is executed again."""
+    return _digest(f"{run_id}/entry")
+
+
+def child_invocation(parent: str, key: str) -> str:
+    """The id of the invocation a tool call (`key`) of invocation `parent` delegates to."""
+    return _digest(f"{parent}/{key}")
+
+
+def model_key(step: int) -> str:
+    """The key of an invocation's `step`-th model reply."""
+    return f"model:{step}"
+
+
+def tool_key(step: int, call_id: str) -> str:
+    """The key of a tool call's result (calls are numbered by model step: ids may repeat)."""
+    return f"tool:{step}:{call_id}"
+
+
+def started_key(step: int, call_id: str) -> str:
+    """The key of the start of a call that must run at most once."""
+    return f"{tool_key(step, call_id)}:started"
+
+
+def approval_key(step: int, call_id: str) -> str:
+    """The key of the decision on a call that waited for approval."""
+    return f"approval:{step}:{call_id}"
+
+
+def request_fingerprint(model: str, messages: list[dict[str, Any]], tools: list[Any]) -> str:
+    """A digest of a model request: a recorded reply is reused only for the same request.
+
+    A resumed run whose config changed (an instruction, a model, a tool) asks its model again
+    from the first step that differs.
+    """
+    return _digest(json.dumps([model, messages, tools], sort_keys=True, default=str))
+
+
+class Journal(Protocol):
+    """Where an invocation records its steps and reads them back."""
+
+    def record(self, run_id: str, step: Step) -> None:
+        """Queue a step; it is written with the next batch (a lost one is asked again)."""
+
+    async def commit(self, run_id: str, step: Step) -> bool:
+        """Write a step and everything queued before it, and wait until it is stored.
+
+        Returns False when the run has moved on to a newer epoch (it was resumed elsewhere):
+        the caller must not go ahead with the effect the step announces.
+        """
+
+    async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
+        """An invocation's recorded steps, by key (empty for a new one)."""

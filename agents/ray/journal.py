@@ -1,0 +1,161 @@
+"""The ledger's writer: run steps and events go to the run store as they come, in batches.
+
+It runs in the ledger actor (one writer per system, so SQLite sees one writing process for
+them). Writes are batched (group commit): whatever arrived while the previous batch was being
+written goes in the next one. `sync` waits until everything queued before it is stored: the
+barrier before an effect that must not be repeated.
+
+The tables are the run store's (`orchestrator.store.tables`, created by its migrations); this
+module names only the columns it writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import JSON, Float, Integer, String, column, event, func, select, table
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from agents.core.events import EVENTS, Event
+from agents.core.steps import Step
+
+__all__ = ["JournalWriter"]
+
+logger = logging.getLogger(__name__)
+
+_STEPS = table(
+    "run_steps",
+    column("run_id", String),
+    column("invocation", String),
+    column("key", String),
+    column("kind", String),
+    column("epoch", Integer),
+    column("at", Float),
+    column("data", JSON),
+)
+_EVENTS = table(
+    "run_events",
+    column("run_id", String),
+    column("seq", Integer),
+    column("type", String),
+    column("data", JSON),
+)
+# Rows per statement (SQLite binds at most 32766 parameters).
+_CHUNK = 500
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+class JournalWriter:
+    """Batches steps and events of every run into the store; see the module's docstring."""
+
+    def __init__(self, url: str) -> None:
+        self._engine: AsyncEngine = create_async_engine(url)
+        if self._engine.dialect.name == "sqlite":
+            event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
+        self._steps: list[dict[str, Any]] = []
+        self._events: list[dict[str, Any]] = []
+        self._queued = 0  # items ever queued
+        self._written = 0  # items ever handled (stored, or given up on)
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self.failures = 0  # batches that could not be written
+
+    def step(self, run_id: str, step: Step) -> None:
+        """Queue a step of a run."""
+        row = {"run_id": run_id, **step.model_dump(include={"invocation", "key", "kind"})}
+        self._steps.append({**row, "epoch": step.epoch, "at": step.at, "data": step.data})
+        self._queued_one()
+
+    def event(self, run_id: str, seq: int, item: Event) -> None:
+        """Queue a numbered event of a run."""
+        data = item.model_dump(mode="json")
+        self._events.append({"run_id": run_id, "seq": seq, "type": item.type, "data": data})
+        self._queued_one()
+
+    def _queued_one(self) -> None:
+        self._queued += 1
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._write_forever())
+
+    async def sync(self) -> bool:
+        """Wait until everything queued so far is stored; False if some of it could not be."""
+        mark, failures = self._queued, self.failures
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._written >= mark)
+        return self.failures == failures
+
+    async def _write_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            steps, self._steps = self._steps, []
+            events, self._events = self._events, []
+            try:
+                await self._write(steps, events)
+            except Exception:
+                self.failures += 1
+                logger.exception("the step log could not be written (%d rows)", len(steps))
+            async with self._progress:
+                self._written += len(steps) + len(events)
+                self._progress.notify_all()
+
+    async def _write(self, steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        async with self._engine.begin() as connection:
+            for rows, target in ((steps, _STEPS), (events, _EVENTS)):
+                for start in range(0, len(rows), _CHUNK):
+                    await connection.execute(
+                        self._insert(target).on_conflict_do_nothing(),
+                        rows[start : start + _CHUNK],
+                    )
+
+    def _insert(self, target: Any) -> Any:
+        if self._engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(target)
+
+    async def load(self, run_id: str) -> tuple[dict[str, dict[str, Step]], int]:
+        """A run's recorded steps by invocation and key, and its highest stored event id."""
+        await self.sync()
+        async with self._engine.connect() as connection:
+            rows = await connection.execute(
+                select(_STEPS).where(_STEPS.c.run_id == run_id).order_by(_STEPS.c.at)
+            )
+            found: dict[str, dict[str, Step]] = defaultdict(dict)
+            for row in rows.mappings():
+                step = Step.model_validate({k: v for k, v in row.items() if k != "run_id"})
+                found[step.invocation].setdefault(step.key, step)
+            top = await connection.scalar(
+                select(func.max(_EVENTS.c.seq)).where(_EVENTS.c.run_id == run_id)
+            )
+        return dict(found), int(top or 0)
+
+    async def events(self, run_id: str, after: int) -> list[tuple[int, Event]]:
+        """A run's stored events with ids above `after`."""
+        async with self._engine.connect() as connection:
+            rows = await connection.execute(
+                select(_EVENTS.c.seq, _EVENTS.c.data)
+                .where(_EVENTS.c.run_id == run_id, _EVENTS.c.seq > after)
+                .order_by(_EVENTS.c.seq)
+            )
+            return [(int(seq), EVENTS.validate_python(data)) for seq, data in rows]
+
+    async def close(self) -> None:
+        """Write what is queued, then close the connections."""
+        await self.sync()
+        if self._task is not None:
+            self._task.cancel()
+        await self._engine.dispose()

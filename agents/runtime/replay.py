@@ -1,0 +1,79 @@
+"""Recording an invocation's steps, and taking them back when it runs again.
+
+An invocation that may have run before (its run was resumed, or its actor died and the call is
+retried) reads its recorded steps first. It reuses them in order for as long as its requests
+are the same as recorded; from the first model request that differs (the config changed) or
+that was never answered, it goes on live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.core.steps import Step
+from agents.models.base import ModelReply, ToolCall
+from agents.tools.base import ToolOutput
+
+__all__ = ["Record", "output_data", "output_of", "reply_data", "reply_of"]
+
+
+@dataclass
+class Record:
+    """What an invocation recorded before, handed out step by step (see the module)."""
+
+    steps: dict[str, Step] = field(default_factory=dict)
+    diverged: bool = False
+    reused: int = 0
+
+    def model(self, key: str, fingerprint: str) -> Step | None:
+        """The recorded reply to the same request, or None (and live from here on)."""
+        step = None if self.diverged else self.steps.get(key)
+        if step is None or step.data.get("fingerprint") != fingerprint:
+            self.diverged = True
+            return None
+        self.reused += 1
+        return step
+
+    def get(self, key: str) -> Step | None:
+        """A recorded step other than a model reply (a tool's result, its start, a decision)."""
+        step = None if self.diverged else self.steps.get(key)
+        if step is not None:
+            self.reused += 1
+        return step
+
+
+def reply_data(reply: ModelReply, fingerprint: str) -> dict[str, Any]:
+    """A model reply as recorded."""
+    return {
+        "fingerprint": fingerprint,
+        "content": reply.content,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in reply.tool_calls],
+        "input_tokens": reply.input_tokens,
+        "output_tokens": reply.output_tokens,
+        "cost_usd": reply.cost_usd,
+        "finish_reason": reply.finish_reason,
+    }
+
+
+def reply_of(step: Step) -> ModelReply:
+    """The model reply a step recorded."""
+    data = step.data
+    return ModelReply(
+        content=data.get("content"),
+        tool_calls=[ToolCall(id=i, name=n, arguments=a) for i, n, a in data.get("tool_calls", [])],
+        input_tokens=int(data.get("input_tokens", 0)),
+        output_tokens=int(data.get("output_tokens", 0)),
+        cost_usd=data.get("cost_usd"),
+        finish_reason=data.get("finish_reason"),
+    )
+
+
+def output_data(out: ToolOutput) -> dict[str, Any]:
+    """A tool's result as recorded (a delegation's sub-run is not: the child records its own)."""
+    return {"content": out.content, "is_error": out.is_error}
+
+
+def output_of(step: Step) -> ToolOutput:
+    """The tool result a step recorded."""
+    return ToolOutput(str(step.data.get("content", "")), is_error=bool(step.data.get("is_error")))

@@ -1,0 +1,167 @@
+"""Which service instance runs what: leases, interruptions, cancellations, take-overs.
+
+Several instances may share a store. Each run names its owner, which renews a lease on it; a
+run whose owner stopped renewing is interrupted, or taken over and resumed by exactly one other
+instance (the conditional update decides which).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from agents.core.messages import RunStatus
+from orchestrator.store.records import StoredRun
+from orchestrator.store.tables import EventRow, RunRow, SpanRow
+
+__all__ = ["Ownership"]
+
+_UNFINISHED = RunStatus.unfinished()
+# Runs that `reopen` resumes on request: cut off, or failed (a lost part, say).
+_RESUMABLE = (RunStatus.INTERRUPTED, RunStatus.FAILED)
+
+
+class Ownership:
+    """The run store's queries about owners (a part of `RunStore`)."""
+
+    _sessions: async_sessionmaker[Any]
+
+    async def renew(self, owner: str, run_ids: list[str]) -> None:
+        """Renew `owner`'s lease on its runs in flight."""
+        if not run_ids:
+            return
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(RunRow)
+                .where(RunRow.id.in_(run_ids), RunRow.owner == owner)
+                .values(heartbeat_at=time.time())
+            )
+
+    async def interrupt_owned(self, owner: str, reason: str) -> list[str]:
+        """Mark `owner`'s unfinished runs `interrupted` (it restarted); return their ids."""
+        return await self._interrupt((RunRow.owner == owner,), reason)
+
+    async def interrupt_expired(self, lease_s: float, reason: str) -> list[str]:
+        """Mark unfinished runs whose owner has not renewed its lease for `lease_s` seconds."""
+        stale = time.time() - lease_s
+        return await self._interrupt(
+            (RunRow.owner.is_not(None), RunRow.heartbeat_at < stale), reason
+        )
+
+    async def interrupt_unfinished(self, reason: str) -> int:
+        """Mark every queued or running run as `interrupted`; return how many."""
+        return len(await self._interrupt((), reason))
+
+    async def _interrupt(self, where: tuple[Any, ...], reason: str) -> list[str]:
+        async with self._sessions.begin() as session:
+            ids = list(
+                await session.scalars(
+                    select(RunRow.id).where(RunRow.status.in_(_UNFINISHED), *where)
+                )
+            )
+            if ids:
+                await session.execute(
+                    update(RunRow)
+                    .where(RunRow.id.in_(ids), RunRow.status.in_(_UNFINISHED))
+                    .values(status=RunStatus.INTERRUPTED, error=reason, finished_at=time.time())
+                )
+            return ids
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Ask the run's owner to cancel it (it looks when it renews its lease)."""
+        await self._set(run_id, cancel_requested=True)
+
+    async def cancel_requests(self, owner: str) -> list[str]:
+        """Unfinished runs of `owner` that someone asked to cancel."""
+        async with self._sessions() as session:
+            return list(
+                await session.scalars(
+                    select(RunRow.id).where(
+                        RunRow.owner == owner,
+                        RunRow.cancel_requested.is_(True),
+                        RunRow.status.in_(_UNFINISHED),
+                    )
+                )
+            )
+
+    async def take_over(
+        self, owner: str, *, lease_s: float | None = None, restarted: bool = False
+    ) -> list[StoredRun]:
+        """Claim unfinished runs to resume them; return those this instance got.
+
+        `restarted`: the runs `owner` itself left (it restarted). `lease_s`: runs of other
+        instances that have not renewed their lease for that long. Each claimed run is queued
+        again under `owner`, its resume count (epoch) one higher; of several instances trying
+        at once, exactly one gets a run.
+        """
+        if restarted:
+            where: tuple[Any, ...] = (RunRow.owner == owner,)
+        elif lease_s is not None:
+            stale = time.time() - lease_s
+            where = (RunRow.owner.is_not(None), RunRow.owner != owner, RunRow.heartbeat_at < stale)
+        else:
+            return []
+        claimed: list[StoredRun] = []
+        async with self._sessions.begin() as session:
+            found = (
+                await session.execute(
+                    select(RunRow.id, RunRow.owner, RunRow.resumes).where(
+                        RunRow.status.in_(_UNFINISHED), *where
+                    )
+                )
+            ).all()
+        for run_id, was, resumes in found:
+            run = await self._claim(
+                run_id, owner, (RunRow.owner == was, RunRow.status.in_(_UNFINISHED)), resumes
+            )
+            if run is not None:
+                claimed.append(run)
+        return claimed
+
+    async def reopen(self, run_id: str, owner: str, lease_s: float) -> StoredRun | None:
+        """Queue a run again under `owner`, to resume it.
+
+        It must be interrupted or failed, or unfinished with a lease not renewed for `lease_s`
+        (its service died). None: it is not (or another instance reopened it first).
+        """
+        stale = time.time() - lease_s
+        async with self._sessions() as session:
+            row = await session.get(RunRow, run_id)
+            if row is None:
+                return None
+            lost = row.status in _UNFINISHED and (row.heartbeat_at or 0) < stale
+            if row.status not in _RESUMABLE and not lost:
+                return None
+            status, resumes = row.status, row.resumes
+        return await self._claim(run_id, owner, (RunRow.status == status,), resumes)
+
+    async def _claim(
+        self, run_id: str, owner: str, where: tuple[Any, ...], resumes: int
+    ) -> StoredRun | None:
+        async with self._sessions.begin() as session:
+            done = await session.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.resumes == resumes, *where)
+                .values(
+                    owner=owner,
+                    heartbeat_at=time.time(),
+                    status=RunStatus.QUEUED,
+                    resumes=resumes + 1,
+                    error=None,
+                    finished_at=None,
+                    cancel_requested=False,
+                )
+            )
+            if done.rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            # The resumed life records the whole trace again (reused steps marked so), and its
+            # events go on after the last one: an earlier end is no longer the end.
+            await session.execute(delete(SpanRow).where(SpanRow.run_id == run_id))
+            await session.execute(
+                delete(EventRow).where(EventRow.run_id == run_id, EventRow.type == "run_finished")
+            )
+            row = await session.get(RunRow, run_id)
+            return StoredRun.model_validate(row) if row is not None else None

@@ -1,0 +1,77 @@
+"""What the run service shows besides run records: traces, diagrams, placement, health."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agents.core.errors import describe_error
+from orchestrator.engine import Engine
+from orchestrator.errors import NotReady
+from orchestrator.live_trace import live_spans
+from orchestrator.store import RunStore, StoredRun
+from tracing import SpanRecord
+from tracing.sequence import Detail, Diagram, sequence_diagram
+
+__all__ = ["RunViews"]
+
+
+class RunViews:
+    """A part of `RunService`: views read from the store once a run is over, live before."""
+
+    engine: Engine
+    store: RunStore
+    startup_error: str | None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the agents have started."""
+        raise NotImplementedError
+
+    async def placement(self) -> list[dict[str, Any]]:
+        """Each agent replica, asked now (none before the agents have started)."""
+        return await self.engine.placement() if self.engine.started else []
+
+    async def spans(self, run: StoredRun) -> list[SpanRecord]:
+        """The run's spans, finished or not.
+
+        As stored once it is finished; while it goes on, those finished so far with the open ones
+        rebuilt from its events (`orchestrator.live_trace`).
+        """
+        if not run.finished and self.ready:
+            finished, events = await self.engine.ledger.snapshot(run.id)
+            if events:
+                return live_spans(finished, events)
+        return await self.store.spans(run.id)
+
+    async def diagram(self, run: StoredRun, detail: Detail = "agents", page: int = 1) -> Diagram:
+        """The run as a Mermaid sequence diagram, from its spans (live while it goes on)."""
+        spans = await self.spans(run)
+        return await asyncio.to_thread(
+            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
+        )
+
+    async def check(self) -> dict[str, str]:
+        """What is (not) working: the agents on Ray and the store. Values are "ok" or why not."""
+        status: dict[str, str] = {}
+        try:
+            if self.startup_error:
+                raise NotReady(self.startup_error)
+            if not self.ready:
+                raise NotReady("the agents are starting")
+            await self.engine.ledger.ping(2.0)
+            status["ray"] = "ok"
+        except Exception as exc:
+            status["ray"] = describe_error(exc)
+        try:
+            await asyncio.wait_for(self.store.ping(), 5)
+            status["store"] = "ok"
+        except Exception as exc:
+            status["store"] = describe_error(exc)
+        if status["ray"] == "ok":
+            # MCP servers that failed, tools disabled: the agents work on without them.
+            problems = sorted(
+                {p for r in await self.engine.placement() for p in r.get("tool_problems", [])}
+            )
+            status["tools"] = "ok" if not problems else "degraded: " + "; ".join(problems)
+        return status

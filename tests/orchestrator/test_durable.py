@@ -1,0 +1,118 @@
+"""Durable runs: a run whose service is killed mid-way resumes once a service is back, without
+repeating what it had finished (model calls, tool calls that must run at most once)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from orchestrator.store import RunStore
+from tests.orchestrator.test_api import all_events, follow, submit
+from tests.service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+# Three levels: lead -> middle -> worker. The middle counts parcels (a side effect that must run
+# at most once) while the worker's slow model thinks; every model call that is answered is
+# written to calls.txt. The offline model's answers list the results they got, so the final
+# answer shows how many times the count ran and what the worker said.
+CONFIG = """
+name: durable
+limits: {{deadline_s: 120}}
+env: [PARCELS_FILE]
+agents:
+  - name: lead
+    description: Leads.
+    delegates: [middle]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+  - name: middle
+    description: Writes the parcels report.
+    delegates: [worker]
+    tools: [tests.testkit:count_parcels]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+  - name: worker
+    description: Weighs parcels.
+    model: {{name: baton/offline, params: {{calls_file: "{calls}", latency_ms: {slow_ms}}}}}
+"""
+
+
+def _calls(path: Path, task: str) -> int:
+    return sum(1 for line in path.read_text().splitlines() if line.startswith(repr(task)[:60]))
+
+
+async def _recorded(store_url: str, run_id: str, kinds: set[str]) -> list[dict[str, object]]:
+    """The run's step log once it holds steps of each kind in `kinds` (bounded wait)."""
+    store = await RunStore.open(store_url)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            steps = await store.steps(run_id)
+            if kinds <= {str(s["kind"]) for s in steps}:
+                return steps
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the step log never held {kinds}: {steps}")
+    finally:
+        await store.close()
+
+
+async def _answer(url: str, run_id: str) -> dict[str, object]:
+    events = await all_events(url, run_id)
+    assert events[-1][1] == "run_finished", events[-1]
+    async with httpx.AsyncClient(base_url=url) as client:
+        return dict((await client.get(f"/v1/runs/{run_id}")).json())
+
+
+async def test_a_run_whose_service_is_killed_resumes_without_repeating_finished_work(
+    tmp_path: Path,
+) -> None:
+    calls, parcels = tmp_path / "calls.txt", tmp_path / "parcels.txt"
+    calls.touch()
+    (tmp_path / "durable.yaml").write_text(CONFIG.format(calls=calls, slow_ms=6000))
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    service = ServiceProcess(
+        tmp_path / "durable.yaml", store_url, "", tmp_path / "serve.log",
+        BATON_INSTANCE_ID="durable-test", PARCELS_FILE=str(parcels),
+    )  # fmt: skip
+    service._env.pop("RAY_ADDRESS")  # a local Ray of its own: it dies with the service
+    service.start()
+    try:
+        task = "parcels report K"
+        killed = (await submit(service.url, {"task": task, "agent": "lead"})).json()["id"]
+        async for _, kind, data in follow(service.url, killed):
+            if kind == "model_started" and data["agent"] == "worker":
+                break
+        # The worker's slow model call is under way; the count has run and is recorded.
+        await _recorded(store_url, killed, {"model", "tool_started", "tool_result"})
+        assert parcels.read_text().splitlines() == [task]
+        before = _calls(calls, task)
+        assert before == 2  # lead's and middle's first steps; the worker's has not answered
+        processes = psutil.Process(service._process.pid).children(recursive=True)  # type: ignore[union-attr]
+        service.kill()
+        _, alive = psutil.wait_procs(processes, timeout=60)  # its local Ray goes with it...
+        names = [p.name() for p in alive]
+        assert not [n for n in names if "AgentHost" in n or n in ("raylet", "gcs_server")], names
+        for leftover in alive:  # ...but for Ray's own dashboard and runtime-env agents
+            leftover.kill()
+
+        service.start()
+        resumed = await _answer(service.url, killed)
+        assert resumed["status"] == "succeeded", resumed
+        # The same run, uninterrupted, for comparison.
+        fresh_task = "parcels report R"
+        fresh_id = (await submit(service.url, {"task": fresh_task, "agent": "lead"})).json()["id"]
+        fresh = await _answer(service.url, fresh_id)
+        assert fresh["status"] == "succeeded", fresh
+    finally:
+        service.stop()
+
+    assert str(resumed["output"]).replace("report K", "report R") == fresh["output"]
+    assert "call 1 for this task" in str(resumed["output"])
+    # The count ran once; the model answered as many calls as in the uninterrupted run.
+    assert parcels.read_text().splitlines().count(task) == 1
+    assert _calls(calls, task) == _calls(calls, fresh_task) == 5
+    assert resumed["usage"] == fresh["usage"]
