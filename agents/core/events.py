@@ -298,6 +298,9 @@ class ApprovalRequested(EventBase):
     tool: str
     arguments: str = Field(description="The call's arguments as JSON (redacted, cut).")
     expires_at: float = Field(description="When it is denied without a decision.")
+    record_key: str | None = Field(
+        default=None, description="Where the decision is kept in the run's step log."
+    )
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override

@@ -186,12 +186,27 @@ class LedgerActor:
         self._changed(run_id)
         return unique
 
-    def decide(
+    async def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
     ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call; the first decision counts."""
+        """Approve or deny a pending call; the first decision counts.
+
+        With a step log, the decision is stored before this returns: a run resumed after a
+        crash does not ask again, and the call it approved runs at most once.
+        """
         outcome = self._ledger.decide(run_id, call_id, approved, message, by)
         self._changed(run_id)
+        request = self._ledger.request(run_id, call_id)
+        if outcome[0] == "decided" and request is not None and request.record_key:
+            step = Step(
+                invocation=request.invocation or "",
+                key=request.record_key,
+                kind="approval",
+                data={**(outcome[1] or {}), "at": time.time()},
+                epoch=self._ledger.epoch(run_id),
+            )
+            if self._keep(run_id, step) and self._writer is not None:
+                await self._writer.sync()
         return outcome
 
     def pending(self, run_id: str) -> list[ApprovalRequested]:

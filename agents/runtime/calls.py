@@ -268,11 +268,12 @@ class ToolCalls:
             decision: dict[str, Any] | None = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
         else:
-            decision = await self._ask_person(inv, call, arguments)
+            decision = await self._ask_person(inv, call, arguments, key)
             if isinstance(decision, ToolOutput):
                 return decision
             if self._journaled(inv):
-                # Stored before the call goes ahead: a run resumed later does not ask again.
+                # Stored (by the ledger as it was decided; here again in case that write was
+                # lost) before the call goes ahead: a run resumed later does not ask again.
                 assert self.journal is not None
                 step = self._step(inv, key, "approval", {**decision, "at": time.time()})
                 if not await self.journal.commit(inv.ctx.run_id, step):
@@ -294,7 +295,7 @@ class ToolCalls:
         )
 
     async def _ask_person(
-        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
+        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any], key: str
     ) -> dict[str, Any] | ToolOutput:
         """Ask for a decision on the call and wait for it (expiry denies)."""
         ctx = inv.ctx
@@ -315,6 +316,7 @@ class ToolCalls:
             tool_call_id=call.id,
             arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
             expires_at=time.time() + wait,
+            record_key=key if self._journaled(inv) else None,
             **span_ids(span),
         )
         approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)

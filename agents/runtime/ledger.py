@@ -288,6 +288,11 @@ class RunLedger:
         )
         return "decided", decision
 
+    def request(self, run_id: str, call_id: str) -> ApprovalRequested | None:
+        """The request of a call that waits (or waited) for approval."""
+        book = self._book(run_id)
+        return book.approvals.get(call_id) if book is not None else None
+
     def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
         """The decision on a pending call, or None while it waits."""
         book = self._book(run_id)

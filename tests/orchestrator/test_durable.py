@@ -4,6 +4,7 @@ repeating what it had finished (model calls, tool calls that must run at most on
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 
@@ -38,6 +39,15 @@ agents:
   - name: worker
     description: Weighs parcels.
     model: {{name: baton/offline, params: {{calls_file: "{calls}", latency_ms: {slow_ms}}}}}
+  - name: payer
+    description: Pays, once a person approves.
+    tools: [{{function: "tests.testkit:send_once", confirm: true}}]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {{tool_calls: [{{name: send_once, arguments: {{path: "{sent}", seconds: 2}}}}]}}
+          - {{content: paid}}
 """
 
 
@@ -67,12 +77,12 @@ async def _answer(url: str, run_id: str) -> dict[str, object]:
         return dict((await client.get(f"/v1/runs/{run_id}")).json())
 
 
-async def test_a_run_whose_service_is_killed_resumes_without_repeating_finished_work(
+async def test_runs_whose_service_is_killed_resume_without_repeating_finished_work(
     tmp_path: Path,
 ) -> None:
-    calls, parcels = tmp_path / "calls.txt", tmp_path / "parcels.txt"
+    calls, parcels, sent = tmp_path / "calls.txt", tmp_path / "parcels.txt", tmp_path / "sent"
     calls.touch()
-    (tmp_path / "durable.yaml").write_text(CONFIG.format(calls=calls, slow_ms=6000))
+    (tmp_path / "durable.yaml").write_text(CONFIG.format(calls=calls, sent=sent, slow_ms=6000))
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     service = ServiceProcess(
         tmp_path / "durable.yaml", store_url, "", tmp_path / "serve.log",
@@ -91,13 +101,33 @@ async def test_a_run_whose_service_is_killed_resumes_without_repeating_finished_
         assert parcels.read_text().splitlines() == [task]
         before = _calls(calls, task)
         assert before == 2  # lead's and middle's first steps; the worker's has not answered
-        processes = psutil.Process(service._process.pid).children(recursive=True)  # type: ignore[union-attr]
+        # A payment waits for approval. Its agents' process is stopped (SIGSTOP), a person
+        # approves (stored before the answer comes), and everything dies before the approved
+        # call could start.
+        paying = (await submit(service.url, {"task": "pay 42", "agent": "payer"})).json()["id"]
+        call_id = ""
+        async for _, kind, data in follow(service.url, paying):
+            if kind == "approval_requested":
+                call_id = data["call_id"]
+                break
+        assert service._process is not None
+        processes = psutil.Process(service._process.pid).children(recursive=True)
+        hosts = [p for p in processes if "AgentHost" in p.name()]
+        assert len(hosts) == 1, [p.name() for p in processes]  # the team shares one host
+        hosts[0].send_signal(signal.SIGSTOP)
+        async with httpx.AsyncClient(base_url=service.url) as client:
+            decided = await client.post(
+                f"/v1/runs/{paying}/approvals/{call_id}", json={"approve": True}
+            )
+            assert decided.status_code == 200, decided.text
         service.kill()
+        hosts[0].kill()
         _, alive = psutil.wait_procs(processes, timeout=60)  # its local Ray goes with it...
         names = [p.name() for p in alive]
-        assert not [n for n in names if "AgentHost" in n or n in ("raylet", "gcs_server")], names
+        assert not [n for n in names if n in ("raylet", "gcs_server")], names
         for leftover in alive:  # ...but for Ray's own dashboard and runtime-env agents
             leftover.kill()
+        assert not sent.exists()  # the approved call had not run
 
         service.start()
         resumed = await _answer(service.url, killed)
@@ -107,8 +137,15 @@ async def test_a_run_whose_service_is_killed_resumes_without_repeating_finished_
         fresh_id = (await submit(service.url, {"task": fresh_task, "agent": "lead"})).json()["id"]
         fresh = await _answer(service.url, fresh_id)
         assert fresh["status"] == "succeeded", fresh
+        paid = await _answer(service.url, paying)
+        payment_events = await all_events(service.url, paying)
     finally:
         service.stop()
+
+    # Approved once, never asked again; the approved call ran once.
+    assert paid["status"] == "succeeded", paid
+    assert [k for _, k, _ in payment_events].count("approval_requested") == 1
+    assert sent.read_text() == "sent\n"
 
     assert str(resumed["output"]).replace("report K", "report R") == fresh["output"]
     assert "call 1 for this task" in str(resumed["output"])

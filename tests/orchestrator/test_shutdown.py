@@ -134,8 +134,13 @@ async def _check_and_stop(service: ServiceProcess, store_url: str, tmp_path: Pat
 async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart(
     ray_address: str, service_dir: Path
 ) -> None:
+    # `on_interrupt: fail`: not resumed (see test_durable for what `resume`, the default, does).
+    failing = service_dir / "svc-fail.yaml"
+    failing.write_text((service_dir / "svc.yaml").read_text().replace(
+        "name: svc\n", "name: svc\non_interrupt: fail\n", 1
+    ))  # fmt: skip
     service = ServiceProcess(
-        service_dir / "svc.yaml",
+        failing,
         f"sqlite+aiosqlite:///{service_dir / 'restart.db'}",
         ray_address,
         service_dir / "restart.log",
