@@ -113,6 +113,7 @@ class RunLinks(BaseModel):
     trace: str
     diagram: str
     cancel: str
+    resume: str
 
 
 class RunView(BaseModel):
@@ -132,6 +133,10 @@ class RunView(BaseModel):
     finished_at: float | None
     duration_s: float | None
     cancel_requested: bool
+    resumes: int = Field(
+        default=0,
+        description="How many times the run resumed from its step log after an interruption.",
+    )
     tree: AgentResult | None = Field(description="The delegation tree, once the run ended.")
     links: RunLinks
 
@@ -311,6 +316,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         finished_at=run.finished_at,
         duration_s=run.duration_s,
         cancel_requested=run.cancel_requested,
+        resumes=run.resumes,
         tree=AgentResult.model_validate(run.tree) if run.tree else None,
         links=RunLinks(
             self=base,
@@ -318,6 +324,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
             trace=f"{base}/trace",
             diagram=f"{base}/diagram",
             cancel=f"{base}/cancel",
+            resume=f"{base}/resume",
         ),
     )
 

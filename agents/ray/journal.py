@@ -17,6 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import JSON, Float, Integer, String, column, event, func, select, table
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agents.core.events import EVENTS, Event
@@ -121,11 +122,8 @@ class JournalWriter:
                     )
 
     def _insert(self, target: Any) -> Any:
-        if self._engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(target)
+        dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
+        return dialect.insert(target)
 
     async def load(self, run_id: str) -> tuple[dict[str, dict[str, Step]], int]:
         """A run's recorded steps by invocation and key, and its highest stored event id."""

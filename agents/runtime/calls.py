@@ -101,6 +101,9 @@ class ToolCalls:
         return inv.ctx.journal and self.journal is not None
 
     def _step(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> Step:
+        # Scrubbed like events: the store never holds a secret (a resumed run reads the
+        # placeholder where a tool's result had one).
+        data = self.redactor.value(data)
         return Step(invocation=inv.id, key=key, kind=kind, data=data, epoch=inv.ctx.epoch)
 
     def _emit(self, inv: Invocation, kind: type[EventBase], **data: Any) -> None:
@@ -265,12 +268,13 @@ class ToolCalls:
         key = approval_key(inv.steps, call.id)
         recorded = inv.record.get(key) if inv.record.steps else None
         if recorded is not None:
-            decision: dict[str, Any] | None = recorded.data
+            decision: dict[str, Any] = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
         else:
-            decision = await self._ask_person(inv, call, arguments, key)
-            if isinstance(decision, ToolOutput):
-                return decision
+            asked = await self._ask_person(inv, call, arguments, key)
+            if isinstance(asked, ToolOutput):
+                return asked
+            decision = asked
             if self._journaled(inv):
                 # Stored (by the ledger as it was decided; here again in case that write was
                 # lost) before the call goes ahead: a run resumed later does not ask again.
@@ -278,7 +282,6 @@ class ToolCalls:
                 step = self._step(inv, key, "approval", {**decision, "at": time.time()})
                 if not await self.journal.commit(inv.ctx.run_id, step):
                     decision = {**decision, "approved": False, "by": "expiry"}
-        assert decision is not None
         if decision["approved"]:
             return None
         reason = "denied by a person" if decision["by"] == "person" else "approval expired"

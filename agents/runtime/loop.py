@@ -24,7 +24,7 @@ from agents.core.events import (
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
 from agents.core.spec import AgentSpec
-from agents.core.steps import Journal, Step, model_key, request_fingerprint
+from agents.core.steps import Journal, model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply, tool_schema
 from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
@@ -281,13 +281,7 @@ class AgentRuntime(ToolCalls):
                     return reply_or_stop
                 reply = reply_or_stop
                 if fingerprint and self.journal is not None:
-                    step = Step(
-                        invocation=inv.id,
-                        key=key,
-                        kind="model",
-                        data=reply_data(reply, fingerprint),
-                        epoch=ctx.epoch,
-                    )
+                    step = self._step(inv, key, "model", reply_data(reply, fingerprint))
                     self.journal.record(ctx.run_id, step)
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)

@@ -155,7 +155,7 @@ class Ownership:
                     cancel_requested=False,
                 )
             )
-            if done.rowcount != 1:  # type: ignore[attr-defined]
+            if done.rowcount != 1:
                 return None
             # The resumed life records the whole trace again (reused steps marked so), and its
             # events go on after the last one: an earlier end is no longer the end.
@@ -165,3 +165,7 @@ class Ownership:
             )
             row = await session.get(RunRow, run_id)
             return StoredRun.model_validate(row) if row is not None else None
+
+    async def _set(self, run_id: str, **values: Any) -> None:
+        async with self._sessions.begin() as session:
+            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))

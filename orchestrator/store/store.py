@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from sqlalchemy import Connection, event, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
@@ -228,11 +229,8 @@ class RunStore(Ownership):
             await session.execute(insert(SpanRow), _span_rows(run_id, spans))
 
     def _insert_new(self, row: Any) -> Any:
-        if self._engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        return dialect_insert(row).on_conflict_do_nothing()
+        dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
+        return dialect.insert(row).on_conflict_do_nothing()
 
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
@@ -306,7 +304,3 @@ class RunStore(Ownership):
                 query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)
             )
             return RunPage(runs=[StoredRun.model_validate(r) for r in rows], total=total or 0)
-
-    async def _set(self, run_id: str, **values: Any) -> None:
-        async with self._sessions.begin() as session:
-            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
