@@ -7,11 +7,14 @@ import asyncio
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
 import pytest
+import ray
 
+from agents.core.messages import RunStatus
 from orchestrator.store import RunStore
 from tests.orchestrator.test_api import all_events, follow, submit
 from tests.service import ServiceProcess
@@ -55,14 +58,16 @@ def _calls(path: Path, task: str) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.startswith(repr(task)[:60]))
 
 
-async def _recorded(store_url: str, run_id: str, kinds: set[str]) -> list[dict[str, object]]:
-    """The run's step log once it holds steps of each kind in `kinds` (bounded wait)."""
+async def _recorded(
+    store_url: str, run_id: str, kinds: set[str], keys: frozenset[str] = frozenset()
+) -> list[dict[str, object]]:
+    """The run's step log once it holds steps of each kind and key given (bounded wait)."""
     store = await RunStore.open(store_url)
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             steps = await store.steps(run_id)
-            if kinds <= {str(s["kind"]) for s in steps}:
+            if kinds <= {str(s["kind"]) for s in steps} and keys <= {str(s["key"]) for s in steps}:
                 return steps
             await asyncio.sleep(0.05)
         raise AssertionError(f"the step log never held {kinds}: {steps}")
@@ -153,3 +158,72 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
     assert parcels.read_text().splitlines().count(task) == 1
     assert _calls(calls, task) == _calls(calls, fresh_task) == 5
     assert resumed["usage"] == fresh["usage"]
+
+
+# An agent with restarts that counts parcels (at most once) and then waits on an idempotent
+# step; it dies during the wait (its actor killed, or its node removed) and resumes.
+HELPER = """
+name: durable-{tag}
+env: [PARCELS_FILE]
+agents:
+  - {{name: boss, delegates: [helper], description: boss}}
+  - name: helper
+    description: helps with the parcels
+    tools:
+      - tests.testkit:count_parcels
+      - {{function: "tests.testkit:slow_step", idempotent: true}}
+    ray: {{max_restarts: 1, resources: {{{resource}: 1}}}}
+    model:
+      name: baton/scripted
+      params:
+        calls_file: "{calls}"
+        replies:
+          - {{tool_calls: [{{name: count_parcels, arguments: {{task: parcels {tag}}}}}]}}
+          - {{tool_calls: [{{name: slow_step, arguments: {{seconds: 2}}}}]}}
+          - {{content: helped}}
+"""
+
+
+@pytest.mark.parametrize("loss", ["actor", "node"])
+async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
+    ray_cluster: Any, tmp_path: Path, loss: str
+) -> None:
+    from orchestrator.engine import Engine
+    from orchestrator.serving import journal_url
+    from tests.testkit import config
+
+    calls, parcels = tmp_path / "calls.txt", tmp_path / "parcels.txt"
+    calls.touch()
+    resource = f"parcels_{loss}"
+    node = ray_cluster.add_node(num_cpus=1, resources={resource: 1})
+    ray_cluster.wait_for_nodes()
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(store_url)
+    system = config(HELPER.format(tag=loss, resource=resource, calls=calls))
+    engine = Engine(
+        system,
+        namespace="baton-tests",
+        env={"PARCELS_FILE": str(parcels)},
+        journal_url=journal_url(store_url),
+    )
+    try:
+        engine.start()
+        await store.add("resumed-" + loss, "help", agent=None, system=system.config.name, config={})
+        job = asyncio.ensure_future(engine.run("help with the parcels", run_id="resumed-" + loss))
+        # The count has run and the slow step was asked for (both recorded): it is under way.
+        await _recorded(store_url, "resumed-" + loss, {"tool_result"}, frozenset({"model:2"}))
+        if loss == "actor":
+            ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it
+        else:
+            ray_cluster.remove_node(node)  # Ray restarts it where the resource is again
+            ray_cluster.add_node(num_cpus=1, resources={resource: 1})
+        result = await asyncio.wait_for(job, timeout=90)
+    finally:
+        engine.stop()
+        await store.close()
+    assert result.status == RunStatus.SUCCEEDED and result.tree is not None, result.error
+    [helper] = [n for n in result.tree.children if n.status == RunStatus.SUCCEEDED]
+    assert helper.output == "helped", helper.error
+    # The count ran once; the helper's model answered three calls in all, as without the loss.
+    assert parcels.read_text().splitlines() == [f"parcels {loss}"]
+    assert len(calls.read_text().splitlines()) == 3
