@@ -111,6 +111,17 @@ class BatonClient:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
+    async def replay(self, run_id: str) -> dict[str, Any]:
+        """Execute a finished run again from its step log, as a new run."""
+        return await self._json(await self._http.post(f"/v1/runs/{run_id}/replay"))  # type: ignore[no-any-return]
+
+    async def diagram(self, run_id: str, **params: str) -> str:
+        """A run's sequence diagram as Mermaid text."""
+        answer = await self._http.get(f"/v1/runs/{run_id}/diagram", params=params)
+        if answer.status_code >= 400:
+            await self._json(answer)  # raises ApiError
+        return answer.text
+
     async def resume(self, run_id: str) -> dict[str, Any]:
         """Resume an interrupted or failed run from its step log."""
         return await self._json(await self._http.post(f"/v1/runs/{run_id}/resume"))  # type: ignore[no-any-return]

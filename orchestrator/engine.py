@@ -194,6 +194,7 @@ class Engine:
         deadline_s: float | None = None,
         finish: bool = True,
         epoch: int = 0,
+        replay_of: str | None = None,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -208,6 +209,8 @@ class Engine:
                 whoever sees the `run_finished` event finds the run recorded).
             epoch: 0 for a new run; 1, 2, ... to resume run `run_id` for the 1st, 2nd... time:
                 its agents take their finished steps from its step log (see `journal_url`).
+            replay_of: execute the run `replay_of` again from its step log, as this new run:
+                no model call and no tool call is made (a step the log lacks fails).
         """
         self.start()
         run_id = run_id or uuid.uuid4().hex
@@ -226,6 +229,7 @@ class Engine:
             limits=limits,
             journal=self.journaled,
             epoch=epoch,
+            replay_only=replay_of is not None,
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
@@ -243,8 +247,8 @@ class Engine:
                     span.set_attribute(attr.BATON_RUN_EPOCH, epoch)
                 # Awaited: agents on other processes ask the ledger about the budget, and the
                 # first event must come before any agent's.
-                await self.ledger.open(run_id, limits.token_budget, first, epoch)
-                tree = await self._dispatch_entry(task, entry, ctx)
+                await self.ledger.open(run_id, limits.token_budget, first, epoch, replay_of)
+                tree = await self._dispatch_entry(task, entry, ctx, replay_of)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
                 self._export.export(spans)
@@ -270,7 +274,9 @@ class Engine:
                 await self.ledger.finish(run_id, final_event(result, entry))
         return result
 
-    async def _dispatch_entry(self, task: str, entry: str, ctx: RunContext) -> AgentResult:
+    async def _dispatch_entry(
+        self, task: str, entry: str, ctx: RunContext, replay_of: str | None = None
+    ) -> AgentResult:
         known = entry in self.system.topology.graph
         try:
             check_delegation(
@@ -286,8 +292,8 @@ class Engine:
         delegation = Delegation(
             task=task,
             context=ctx.enter(entry, inject_context()),
-            invocation=entry_invocation(ctx.run_id) if ctx.journal else None,
-            replay=ctx.epoch > 0,
+            invocation=entry_invocation(replay_of or ctx.run_id) if ctx.journal else None,
+            replay=ctx.epoch > 0 or replay_of is not None,
         )
         run_id = ctx.run_id
         started_at = ctx.deadline - ctx.limits.deadline_s

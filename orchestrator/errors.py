@@ -14,6 +14,7 @@ __all__ = [
     "ApprovalNotFound",
     "IdempotencyConflict",
     "NotReady",
+    "NotReplayable",
     "NotResumable",
     "Overloaded",
     "RunNotFound",
@@ -94,3 +95,10 @@ class NotResumable(ServiceError):
 
     status = 409
     code = "not_resumable"
+
+
+class NotReplayable(ServiceError):
+    """The run cannot be replayed: it has not ended, or runs keep no step log."""
+
+    status = 409
+    code = "not_replayable"

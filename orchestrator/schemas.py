@@ -137,6 +137,9 @@ class RunView(BaseModel):
         default=0,
         description="How many times the run resumed from its step log after an interruption.",
     )
+    replay_of: str | None = Field(
+        default=None, description="The run whose step log this run replays (no model calls)."
+    )
     tree: AgentResult | None = Field(description="The delegation tree, once the run ended.")
     links: RunLinks
 
@@ -317,6 +320,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         duration_s=run.duration_s,
         cancel_requested=run.cancel_requested,
         resumes=run.resumes,
+        replay_of=run.replay_of,
         tree=AgentResult.model_validate(run.tree) if run.tree else None,
         links=RunLinks(
             self=base,

@@ -23,8 +23,9 @@ from agents.core.messages import RunStatus
 from orchestrator.admission import Admission
 from orchestrator.approvals import ApprovalDesk
 from orchestrator.config import AgentSystem
+from orchestrator.durability import Durability
 from orchestrator.engine import Engine
-from orchestrator.errors import IdempotencyConflict, NotReady, NotResumable, RunNotFound
+from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
 from orchestrator.feed import EventFeed
 from orchestrator.recorder import Recorder
 from orchestrator.results import RunResult, final_event
@@ -53,7 +54,7 @@ class ServiceLimits:
 _STOPPED = "the service stopped while the run was in flight"
 
 
-class RunService(RunViews):
+class RunService(RunViews, Durability):
     """Runs tasks in the background and keeps their record.
 
     Args:
@@ -257,40 +258,6 @@ class RunService(RunViews):
             await self.store.request_cancel(run_id)
         return await self.get(run_id)
 
-    async def resume(self, run_id: str) -> StoredRun:
-        """Resume an interrupted or failed run here (or one a dead service left), from its log.
-
-        Raises:
-            NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
-        """
-        run = await self.get(run_id)
-        if not self.engine.journaled:
-            raise NotResumable("this service's runs keep no step log (an in-memory store)")
-        if self._stopping:
-            raise NotReady("the service is stopping")
-        reopened = await self.store.reopen(run_id, self.owner, self.limits.lease_s)
-        if reopened is None:
-            raise NotResumable(
-                f"run {run_id!r} is {run.status.value}: only interrupted or failed runs resume "
-                "(or unfinished ones whose service stopped renewing its lease)",
-                run_id=run_id,
-            )
-        self._resume(reopened)
-        return reopened
-
-    def _resume(self, run: StoredRun) -> None:
-        """Run a reopened run again: its agents take their finished steps from the record."""
-        request = Submission(task=run.task, **(run.options or {}))
-        self._tasks[run.id] = asyncio.create_task(
-            self._execute(run.id, request, epoch=run.resumes), context=contextvars.Context()
-        )
-
-    async def _take_over_lost(self) -> None:
-        """Resume the runs of instances that stopped renewing their leases (one taker each)."""
-        for run in await self.store.take_over(self.owner, lease_s=self.limits.lease_s):
-            logger.warning("resuming run %s of a lost instance", run.id)
-            self._resume(run)
-
     def _cancel_here(self, run_id: str) -> bool:
         task = self._tasks.get(run_id)
         if task is None:
@@ -301,7 +268,9 @@ class RunService(RunViews):
             task.cancel()  # still queued
         return True
 
-    async def _execute(self, run_id: str, request: Submission, epoch: int = 0) -> None:
+    async def _execute(
+        self, run_id: str, request: Submission, epoch: int = 0, replay_of: str | None = None
+    ) -> None:
         began = time.monotonic()
         try:
             async with self._slots:
@@ -310,7 +279,7 @@ class RunService(RunViews):
                     await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
                     return
                 self._running.add(run_id)
-                await self._run(run_id, request, epoch)
+                await self._run(run_id, request, epoch, replay_of)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
                 if self._stopping:
@@ -326,7 +295,9 @@ class RunService(RunViews):
             self._tasks.pop(run_id, None)
             self.admission.ran(time.monotonic() - began)
 
-    async def _run(self, run_id: str, request: Submission, epoch: int) -> None:
+    async def _run(
+        self, run_id: str, request: Submission, epoch: int, replay_of: str | None
+    ) -> None:
         record = self.recorder.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         result: RunResult | None = None
@@ -345,6 +316,7 @@ class RunService(RunViews):
                 deadline_s=request.deadline_s,
                 finish=False,
                 epoch=epoch,
+                replay_of=replay_of,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

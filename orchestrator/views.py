@@ -44,11 +44,14 @@ class RunViews:
                 return live_spans(finished, events)
         return await self.store.spans(run.id)
 
-    async def diagram(self, run: StoredRun, detail: Detail = "agents", page: int = 1) -> Diagram:
+    async def diagram(
+        self, run: StoredRun, detail: Detail = "agents", page: int = 1, comparable: bool = False
+    ) -> Diagram:
         """The run as a Mermaid sequence diagram, from its spans (live while it goes on)."""
         spans = await self.spans(run)
+        title = "Run" if comparable else f"Run {run.id[:12]}"
         return await asyncio.to_thread(
-            sequence_diagram, spans, detail=detail, page=page, title=f"Run {run.id[:12]}"
+            sequence_diagram, spans, detail=detail, page=page, title=title, comparable=comparable
         )
 
     async def check(self) -> dict[str, str]:

@@ -94,14 +94,16 @@ class _Chunk:
 
 
 class _Builder:
-    def __init__(self, detail: Detail) -> None:
+    def __init__(self, detail: Detail, comparable: bool = False) -> None:
         self.sequence, _ = mermaid_modules()
         self.detail = detail
+        self.comparable = comparable
         self.cast: dict[tuple[str, str], Any] = {}
         self.folded: list[str] = []
         self.totals: dict[str, list[int]] = {}
 
-    # Participants ------------------------------------------------------------------------
+    def took(self, node: _Node) -> str:
+        return "-" if self.comparable else _duration(node)
 
     def who(self, kind: str, name: str) -> Any:
         key = (kind, name)
@@ -110,8 +112,6 @@ class _Builder:
             participant.id_ = f"{kind[0]}{len(self.cast) + 1}"  # never a Mermaid keyword
             self.cast[key] = participant
         return self.cast[key]
-
-    # Elements ----------------------------------------------------------------------------
 
     def arrow(self, src: Any, dst: Any, kind: _Arrow, text: str, span: SpanRecord) -> _Chunk:
         link = self.sequence.Link(src, dst, kind, label(text))
@@ -130,8 +130,6 @@ class _Builder:
         arrows = [a for _, c in branches for a in c.arrows]
         return _Chunk([block], arrows, hash(tuple(c.shape for _, c in branches)), len(str(block)))
 
-    # Runs --------------------------------------------------------------------------------
-
     @property
     def orchestrator(self) -> Any:
         return self.who("orchestrator", "Orchestrator")
@@ -141,7 +139,11 @@ class _Builder:
         client, orch = self.who("client", "Client"), self.orchestrator
         head, tail = _Chunk(), _Chunk()
         run_id = str(root.attrs.get(attr.BATON_RUN_ID, ""))[:12]
-        head.add(self.arrow(client, orch, _Arrow.SEND, f"run {run_id}", root.span))
+        head.add(
+            self.arrow(
+                client, orch, _Arrow.SEND, "run" if self.comparable else f"run {run_id}", root.span
+            )
+        )
         entries = [c for c in root.children if c.name.startswith(_AGENT)]
         steps: list[_Chunk] = []
         for entry in entries:
@@ -153,7 +155,7 @@ class _Builder:
         if not root.open:
             status = "failed" if root.failed else "done"
             tail.add(
-                self.arrow(orch, client, _Arrow.REPLY, f"{status} · {_duration(root)}", root.span)
+                self.arrow(orch, client, _Arrow.REPLY, f"{status} · {self.took(root)}", root.span)
             )
         for (kind, name), participant in self.cast.items():
             if kind == "agent" and name in self.totals:
@@ -176,11 +178,11 @@ class _Builder:
         if node.failed:
             kind = node.attrs.get(attr.ERROR_TYPE) or "error"
             chunk.add(
-                self.arrow(agent, caller, _Arrow.FAIL, f"{kind} · {_duration(node)}", node.span)
+                self.arrow(agent, caller, _Arrow.FAIL, f"{kind} · {self.took(node)}", node.span)
             )
             chunk.add(self.note(agent, f"✗ {node.span.get('status_message') or kind}"))
         else:
-            parts = ["ok", _duration(node), _tokens(node)]
+            parts = ["ok", self.took(node), _tokens(node)]
             chunk.add(
                 self.arrow(agent, caller, _Arrow.RETURN, " · ".join(filter(None, parts)), node.span)
             )
@@ -209,7 +211,7 @@ class _Builder:
             if not chat.open:
                 back = _Arrow.CROSS if chat.failed else _Arrow.REPLY
                 chunk.add(
-                    self.arrow(model, agent, back, _tokens(chat) or _duration(chat), chat.span)
+                    self.arrow(model, agent, back, _tokens(chat) or self.took(chat), chat.span)
                 )
         calls = [(t, self.tool(agent, t)) for t in tools]
         calls = [(t, c) for t, c in calls if c.elements]
@@ -273,13 +275,11 @@ class _Builder:
             else:
                 chunk.add(
                     self.arrow(
-                        participant, agent, _Arrow.REPLY, f"ok · {_duration(node)}", node.span
+                        participant, agent, _Arrow.REPLY, f"ok · {self.took(node)}", node.span
                     )
                 )
         chunk.shape = hash(("tool", tool, node.failed))
         return chunk
-
-    # Folding -----------------------------------------------------------------------------
 
     def fold_alike(self, calls: list[tuple[_Node, _Chunk]], agent: Any) -> list[tuple[str, _Chunk]]:
         """One branch per call; calls that look alike, from `COLLAPSE_AT` on, as one loop."""
@@ -338,6 +338,7 @@ def sequence_diagram(
     page: int = 1,
     max_chars: int = DEFAULT_MAX_CHARS,
     title: str = "Run",
+    comparable: bool = False,
 ) -> Diagram:
     """The run whose spans these are, as a Mermaid sequence diagram (one page of it).
 
@@ -347,9 +348,10 @@ def sequence_diagram(
         page: which page, when the run does not fit in `max_chars`.
         max_chars: the size a page may take.
         title: the diagram's title.
+        comparable: no durations, no run id: two executions of one run compare as text.
     """
     sequence, _ = mermaid_modules()
-    builder = _Builder(detail)
+    builder = _Builder(detail, comparable)
     roots = span_forest(spans)
     workflow = next((r for r in roots if r.name == attr.WORKFLOW_SPAN), None)
     if workflow is None:

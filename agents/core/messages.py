@@ -92,6 +92,11 @@ class RunContext(BaseModel):
         description="Each step is recorded in the run's step log (durable runs: see "
         "`agents.core.steps`).",
     )
+    replay_only: bool = Field(
+        default=False,
+        description="The run replays another run's step log: nothing is done live (no model "
+        "call, no tool call); a step missing from the record fails.",
+    )
     epoch: int = Field(
         default=0,
         description="How many times the run was resumed; the ledger refuses effects asked for "

@@ -79,15 +79,23 @@ class LedgerActor:
         return True
 
     async def open(
-        self, run_id: str, budget: int | None, first: Event | None = None, epoch: int = 0
+        self,
+        run_id: str,
+        budget: int | None,
+        first: Event | None = None,
+        epoch: int = 0,
+        record_of: str | None = None,
     ) -> None:
         """Start counting a run; `first` is its first event (before any agent's).
 
         A run resumed (`epoch` above 0) gets its recorded steps back from the store, and its
-        event ids go on from the last one stored.
+        event ids go on from the last one stored. A replay (`record_of`) gets the steps of the
+        run it replays.
         """
-        if epoch:
+        if epoch or record_of:
             steps, top = await self._writer.load(run_id) if self._writer else ({}, 0)
+            if record_of and self._writer is not None:
+                steps = (await self._writer.load(record_of))[0]
             self._steps[run_id] = steps
             self._ledger.resume(run_id, budget, epoch, top)
         else:

@@ -170,12 +170,20 @@ class LedgerClient:
 
     # The orchestrator's side -----------------------------------------------------------
 
-    async def open(self, run_id: str, budget: int | None, first: Event, epoch: int = 0) -> None:
+    async def open(
+        self,
+        run_id: str,
+        budget: int | None,
+        first: Event,
+        epoch: int = 0,
+        record_of: str | None = None,
+    ) -> None:
         """Start counting a run, with its first event (awaited: it comes before any agent's).
 
         `epoch` above 0: the run resumes; its recorded steps are loaded from the store.
+        `record_of`: the run replays that run's steps.
         """
-        await self._handle.open.remote(run_id, budget, first, epoch)
+        await self._handle.open.remote(run_id, budget, first, epoch, record_of)
 
     async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks."""

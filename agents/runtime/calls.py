@@ -149,6 +149,8 @@ class ToolCalls:
             if recorded is not None:
                 out = output_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
+            elif target is None and inv.ctx.replay_only:
+                out = ToolOutput(f"error: replay: {call.name} has no recorded result", True)
             else:
                 self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
                 out = await self._execute(inv, call, key)
@@ -270,6 +272,8 @@ class ToolCalls:
         if recorded is not None:
             decision: dict[str, Any] = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
+        elif inv.ctx.replay_only:
+            return ToolOutput(f"error: replay: no decision on {call.name} recorded", True)
         else:
             asked = await self._ask_person(inv, call, arguments, key)
             if isinstance(asked, ToolOutput):

@@ -268,6 +268,13 @@ class AgentRuntime(ToolCalls):
         if self._journaled(inv):
             fingerprint = request_fingerprint(self.model.model, messages, self._schemas)
         recorded = inv.record.model(key, fingerprint) if inv.record.steps else None
+        if recorded is None and ctx.replay_only:
+            return self._end(
+                inv,
+                RunStatus.FAILED,
+                error=f"replay: the record has no reply to this request ({key} of "
+                f"{self.spec.name}: the run ended before it, or the request differs)",
+            )
         with chat_span(self.model.model) as span:
             if recorded is not None:  # answered before this run was interrupted: reuse it
                 reply = reply_of(recorded)

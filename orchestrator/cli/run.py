@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from orchestrator.service import RunService, ServiceLimits
     from orchestrator.store import StoredRun
 
-__all__ = ["local_service", "resume", "run"]
+__all__ = ["local_service", "replay", "resume", "run"]
 
 
 # What `baton run` prints as a run goes: nothing (--json), agents' progress, or every event.
@@ -243,6 +243,75 @@ def resume(
 
         view = asyncio.run(_run_here(settings, system, reopen, progress))
     _print_and_exit(view, as_json)
+
+
+@app.command()
+def replay(
+    run_id: Annotated[str, typer.Argument(help="A finished run's id.")],
+    config: ConfigOption = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Replay it on the Baton service at this URL (default: $BATON_SERVER)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
+) -> None:
+    """Execute a finished run again from its step log, and compare it with the original.
+
+    No model call and no tool call is made: the new run (linked to the original) takes every
+    step from the record. Prints whether its sequence diagram (all details, without timings)
+    is the original's, byte for byte. Exit code 0 when it is and the replay succeeded.
+    """
+    settings = Settings()
+    server = server or settings.server
+    if server:
+        view = asyncio.run(
+            _run_there(server, settings.api_key, lambda c: c.replay(run_id), "quiet")
+        )
+        texts = asyncio.run(_diagrams_there(server, settings.api_key, [run_id, view.id]))
+    else:
+        system = load_system(config, settings)
+
+        async def start(service: RunService) -> StoredRun:
+            try:
+                return await service.replay(run_id)
+            except ServiceError as exc:
+                err.print(str(exc), style="red")
+                raise typer.Exit(2) from None
+
+        view = asyncio.run(_run_here(settings, system, start, "quiet"))
+        texts = asyncio.run(_stored_diagrams(settings, [run_id, view.id]))
+    if as_json:
+        typer.echo(view.model_dump_json(indent=2))
+    else:
+        print_run_view(console, view)
+    same = texts[0] == texts[1]
+    if same:
+        console.print(f"[green]✓[/] reproduced: the same diagram as run {run_id} (full detail)")
+    else:
+        lines = [a.splitlines() for a in texts]
+        at = next((i for i, (a, b) in enumerate(zip(*lines, strict=False)) if a != b), 0)
+        console.print(f"[red]✗[/] differs from run {run_id} at diagram line {at + 1}:")
+        console.print(f"  original: {lines[0][at] if at < len(lines[0]) else '(end)'}")
+        console.print(f"  replay:   {lines[1][at] if at < len(lines[1]) else '(end)'}")
+    raise typer.Exit(0 if same and view.status == "succeeded" else 1)
+
+
+async def _stored_diagrams(settings: Settings, run_ids: list[str]) -> list[str]:
+    from tracing.sequence import sequence_diagram
+
+    store = await open_store(settings.store_url)
+    try:
+        return [
+            sequence_diagram(await store.spans(i), detail="full", comparable=True).text
+            for i in run_ids
+        ]
+    finally:
+        await store.close()
+
+
+async def _diagrams_there(server: str, api_key: str | None, run_ids: list[str]) -> list[str]:
+    async with BatonClient(server, api_key) as client:
+        return [await client.diagram(i, detail="full", comparable="true") for i in run_ids]
 
 
 def _print_and_exit(view: RunView, as_json: bool) -> None:

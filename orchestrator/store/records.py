@@ -49,6 +49,7 @@ class StoredRun(BaseModel):
     cancel_requested: bool = False
     options: dict[str, Any] | None = None
     resumes: int = 0
+    replay_of: str | None = None
 
     @property
     def finished(self) -> bool:

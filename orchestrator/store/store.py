@@ -133,6 +133,7 @@ class RunStore(Ownership):
         idempotency_key: str | None = None,
         request_hash: str | None = None,
         options: dict[str, Any] | None = None,
+        replay_of: str | None = None,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -160,6 +161,8 @@ class RunStore(Ownership):
                     request_hash=request_hash,
                     cancel_requested=False,
                     options=options,
+                    resumes=0,
+                    replay_of=replay_of,
                 )
                 session.add(row)
         except IntegrityError as exc:

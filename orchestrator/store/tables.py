@@ -63,6 +63,8 @@ class RunRow(Base):
     options: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # How many times the run was resumed after an interruption (its epoch).
     resumes: Mapped[int] = mapped_column(Integer, default=0)
+    # The run whose step log this run replays (None: a run of its own).
+    replay_of: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),

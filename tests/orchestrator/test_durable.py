@@ -227,3 +227,43 @@ async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
     # The count ran once; the helper's model answered three calls in all, as without the loss.
     assert parcels.read_text().splitlines() == [f"parcels {loss}"]
     assert len(calls.read_text().splitlines()) == 3
+
+
+async def test_a_replay_reproduces_a_run_from_its_record_without_calling_anything(
+    api: str,
+) -> None:
+    first = (await submit(api, {"task": "calculate 6 * 7", "agent": "coordinator"})).json()
+    original = await _answer(api, first["id"])
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        answer = await client.post(f"/v1/runs/{first['id']}/replay")
+        assert answer.status_code == 202, answer.text
+        replay_id = answer.json()["id"]
+        assert answer.json()["replay_of"] == first["id"]
+        replayed = await _answer(api, replay_id)
+        assert replayed["status"] == "succeeded", replayed
+        assert replayed["output"] == original["output"] and "42" in str(original["output"])
+        assert replayed["usage"] == original["usage"]  # tokens as recorded, no call made
+        for detail in ("agents", "full"):
+            texts = [
+                (
+                    await client.get(
+                        f"/v1/runs/{run_id}/diagram",
+                        params={"detail": detail, "comparable": "true"},
+                    )
+                ).text
+                for run_id in (first["id"], replay_id)
+            ]
+            assert texts[0] == texts[1], detail  # byte for byte
+            assert "calculate" in texts[0] or detail == "agents"
+        spans = (await client.get(f"/v1/runs/{replay_id}/trace")).json()["spans"]
+        # A run still going cannot be replayed.
+        running = (await submit(api, {"task": "wait", "agent": "sleeper"})).json()
+        refused = await client.post(f"/v1/runs/{running['id']}/replay")
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_replayable"
+        await client.post(f"/v1/runs/{running['id']}/cancel")
+
+    def walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [n for node in nodes for n in (node, *walk(node["children"]))]
+
+    chats = [s for s in walk(spans) if s["name"].startswith("chat ")]
+    assert chats and all(s["attributes"].get("baton.step.replayed") for s in chats)

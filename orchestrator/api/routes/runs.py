@@ -118,6 +118,23 @@ async def resume_run(run: Run, service: Service) -> RunView:
     return run_view(await service.resume(run.id))
 
 
+@router.post(
+    "/runs/{run_id}/replay",
+    status_code=202,
+    responses={
+        **NOT_FOUND,
+        409: {"model": ErrorBody, "description": "The run has not ended."},
+    },
+)
+async def replay_run(run: Run, service: Service) -> RunView:
+    """Execute a finished run again from its step log, as a new run (`replay_of` names it).
+
+    No model call and no tool call is made; compare the two runs' diagrams (`comparable=true`)
+    to see that the record reproduces the run.
+    """
+    return run_view(await service.replay(run.id))
+
+
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
 async def trace(run: Run, service: Service) -> TraceView:
     """The run's spans, nested by parentage.
@@ -184,12 +201,19 @@ async def diagram(
     ] = "agents",
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     format: Annotated[Literal["mermaid", "json"], Query()] = "mermaid",
+    comparable: Annotated[
+        bool,
+        Query(
+            description="true: no durations and no run id, so that the text of two executions "
+            "of one run (a run and its replay) compares byte for byte."
+        ),
+    ] = False,
 ) -> Response:
     """The run as a Mermaid sequence diagram, computed from its spans (live while it goes on).
 
     Large runs fold alike calls into loops and come in pages.
     """
-    drawn = await service.diagram(run, detail, page)
+    drawn = await service.diagram(run, detail, page, comparable)
     if format == "mermaid":
         return Response(drawn.text, media_type=MERMAID)
     view = DiagramView(

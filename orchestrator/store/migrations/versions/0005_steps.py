@@ -1,4 +1,4 @@
-"""durable runs: the step log, and how many times a run was resumed
+"""durable runs: the step log, how many times a run was resumed, what a replay replays
 
 Revision ID: 0005
 Revises: 0004
@@ -30,9 +30,11 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("resumes", sa.Integer(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("replay_of", sa.String(64)))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("replay_of")
         batch.drop_column("resumes")
     op.drop_table("run_steps")

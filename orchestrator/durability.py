@@ -1,0 +1,113 @@
+"""What the run service does for durable runs: resume them, take over lost ones, replay them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import uuid
+from collections.abc import Coroutine
+from typing import Any
+
+from orchestrator.config import AgentSystem
+from orchestrator.engine import Engine
+from orchestrator.errors import NotReady, NotReplayable, NotResumable
+from orchestrator.store import RunStore, StoredRun
+from orchestrator.submission import Submission
+
+__all__ = ["Durability"]
+
+logger = logging.getLogger(__name__)
+
+
+class Durability:
+    """A part of `RunService`: runs carried on from their step log (`agents.core.steps`)."""
+
+    system: AgentSystem
+    engine: Engine
+    store: RunStore
+    owner: str
+    limits: Any  # ServiceLimits
+    _config: dict[str, Any]
+    _stopping: bool
+    _tasks: dict[str, asyncio.Task[None]]
+
+    async def get(self, run_id: str) -> StoredRun:
+        """A stored run (see `RunService.get`)."""
+        raise NotImplementedError
+
+    def _execute(
+        self, run_id: str, request: Submission, epoch: int = 0, replay_of: str | None = None
+    ) -> Coroutine[Any, Any, None]:
+        raise NotImplementedError
+
+    def _start(self, run_id: str, work: Coroutine[Any, Any, None]) -> None:
+        # A fresh context: the run is a trace of its own, not part of this request's.
+        self._tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
+
+    async def replay(self, run_id: str) -> StoredRun:
+        """Execute a finished run again from its step log, as a new run linked to it.
+
+        No model call and no tool call is made: every step comes from the record, so the
+        new run shows whether the record reproduces the run (same tree, same diagram).
+
+        Raises:
+            NotReplayable: the run has not ended, or runs keep no step log.
+        """
+        original = await self.get(run_id)
+        if not self.engine.journaled:
+            raise NotReplayable("this service's runs keep no step log (an in-memory store)")
+        if not original.finished:
+            raise NotReplayable(
+                f"run {run_id!r} is {original.status.value}: replay a run that has ended",
+                run_id=run_id,
+            )
+        if self._stopping:
+            raise NotReady("the service is stopping")
+        options = {**(original.options or {}), "agent": original.entry_agent}
+        request = Submission(task=original.task, **options)
+        new_id = uuid.uuid4().hex
+        run = await self.store.add(
+            new_id,
+            original.task,
+            agent=request.agent,
+            system=self.system.config.name,
+            config=self._config,
+            owner=self.owner,
+            options=request.options(),
+            replay_of=run_id,
+        )
+        self._start(new_id, self._execute(new_id, request, replay_of=run_id))
+        return run
+
+    async def resume(self, run_id: str) -> StoredRun:
+        """Resume an interrupted or failed run here (or one a dead service left), from its log.
+
+        Raises:
+            NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
+        """
+        run = await self.get(run_id)
+        if not self.engine.journaled:
+            raise NotResumable("this service's runs keep no step log (an in-memory store)")
+        if self._stopping:
+            raise NotReady("the service is stopping")
+        reopened = await self.store.reopen(run_id, self.owner, self.limits.lease_s)
+        if reopened is None:
+            raise NotResumable(
+                f"run {run_id!r} is {run.status.value}: only interrupted or failed runs resume "
+                "(or unfinished ones whose service stopped renewing its lease)",
+                run_id=run_id,
+            )
+        self._resume(reopened)
+        return reopened
+
+    def _resume(self, run: StoredRun) -> None:
+        """Run a reopened run again: its agents take their finished steps from the record."""
+        request = Submission(task=run.task, **(run.options or {}))
+        self._start(run.id, self._execute(run.id, request, run.resumes, run.replay_of))
+
+    async def _take_over_lost(self) -> None:
+        """Resume the runs of instances that stopped renewing their leases (one taker each)."""
+        for run in await self.store.take_over(self.owner, lease_s=self.limits.lease_s):
+            logger.warning("resuming run %s of a lost instance", run.id)
+            self._resume(run)
