@@ -111,9 +111,10 @@ class BatonClient:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
-    async def replay(self, run_id: str) -> dict[str, Any]:
-        """Execute a finished run again from its step log, as a new run."""
-        return await self._json(await self._http.post(f"/v1/runs/{run_id}/replay"))  # type: ignore[no-any-return]
+    async def replay(self, run_id: str, fork: bool = False) -> dict[str, Any]:
+        """Execute a finished run again from its step log (a fork: live where it differs)."""
+        action = "fork" if fork else "replay"
+        return await self._json(await self._http.post(f"/v1/runs/{run_id}/{action}"))  # type: ignore[no-any-return]
 
     async def diagram(self, run_id: str, **params: str) -> str:
         """A run's sequence diagram as Mermaid text."""

@@ -37,7 +37,12 @@ class Durability:
         raise NotImplementedError
 
     def _execute(
-        self, run_id: str, request: Submission, epoch: int = 0, replay_of: str | None = None
+        self,
+        run_id: str,
+        request: Submission,
+        epoch: int = 0,
+        replay_of: str | None = None,
+        fork: bool = False,
     ) -> Coroutine[Any, Any, None]:
         raise NotImplementedError
 
@@ -45,11 +50,14 @@ class Durability:
         # A fresh context: the run is a trace of its own, not part of this request's.
         self._tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
 
-    async def replay(self, run_id: str) -> StoredRun:
+    async def replay(self, run_id: str, *, fork: bool = False) -> StoredRun:
         """Execute a finished run again from its step log, as a new run linked to it.
 
         No model call and no tool call is made: every step comes from the record, so the
-        new run shows whether the record reproduces the run (same tree, same diagram).
+        new run shows whether the record reproduces the run (same tree, same diagram). A fork
+        takes the record for as long as its requests are the same, then goes on live: with
+        this service's config changed since (an instruction, a model), it is the run as it
+        would have gone from the first step the change touches.
 
         Raises:
             NotReplayable: the run has not ended, or runs keep no step log.
@@ -76,8 +84,9 @@ class Durability:
             owner=self.owner,
             options=request.options(),
             replay_of=run_id,
+            fork=fork,
         )
-        self._start(new_id, self._execute(new_id, request, replay_of=run_id))
+        self._start(new_id, self._execute(new_id, request, replay_of=run_id, fork=fork))
         return run
 
     async def resume(self, run_id: str) -> StoredRun:
@@ -104,7 +113,7 @@ class Durability:
     def _resume(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
         request = Submission(task=run.task, **(run.options or {}))
-        self._start(run.id, self._execute(run.id, request, run.resumes, run.replay_of))
+        self._start(run.id, self._execute(run.id, request, run.resumes, run.replay_of, run.fork))
 
     async def _take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""

@@ -195,6 +195,7 @@ class Engine:
         finish: bool = True,
         epoch: int = 0,
         replay_of: str | None = None,
+        fork: bool = False,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -211,6 +212,8 @@ class Engine:
                 its agents take their finished steps from its step log (see `journal_url`).
             replay_of: execute the run `replay_of` again from its step log, as this new run:
                 no model call and no tool call is made (a step the log lacks fails).
+            fork: with `replay_of`, go on live from the first step the log lacks or whose
+                request differs (this system's config changed since), instead of failing.
         """
         self.start()
         run_id = run_id or uuid.uuid4().hex
@@ -229,7 +232,7 @@ class Engine:
             limits=limits,
             journal=self.journaled,
             epoch=epoch,
-            replay_only=replay_of is not None,
+            replay_only=replay_of is not None and not fork,
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None

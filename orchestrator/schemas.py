@@ -138,8 +138,11 @@ class RunView(BaseModel):
         description="How many times the run resumed from its step log after an interruption.",
     )
     replay_of: str | None = Field(
-        default=None, description="The run whose step log this run replays (no model calls)."
+        default=None,
+        description="The run whose step log this run replays (no model calls) or, for a fork, "
+        "follows until its requests differ (the config changed) and then goes on live.",
     )
+    fork: bool = False
     tree: AgentResult | None = Field(description="The delegation tree, once the run ended.")
     links: RunLinks
 
@@ -321,6 +324,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         cancel_requested=run.cancel_requested,
         resumes=run.resumes,
         replay_of=run.replay_of,
+        fork=run.fork,
         tree=AgentResult.model_validate(run.tree) if run.tree else None,
         links=RunLinks(
             self=base,

@@ -269,7 +269,12 @@ class RunService(RunViews, Durability):
         return True
 
     async def _execute(
-        self, run_id: str, request: Submission, epoch: int = 0, replay_of: str | None = None
+        self,
+        run_id: str,
+        request: Submission,
+        epoch: int = 0,
+        replay_of: str | None = None,
+        fork: bool = False,
     ) -> None:
         began = time.monotonic()
         try:
@@ -279,7 +284,7 @@ class RunService(RunViews, Durability):
                     await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
                     return
                 self._running.add(run_id)
-                await self._run(run_id, request, epoch, replay_of)
+                await self._run(run_id, request, epoch, replay_of, fork)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
                 if self._stopping:
@@ -296,7 +301,7 @@ class RunService(RunViews, Durability):
             self.admission.ran(time.monotonic() - began)
 
     async def _run(
-        self, run_id: str, request: Submission, epoch: int, replay_of: str | None
+        self, run_id: str, request: Submission, epoch: int, replay_of: str | None, fork: bool
     ) -> None:
         record = self.recorder.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
@@ -317,6 +322,7 @@ class RunService(RunViews, Durability):
                 finish=False,
                 epoch=epoch,
                 replay_of=replay_of,
+                fork=fork,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

@@ -94,8 +94,11 @@ class LedgerActor:
         """
         if epoch or record_of:
             steps, top = await self._writer.load(run_id) if self._writer else ({}, 0)
-            if record_of and self._writer is not None:
-                steps = (await self._writer.load(record_of))[0]
+            if record_of and self._writer is not None:  # its own steps (a fork's) come first
+                recorded = (await self._writer.load(record_of))[0]
+                for invocation, own in steps.items():
+                    recorded.setdefault(invocation, {}).update(own)
+                steps = recorded
             self._steps[run_id] = steps
             self._ledger.resume(run_id, budget, epoch, top)
         else:

@@ -254,18 +254,27 @@ def replay(
         typer.Option(help="Replay it on the Baton service at this URL (default: $BATON_SERVER)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
+    fork: Annotated[
+        bool,
+        typer.Option(
+            "--fork",
+            help="Go on live from the first step whose request differs from the record (the "
+            "config changed: a new instruction or model), instead of failing there.",
+        ),
+    ] = False,
 ) -> None:
     """Execute a finished run again from its step log, and compare it with the original.
 
     No model call and no tool call is made: the new run (linked to the original) takes every
     step from the record. Prints whether its sequence diagram (all details, without timings)
-    is the original's, byte for byte. Exit code 0 when it is and the replay succeeded.
+    is the original's, byte for byte, or where it first differs. Exit code 0 when it is the
+    same (a fork: when it succeeded) and the replay succeeded.
     """
     settings = Settings()
     server = server or settings.server
     if server:
         view = asyncio.run(
-            _run_there(server, settings.api_key, lambda c: c.replay(run_id), "quiet")
+            _run_there(server, settings.api_key, lambda c: c.replay(run_id, fork), "quiet")
         )
         texts = asyncio.run(_diagrams_there(server, settings.api_key, [run_id, view.id]))
     else:
@@ -273,7 +282,7 @@ def replay(
 
         async def start(service: RunService) -> StoredRun:
             try:
-                return await service.replay(run_id)
+                return await service.replay(run_id, fork=fork)
             except ServiceError as exc:
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None
@@ -293,7 +302,7 @@ def replay(
         console.print(f"[red]✗[/] differs from run {run_id} at diagram line {at + 1}:")
         console.print(f"  original: {lines[0][at] if at < len(lines[0]) else '(end)'}")
         console.print(f"  replay:   {lines[1][at] if at < len(lines[1]) else '(end)'}")
-    raise typer.Exit(0 if same and view.status == "succeeded" else 1)
+    raise typer.Exit(0 if (same or fork) and view.status == "succeeded" else 1)
 
 
 async def _stored_diagrams(settings: Settings, run_ids: list[str]) -> list[str]:

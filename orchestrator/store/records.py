@@ -50,6 +50,7 @@ class StoredRun(BaseModel):
     options: dict[str, Any] | None = None
     resumes: int = 0
     replay_of: str | None = None
+    fork: bool = False
 
     @property
     def finished(self) -> bool:

@@ -134,6 +134,7 @@ class RunStore(Ownership):
         request_hash: str | None = None,
         options: dict[str, Any] | None = None,
         replay_of: str | None = None,
+        fork: bool = False,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -163,6 +164,7 @@ class RunStore(Ownership):
                     options=options,
                     resumes=0,
                     replay_of=replay_of,
+                    fork=fork,
                 )
                 session.add(row)
         except IntegrityError as exc:

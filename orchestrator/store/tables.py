@@ -65,6 +65,8 @@ class RunRow(Base):
     resumes: Mapped[int] = mapped_column(Integer, default=0)
     # The run whose step log this run replays (None: a run of its own).
     replay_of: Mapped[str | None] = mapped_column(String(64))
+    # A fork goes on live where its record ends or its requests differ; a replay does not.
+    fork: Mapped[bool] = mapped_column(Boolean, default=False)
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),

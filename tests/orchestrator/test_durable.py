@@ -267,3 +267,67 @@ async def test_a_replay_reproduces_a_run_from_its_record_without_calling_anythin
 
     chats = [s for s in walk(spans) if s["name"].startswith("chat ")]
     assert chats and all(s["attributes"].get("baton.step.replayed") for s in chats)
+
+
+FORKED = """
+name: forked
+agents:
+  - name: coordinator
+    description: Plans the work.
+    delegates: [analyst]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+  - name: analyst
+    description: Does arithmetic.
+    capabilities: [calculate]
+    instructions: "{instructions}"
+    tools: [configs.tools:calculate]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+"""
+
+
+async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_changes(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    from orchestrator.engine import Engine
+    from orchestrator.serving import journal_url
+    from tests.testkit import config
+    from tracing.sequence import sequence_diagram
+
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(store_url)
+    calls = {v: tmp_path / f"{v}.txt" for v in ("before", "after")}
+    engines = [
+        Engine(
+            config(FORKED.format(calls=calls[v], instructions=text)),
+            namespace="baton-tests",
+            journal_url=journal_url(store_url),
+        )
+        for v, text in (("before", "Be brief."), ("after", "Show your working, step by step."))
+    ]
+    try:
+        for engine, run_id in zip(engines, ("parent", "fork"), strict=True):
+            engine.start()
+            await store.add(run_id, "calculate 6 * 7", agent=None, system="forked", config={})
+        parent = await engines[0].run("calculate 6 * 7", run_id="parent")
+        fork = await engines[1].run("calculate 6 * 7", run_id="fork", replay_of="parent", fork=True)
+        # The same with the old config is a plain replay: nothing differs, nothing is called.
+        same = await engines[0].run("calculate 6 * 7", run_id="same", replay_of="parent")
+    finally:
+        for engine in engines:
+            engine.stop()
+        await store.close()
+    assert parent.status == fork.status == same.status == RunStatus.SUCCEEDED
+    texts = [
+        sequence_diagram(r.spans, detail="full", comparable=True).text.splitlines()
+        for r in (parent, fork, same)
+    ]
+    assert texts[2] == texts[0]
+    first = next(i for i, (a, b) in enumerate(zip(texts[0], texts[1], strict=False)) if a != b)
+    # Identical up to the analyst's first model call, whose request (instructions) changed.
+    assert "delegate_to_analyst" in "\n".join(texts[0][:first])
+    assert "tok" in texts[1][first] and texts[1][first] != texts[0][first], texts[1][first]
+    # The fork called the model only for the analyst, whose requests changed; the coordinator's
+    # steps came from the record (its requests were the same).
+    fork_calls = calls["after"].read_text().splitlines()
+    assert len(fork_calls) == 2 and len(calls["before"].read_text().splitlines()) == 4
+    assert fork.output == parent.output

@@ -135,6 +135,24 @@ async def replay_run(run: Run, service: Service) -> RunView:
     return run_view(await service.replay(run.id))
 
 
+@router.post(
+    "/runs/{run_id}/fork",
+    status_code=202,
+    responses={
+        **NOT_FOUND,
+        409: {"model": ErrorBody, "description": "The run has not ended."},
+    },
+)
+async def fork_run(run: Run, service: Service) -> RunView:
+    """A new run that follows this one's step log while its requests are the same, then live.
+
+    After a config change (an instruction, a model), it is the run as it would have gone.
+    Compare the two runs' diagrams (`comparable=true`): they differ from the first step the
+    change touches.
+    """
+    return run_view(await service.replay(run.id, fork=True))
+
+
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
 async def trace(run: Run, service: Service) -> TraceView:
     """The run's spans, nested by parentage.

@@ -1,4 +1,4 @@
-"""durable runs: the step log, how many times a run was resumed, what a replay replays
+"""durable runs: the step log, how many times a run was resumed, what a replay or fork replays
 
 Revision ID: 0005
 Revises: 0004
@@ -31,10 +31,12 @@ def upgrade() -> None:
     with op.batch_alter_table("runs") as batch:
         batch.add_column(sa.Column("resumes", sa.Integer(), nullable=False, server_default="0"))
         batch.add_column(sa.Column("replay_of", sa.String(64)))
+        batch.add_column(sa.Column("fork", sa.Boolean(), nullable=False, server_default=sa.false()))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("fork")
         batch.drop_column("replay_of")
         batch.drop_column("resumes")
     op.drop_table("run_steps")
