@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
+from orchestrator.admission import Admission
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.errors import NotReady, NotReplayable, NotResumable
@@ -28,6 +29,7 @@ class Durability:
     store: RunStore
     owner: str
     limits: Any  # ServiceLimits
+    admission: Admission
     _config: dict[str, Any]
     _stopping: bool
     _tasks: dict[str, asyncio.Task[None]]
@@ -61,6 +63,7 @@ class Durability:
 
         Raises:
             NotReplayable: the run has not ended, or runs keep no step log.
+            Overloaded: too many runs in flight and queued.
         """
         original = await self.get(run_id)
         if not self.engine.journaled:
@@ -75,18 +78,19 @@ class Durability:
         options = {**(original.options or {}), "agent": original.entry_agent}
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
-        run = await self.store.add(
-            new_id,
-            original.task,
-            agent=request.agent,
-            system=self.system.config.name,
-            config=self._config,
-            owner=self.owner,
-            options=request.options(),
-            replay_of=run_id,
-            fork=fork,
-        )
-        self._start(new_id, self._execute(new_id, request, replay_of=run_id, fork=fork))
+        with self.admission.place():  # a new run like any other: within the bounds
+            run = await self.store.add(
+                new_id,
+                original.task,
+                agent=request.agent,
+                system=self.system.config.name,
+                config=self._config,
+                owner=self.owner,
+                options=request.options(),
+                replay_of=run_id,
+                fork=fork,
+            )
+            self._start(new_id, self._execute(new_id, request, replay_of=run_id, fork=fork))
         return run
 
     async def resume(self, run_id: str) -> StoredRun:

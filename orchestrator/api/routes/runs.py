@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.exceptions import RequestValidationError
@@ -101,13 +101,14 @@ async def cancel_run(run: Run, service: Service) -> RunView:
     return run_view(await service.cancel(run.id))
 
 
+def _conflict(why: str) -> dict[int | str, dict[str, Any]]:
+    return {**NOT_FOUND, 409: {"model": ErrorBody, "description": why}}
+
+
 @router.post(
     "/runs/{run_id}/resume",
     status_code=202,
-    responses={
-        **NOT_FOUND,
-        409: {"model": ErrorBody, "description": "The run is not interrupted or failed."},
-    },
+    responses=_conflict("The run is not interrupted or failed."),
 )
 async def resume_run(run: Run, service: Service) -> RunView:
     """Resume an `interrupted` or `failed` run from its step log, under the same id.
@@ -121,10 +122,7 @@ async def resume_run(run: Run, service: Service) -> RunView:
 @router.post(
     "/runs/{run_id}/replay",
     status_code=202,
-    responses={
-        **NOT_FOUND,
-        409: {"model": ErrorBody, "description": "The run has not ended."},
-    },
+    responses=_conflict("The run has not ended."),
 )
 async def replay_run(run: Run, service: Service) -> RunView:
     """Execute a finished run again from its step log, as a new run (`replay_of` names it).
@@ -138,10 +136,7 @@ async def replay_run(run: Run, service: Service) -> RunView:
 @router.post(
     "/runs/{run_id}/fork",
     status_code=202,
-    responses={
-        **NOT_FOUND,
-        409: {"model": ErrorBody, "description": "The run has not ended."},
-    },
+    responses=_conflict("The run has not ended."),
 )
 async def fork_run(run: Run, service: Service) -> RunView:
     """A new run that follows this one's step log while its requests are the same, then live.

@@ -1,0 +1,120 @@
+"""Replays and forks: a finished run executed again from its step log, as a new run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agents.core.messages import RunStatus
+from orchestrator.store import RunStore
+from tests.orchestrator.test_api import submit
+from tests.orchestrator.test_durable import _answer
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+
+async def test_a_replay_reproduces_a_run_from_its_record_without_calling_anything(
+    api: str,
+) -> None:
+    first = (await submit(api, {"task": "calculate 6 * 7", "agent": "coordinator"})).json()
+    original = await _answer(api, first["id"])
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        answer = await client.post(f"/v1/runs/{first['id']}/replay")
+        assert answer.status_code == 202, answer.text
+        replay_id = answer.json()["id"]
+        assert answer.json()["replay_of"] == first["id"]
+        replayed = await _answer(api, replay_id)
+        assert replayed["status"] == "succeeded", replayed
+        assert replayed["output"] == original["output"] and "42" in str(original["output"])
+        assert replayed["usage"] == original["usage"]  # tokens as recorded, no call made
+        for detail in ("agents", "full"):
+            texts = [
+                (
+                    await client.get(
+                        f"/v1/runs/{run_id}/diagram",
+                        params={"detail": detail, "comparable": "true"},
+                    )
+                ).text
+                for run_id in (first["id"], replay_id)
+            ]
+            assert texts[0] == texts[1], detail  # byte for byte
+            assert "calculate" in texts[0] or detail == "agents"
+        spans = (await client.get(f"/v1/runs/{replay_id}/trace")).json()["spans"]
+        # A run still going cannot be replayed.
+        running = (await submit(api, {"task": "wait", "agent": "sleeper"})).json()
+        refused = await client.post(f"/v1/runs/{running['id']}/replay")
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_replayable"
+        await client.post(f"/v1/runs/{running['id']}/cancel")
+
+    def walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [n for node in nodes for n in (node, *walk(node["children"]))]
+
+    chats = [s for s in walk(spans) if s["name"].startswith("chat ")]
+    assert chats and all(s["attributes"].get("baton.step.replayed") for s in chats)
+
+
+FORKED = """
+name: forked
+agents:
+  - name: coordinator
+    description: Plans the work.
+    delegates: [analyst]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+  - name: analyst
+    description: Does arithmetic.
+    capabilities: [calculate]
+    instructions: "{instructions}"
+    tools: [configs.tools:calculate]
+    model: {{name: baton/offline, params: {{calls_file: "{calls}"}}}}
+"""
+
+
+async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_changes(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    from orchestrator.engine import Engine
+    from orchestrator.serving import journal_url
+    from tests.testkit import config
+    from tracing.sequence import sequence_diagram
+
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(store_url)
+    calls = {v: tmp_path / f"{v}.txt" for v in ("before", "after")}
+    engines = [
+        Engine(
+            config(FORKED.format(calls=calls[v], instructions=text)),
+            namespace="baton-tests",
+            journal_url=journal_url(store_url),
+        )
+        for v, text in (("before", "Be brief."), ("after", "Show your working, step by step."))
+    ]
+    try:
+        for engine, run_id in zip(engines, ("parent", "fork"), strict=True):
+            engine.start()
+            await store.add(run_id, "calculate 6 * 7", agent=None, system="forked", config={})
+        parent = await engines[0].run("calculate 6 * 7", run_id="parent")
+        fork = await engines[1].run("calculate 6 * 7", run_id="fork", replay_of="parent", fork=True)
+        # The same with the old config is a plain replay: nothing differs, nothing is called.
+        same = await engines[0].run("calculate 6 * 7", run_id="same", replay_of="parent")
+    finally:
+        for engine in engines:
+            engine.stop()
+        await store.close()
+    assert parent.status == fork.status == same.status == RunStatus.SUCCEEDED
+    texts = [
+        sequence_diagram(r.spans, detail="full", comparable=True).text.splitlines()
+        for r in (parent, fork, same)
+    ]
+    assert texts[2] == texts[0]
+    first = next(i for i, (a, b) in enumerate(zip(texts[0], texts[1], strict=False)) if a != b)
+    # Identical up to the analyst's first model call, whose request (instructions) changed.
+    assert "delegate_to_analyst" in "\n".join(texts[0][:first])
+    assert "tok" in texts[1][first] and texts[1][first] != texts[0][first], texts[1][first]
+    # The fork called the model only for the analyst, whose requests changed; the coordinator's
+    # steps came from the record (its requests were the same).
+    fork_calls = calls["after"].read_text().splitlines()
+    assert len(fork_calls) == 2 and len(calls["before"].read_text().splitlines()) == 4
+    assert fork.output == parent.output
