@@ -111,10 +111,15 @@ class BatonClient:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]
 
-    async def replay(self, run_id: str, fork: bool = False) -> dict[str, Any]:
+    async def replay(
+        self, run_id: str, fork: bool = False, from_span: str | None = None
+    ) -> dict[str, Any]:
         """Execute a finished run again from its step log (a fork: live where it differs)."""
-        action = "fork" if fork else "replay"
-        return await self._json(await self._http.post(f"/v1/runs/{run_id}/{action}"))  # type: ignore[no-any-return]
+        if not fork:
+            return await self._json(await self._http.post(f"/v1/runs/{run_id}/replay"))  # type: ignore[no-any-return]
+        body = {"from_span": from_span} if from_span else {}
+        answer = await self._http.post(f"/v1/runs/{run_id}/fork", json=body)
+        return await self._json(answer)  # type: ignore[no-any-return]
 
     async def diagram(self, run_id: str, **params: str) -> str:
         """A run's sequence diagram as Mermaid text."""

@@ -9,12 +9,14 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
+from agents.core.steps import step_number
 from orchestrator.admission import Admission
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.errors import NotReady, NotReplayable, NotResumable
 from orchestrator.store import RunStore, StoredRun
-from orchestrator.submission import Submission
+from orchestrator.submission import Lineage, Submission
+from tracing.attributes import BATON_STEP
 
 __all__ = ["Durability"]
 
@@ -42,9 +44,7 @@ class Durability:
         self,
         run_id: str,
         request: Submission,
-        epoch: int = 0,
-        replay_of: str | None = None,
-        fork: bool = False,
+        lineage: Lineage | None = None,
     ) -> Coroutine[Any, Any, None]:
         raise NotImplementedError
 
@@ -52,14 +52,17 @@ class Durability:
         # A fresh context: the run is a trace of its own, not part of this request's.
         self._tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
 
-    async def replay(self, run_id: str, *, fork: bool = False) -> StoredRun:
+    async def replay(
+        self, run_id: str, *, fork: bool = False, from_span: str | None = None
+    ) -> StoredRun:
         """Execute a finished run again from its step log, as a new run linked to it.
 
         No model call and no tool call is made: every step comes from the record, so the
         new run shows whether the record reproduces the run (same tree, same diagram). A fork
         takes the record for as long as its requests are the same, then goes on live: with
         this service's config changed since (an instruction, a model), it is the run as it
-        would have gone from the first step the change touches.
+        would have gone from the first step the change touches. `from_span` (a fork) names a
+        span of the run (a model call, a tool call, an agent): live from that step on.
 
         Raises:
             NotReplayable: the run has not ended, or runs keep no step log.
@@ -75,6 +78,7 @@ class Durability:
             )
         if self._stopping:
             raise NotReady("the service is stopping")
+        fork_from = await self._step_of(run_id, from_span) if from_span else None
         options = {**(original.options or {}), "agent": original.entry_agent}
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
@@ -90,8 +94,23 @@ class Durability:
                 replay_of=run_id,
                 fork=fork,
             )
-            self._start(new_id, self._execute(new_id, request, replay_of=run_id, fork=fork))
+            lineage = Lineage(replay_of=run_id, fork=fork, fork_from=fork_from)
+            self._start(new_id, self._execute(new_id, request, lineage))
         return run
+
+    async def _step_of(self, run_id: str, span_id: str) -> tuple[str, int]:
+        """The step a span of a run stands for (its invocation and model step): a fork point."""
+        spans = {s["span_id"]: s for s in await self.store.spans(run_id)}
+        step = str((spans.get(span_id) or {}).get("attributes", {}).get(BATON_STEP, ""))
+        invocation, _, key = step.partition("/")
+        if not key:
+            raise NotReplayable(
+                f"span {span_id!r} of run {run_id!r} is not a step of the run's record (fork "
+                "from a model call, a tool call or an agent's invocation)",
+                run_id=run_id,
+                span_id=span_id,
+            )
+        return invocation, step_number(key)
 
     async def resume(self, run_id: str) -> StoredRun:
         """Resume an interrupted or failed run here (or one a dead service left), from its log.
@@ -117,7 +136,8 @@ class Durability:
     def _resume(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
         request = Submission(task=run.task, **(run.options or {}))
-        self._start(run.id, self._execute(run.id, request, run.resumes, run.replay_of, run.fork))
+        lineage = Lineage(epoch=run.resumes, replay_of=run.replay_of, fork=run.fork)
+        self._start(run.id, self._execute(run.id, request, lineage))
 
     async def _take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""

@@ -28,6 +28,7 @@ from orchestrator.config import AgentSystem
 from orchestrator.live_trace import adopt_orphans
 from orchestrator.results import RunResult, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
+from orchestrator.submission import Lineage
 from tracing import (
     OtlpExport,
     Redactor,
@@ -83,7 +84,7 @@ class Engine:
             forbid_remote_models: the agents may call only Baton's built-in models and model
                 servers on loopback (test suites set it).
             journal_url: the run store: every run's steps and events are written there as they
-                happen, so that a run can resume (`run(..., epoch=...)`); its runs must be
+                happen, so that a run can resume (`run(..., lineage=...)`); its runs must be
                 recorded there first. None: runs live in memory until they end.
         """
         self.system = system
@@ -193,9 +194,7 @@ class Engine:
         token_budget: int | None = None,
         deadline_s: float | None = None,
         finish: bool = True,
-        epoch: int = 0,
-        replay_of: str | None = None,
-        fork: bool = False,
+        lineage: Lineage | None = None,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -208,14 +207,11 @@ class Engine:
             finish: close the run's event log when it ends. False leaves it open for the
                 caller to record the result first and then call `ledger.finish` (so that
                 whoever sees the `run_finished` event finds the run recorded).
-            epoch: 0 for a new run; 1, 2, ... to resume run `run_id` for the 1st, 2nd... time:
-                its agents take their finished steps from its step log (see `journal_url`).
-            replay_of: execute the run `replay_of` again from its step log, as this new run:
-                no model call and no tool call is made (a step the log lacks fails).
-            fork: with `replay_of`, go on live from the first step the log lacks or whose
-                request differs (this system's config changed since), instead of failing.
+            lineage: a resumed run, a replay or a fork: where its steps come from besides its
+                own execution (see `journal_url`). None: a new run.
         """
         self.start()
+        lineage = lineage or Lineage()
         run_id = run_id or uuid.uuid4().hex
         limits = self.system.config.limits
         overrides: dict[str, Any] = {}
@@ -231,8 +227,9 @@ class Engine:
             deadline=started + limits.deadline_s,
             limits=limits,
             journal=self.journaled,
-            epoch=epoch,
-            replay_only=replay_of is not None and not fork,
+            epoch=lineage.epoch,
+            replay_only=lineage.replay_only,
+            fork_from=lineage.fork_from[0] if lineage.fork_from else None,
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
@@ -243,15 +240,22 @@ class Engine:
                 first = RunStarted(
                     agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
-                    epoch=epoch,
+                    epoch=lineage.epoch,
                     **span_ids(span),
                 )
-                if epoch:
-                    span.set_attribute(attr.BATON_RUN_EPOCH, epoch)
+                if lineage.epoch:
+                    span.set_attribute(attr.BATON_RUN_EPOCH, lineage.epoch)
                 # Awaited: agents on other processes ask the ledger about the budget, and the
                 # first event must come before any agent's.
-                await self.ledger.open(run_id, limits.token_budget, first, epoch, replay_of)
-                tree = await self._dispatch_entry(task, entry, ctx, replay_of)
+                await self.ledger.open(
+                    run_id,
+                    limits.token_budget,
+                    first,
+                    lineage.epoch,
+                    lineage.replay_of,
+                    lineage.fork_from,
+                )
+                tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
                 self._export.export(spans)

@@ -22,6 +22,7 @@ __all__ = [
     "DiagramView",
     "ErrorBody",
     "ErrorDetail",
+    "ForkRequest",
     "Health",
     "Readiness",
     "ReplicaView",
@@ -206,6 +207,20 @@ class ApprovalDecision(BaseModel):
         default="",
         max_length=2000,
         description="Told to the model with a denial (and recorded either way).",
+    )
+
+
+class ForkRequest(BaseModel):
+    """Where a fork goes on live (without one: from the first step whose request differs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    from_span: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{16}$",
+        description="A span of the run (a model call, a tool call, an agent; as in its trace "
+        "or a diagram arrow's `span_id`): the fork goes on live from that step, and what it "
+        "delegates from there on runs live too.",
     )
 
 

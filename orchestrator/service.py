@@ -30,7 +30,7 @@ from orchestrator.feed import EventFeed
 from orchestrator.recorder import Recorder
 from orchestrator.results import RunResult, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
-from orchestrator.submission import Submission
+from orchestrator.submission import Lineage, Submission
 from orchestrator.upkeep import Orphans, keep_leases
 from orchestrator.views import RunViews
 
@@ -272,9 +272,7 @@ class RunService(RunViews, Durability):
         self,
         run_id: str,
         request: Submission,
-        epoch: int = 0,
-        replay_of: str | None = None,
-        fork: bool = False,
+        lineage: Lineage | None = None,
     ) -> None:
         began = time.monotonic()
         try:
@@ -284,7 +282,7 @@ class RunService(RunViews, Durability):
                     await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
                     return
                 self._running.add(run_id)
-                await self._run(run_id, request, epoch, replay_of, fork)
+                await self._run(run_id, request, lineage)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
                 if self._stopping:
@@ -300,9 +298,7 @@ class RunService(RunViews, Durability):
             self._tasks.pop(run_id, None)
             self.admission.ran(time.monotonic() - began)
 
-    async def _run(
-        self, run_id: str, request: Submission, epoch: int, replay_of: str | None, fork: bool
-    ) -> None:
+    async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         record = self.recorder.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         result: RunResult | None = None
@@ -320,9 +316,7 @@ class RunService(RunViews, Durability):
                 token_budget=request.token_budget,
                 deadline_s=request.deadline_s,
                 finish=False,
-                epoch=epoch,
-                replay_of=replay_of,
-                fork=fork,
+                lineage=lineage,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

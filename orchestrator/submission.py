@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Submission"]
+__all__ = ["Lineage", "Submission"]
 
 
 @dataclass(frozen=True)
@@ -27,3 +27,28 @@ class Submission:
     def options(self) -> dict[str, Any]:
         """Everything but the task that was set, as the store keeps it."""
         return {k: v for k, v in asdict(self).items() if k != "task" and v is not None}
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a run's steps come from besides its own execution (see `agents.core.steps`).
+
+    Attributes:
+        epoch: 0 for a new run; 1, 2, ... when it resumes for the 1st, 2nd... time (its
+            agents take their finished steps from its step log).
+        replay_of: the run whose step log this new run executes again: no model call and no
+            tool call (a step the log lacks fails) ...
+        fork: ... unless a fork: it goes on live from the first step the log lacks or whose
+            request differs (the config changed since).
+        fork_from: a fork from a chosen step (an invocation and a model step): live from there.
+    """
+
+    epoch: int = 0
+    replay_of: str | None = None
+    fork: bool = False
+    fork_from: tuple[str, int] | None = None
+
+    @property
+    def replay_only(self) -> bool:
+        """Whether nothing may run live (a replay that is not a fork)."""
+        return self.replay_of is not None and not self.fork

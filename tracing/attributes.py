@@ -41,6 +41,7 @@ __all__ = [
     "BATON_REPLAYED",
     "BATON_RUN_EPOCH",
     "BATON_RUN_ID",
+    "BATON_STEP",
     "BATON_USAGE_COST",
     "CHAT_SPAN_PREFIX",
     "DELEGATE_TOOL_PREFIX",
@@ -92,6 +93,8 @@ BATON_USAGE_COST = "baton.usage.cost_usd"
 BATON_APPROVAL_ID = "baton.approval.id"
 # A step taken from the run's step log instead of being done again (a resumed or replayed run).
 BATON_REPLAYED = "baton.step.replayed"
+# Where a span's step is in the run's step log, "<invocation>/<key>" (a fork may start there).
+BATON_STEP = "baton.step"
 # How many times the run was resumed when this span was made.
 BATON_RUN_EPOCH = "baton.run.epoch"
 # Resource attributes: which process (and Ray node) recorded a span.

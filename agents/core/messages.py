@@ -97,6 +97,11 @@ class RunContext(BaseModel):
         description="The run replays another run's step log: nothing is done live (no model "
         "call, no tool call); a step missing from the record fails.",
     )
+    fork_from: str | None = Field(
+        default=None,
+        description="A fork from a chosen step: the invocation whose steps from there on run "
+        "live; what it delegates from there on runs live too.",
+    )
     epoch: int = Field(
         default=0,
         description="How many times the run was resumed; the ledger refuses effects asked for "

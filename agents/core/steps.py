@@ -28,6 +28,7 @@ __all__ = [
     "model_key",
     "request_fingerprint",
     "started_key",
+    "step_number",
     "tool_key",
 ]
 
@@ -79,6 +80,12 @@ def started_key(step: int, call_id: str) -> str:
 def approval_key(step: int, call_id: str) -> str:
     """The key of the decision on a call that waited for approval."""
     return f"approval:{step}:{call_id}"
+
+
+def step_number(key: str) -> int:
+    """The model step a key belongs to (`model:3`, `tool:3:call_1`, ... -> 3; 0 if none)."""
+    part = key.split(":")[1] if ":" in key else ""
+    return int(part) if part.isdigit() else 0
 
 
 def request_fingerprint(model: str, messages: list[dict[str, Any]], tools: list[Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import ray
 
 from agents.core.events import ApprovalRequested, Event
-from agents.core.steps import Step
+from agents.core.steps import Step, step_number
 from agents.runtime.ledger import Decision, RunLedger, RunState, SpanShipment
 
 __all__ = ["LedgerActor"]
@@ -85,12 +85,14 @@ class LedgerActor:
         first: Event | None = None,
         epoch: int = 0,
         record_of: str | None = None,
+        live_from: tuple[str, int] | None = None,
     ) -> None:
         """Start counting a run; `first` is its first event (before any agent's).
 
         A run resumed (`epoch` above 0) gets its recorded steps back from the store, and its
         event ids go on from the last one stored. A replay (`record_of`) gets the steps of the
-        run it replays.
+        run it replays; a fork from a step (`live_from`: an invocation and a model step) gets
+        them without that invocation's steps from that step on.
         """
         if epoch or record_of:
             steps, top = await self._writer.load(run_id) if self._writer else ({}, 0)
@@ -99,6 +101,10 @@ class LedgerActor:
                 for invocation, own in steps.items():
                     recorded.setdefault(invocation, {}).update(own)
                 steps = recorded
+            if live_from is not None:
+                invocation, number = live_from
+                kept = steps.get(invocation, {})
+                steps[invocation] = {k: s for k, s in kept.items() if step_number(k) < number}
             self._steps[run_id] = steps
             self._ledger.resume(run_id, budget, epoch, top)
         else:

@@ -177,13 +177,14 @@ class LedgerClient:
         first: Event,
         epoch: int = 0,
         record_of: str | None = None,
+        live_from: tuple[str, int] | None = None,
     ) -> None:
         """Start counting a run, with its first event (awaited: it comes before any agent's).
 
         `epoch` above 0: the run resumes; its recorded steps are loaded from the store.
-        `record_of`: the run replays that run's steps.
+        `record_of`: the run replays that run's steps (`live_from`: a fork from that step).
         """
-        await self._handle.open.remote(run_id, budget, first, epoch, record_of)
+        await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
     async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks."""

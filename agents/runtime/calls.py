@@ -145,6 +145,8 @@ class ToolCalls:
         recorded = inv.record.get(key) if target is None and inv.record.steps else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
+            if self._journaled(inv):
+                span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
             if recorded is not None:
                 out = output_of(recorded)
@@ -202,7 +204,7 @@ class ToolCalls:
                     self.spec.name,
                     call.id,
                     child_invocation=child_invocation(inv.id, key),
-                    replay=inv.delegation.replay or ctx.epoch > 0,
+                    replay=self._callee_replays(inv),
                 )
                 return await asyncio.wait_for(tool.call(arguments, context), max(timeout, 0.001))
             except DelegationRefused as refused:
@@ -217,6 +219,16 @@ class ToolCalls:
                     )
                 return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
         raise AssertionError("unreachable")
+
+    def _callee_replays(self, inv: Invocation) -> bool:
+        """Whether an agent this invocation delegates to may find steps of its own recorded.
+
+        In a fork from a chosen step, what the forked invocation delegates once it is live
+        runs live too.
+        """
+        if inv.id == inv.ctx.fork_from:
+            return not inv.record.diverged
+        return inv.delegation.replay or inv.ctx.epoch > 0
 
     async def _once(
         self, inv: Invocation, tool: Tool, call: ToolCall, key: str

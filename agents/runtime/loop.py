@@ -130,6 +130,8 @@ class AgentRuntime(ToolCalls):
                 self._content(span, attr.GEN_AI_INPUT_MESSAGES, delegation.task)
                 if ctx.epoch:
                     span.set_attribute(attr.BATON_RUN_EPOCH, ctx.epoch)
+                if self._journaled(inv):
+                    span.set_attribute(attr.BATON_STEP, f"{inv.id}/{model_key(1)}")
                 try:
                     if self._journaled(inv) and (delegation.replay or ctx.epoch):
                         assert self.journal is not None
@@ -276,6 +278,8 @@ class AgentRuntime(ToolCalls):
                 f"{self.spec.name}: the run ended before it, or the request differs)",
             )
         with chat_span(self.model.model) as span:
+            if fingerprint:
+                span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             if recorded is not None:  # answered before this run was interrupted: reuse it
                 reply = reply_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)

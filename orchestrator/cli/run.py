@@ -262,6 +262,14 @@ def replay(
             "config changed: a new instruction or model), instead of failing there.",
         ),
     ] = False,
+    from_span: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="With --fork: go on live from this step, a span id of the run (a model call, "
+            "a tool call or an agent: the span ids of GET /v1/runs/ID/trace).",
+        ),
+    ] = None,
 ) -> None:
     """Execute a finished run again from its step log, and compare it with the original.
 
@@ -271,10 +279,15 @@ def replay(
     same (a fork: when it succeeded) and the replay succeeded.
     """
     settings = Settings()
+    if from_span and not fork:
+        err.print("--from needs --fork", style="red")
+        raise typer.Exit(2)
     server = server or settings.server
     if server:
         view = asyncio.run(
-            _run_there(server, settings.api_key, lambda c: c.replay(run_id, fork), "quiet")
+            _run_there(
+                server, settings.api_key, lambda c: c.replay(run_id, fork, from_span), "quiet"
+            )
         )
         texts = asyncio.run(_diagrams_there(server, settings.api_key, [run_id, view.id]))
     else:
@@ -282,7 +295,7 @@ def replay(
 
         async def start(service: RunService) -> StoredRun:
             try:
-                return await service.replay(run_id, fork=fork)
+                return await service.replay(run_id, fork=fork, from_span=from_span)
             except ServiceError as exc:
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None

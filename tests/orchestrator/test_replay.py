@@ -10,6 +10,7 @@ import pytest
 
 from agents.core.messages import RunStatus
 from orchestrator.store import RunStore
+from orchestrator.submission import Lineage
 from tests.orchestrator.test_api import submit
 from tests.orchestrator.test_durable import _answer
 
@@ -96,9 +97,13 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
             engine.start()
             await store.add(run_id, "calculate 6 * 7", agent=None, system="forked", config={})
         parent = await engines[0].run("calculate 6 * 7", run_id="parent")
-        fork = await engines[1].run("calculate 6 * 7", run_id="fork", replay_of="parent", fork=True)
+        fork = await engines[1].run(
+            "calculate 6 * 7", run_id="fork", lineage=Lineage(replay_of="parent", fork=True)
+        )
         # The same with the old config is a plain replay: nothing differs, nothing is called.
-        same = await engines[0].run("calculate 6 * 7", run_id="same", replay_of="parent")
+        same = await engines[0].run(
+            "calculate 6 * 7", run_id="same", lineage=Lineage(replay_of="parent")
+        )
     finally:
         for engine in engines:
             engine.stop()
@@ -118,3 +123,46 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
     fork_calls = calls["after"].read_text().splitlines()
     assert len(fork_calls) == 2 and len(calls["before"].read_text().splitlines()) == 4
     assert fork.output == parent.output
+
+
+def _walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [n for node in nodes for n in (node, *_walk(node["children"]))]
+
+
+async def test_a_fork_from_a_chosen_step_goes_live_there(api: str) -> None:
+    first = (await submit(api, {"task": "calculate 6 * 7", "agent": "coordinator"})).json()
+    original = await _answer(api, first["id"])
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        spans = _walk((await client.get(f"/v1/runs/{first['id']}/trace")).json()["spans"])
+        analyst = next(s for s in spans if s["name"] == "invoke_agent analyst")
+        fork_point = next(s for s in spans if s["parent_span_id"] == analyst["span_id"])
+        assert fork_point["name"].startswith("chat ")  # the analyst's first model call
+        answer = await client.post(
+            f"/v1/runs/{first['id']}/fork", json={"from_span": fork_point["span_id"]}
+        )
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["fork"] is True and answer.json()["replay_of"] == first["id"]
+        forked = await _answer(api, answer.json()["id"])
+        forked_spans = _walk((await client.get(f"/v1/runs/{forked['id']}/trace")).json()["spans"])
+        # A span that is not a step of the record, and one that is no span id at all.
+        root = spans[0]["span_id"]
+        refused = await client.post(f"/v1/runs/{first['id']}/fork", json={"from_span": root})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "not_replayable"
+        bad = await client.post(f"/v1/runs/{first['id']}/fork", json={"from_span": "nope"})
+        assert bad.status_code == 422, bad.text
+    assert forked["status"] == "succeeded" and forked["output"] == original["output"]
+
+    def replayed(agent: str) -> list[bool]:
+        parent = {s["span_id"]: s for s in forked_spans}
+        return [
+            bool(s["attributes"].get("baton.step.replayed"))
+            for s in forked_spans
+            if s["name"].startswith("chat ")
+            and parent[s["parent_span_id"]]["name"] == f"invoke_agent {agent}"
+        ]
+
+    # Before the fork point from the record; the analyst live from its first model call; the
+    # coordinator's last call asks the same as recorded (the analyst answered the same).
+    assert replayed("analyst") == [False, False]
+    assert replayed("coordinator") == [True, True]

@@ -17,6 +17,7 @@ from orchestrator.routing import AUTO
 from orchestrator.schemas import (
     DiagramView,
     ErrorBody,
+    ForkRequest,
     RunPageView,
     RunSubmission,
     RunView,
@@ -138,14 +139,15 @@ async def replay_run(run: Run, service: Service) -> RunView:
     status_code=202,
     responses=_conflict("The run has not ended."),
 )
-async def fork_run(run: Run, service: Service) -> RunView:
+async def fork_run(run: Run, service: Service, body: ForkRequest | None = None) -> RunView:
     """A new run that follows this one's step log while its requests are the same, then live.
 
     After a config change (an instruction, a model), it is the run as it would have gone.
     Compare the two runs' diagrams (`comparable=true`): they differ from the first step the
     change touches.
     """
-    return run_view(await service.replay(run.id, fork=True))
+    from_span = body.from_span if body is not None else None
+    return run_view(await service.replay(run.id, fork=True, from_span=from_span))
 
 
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
