@@ -83,3 +83,58 @@ def test_a_run_page_for_an_unknown_run_says_so(api: str, page: Page, problems: l
     assert "no run" in page.inner_text("main > p.error")
     assert all("404" in p for p in problems)  # the browser notes the failed fetch
     problems.clear()
+
+
+def test_a_fork_from_an_arrow_is_shown_beside_its_original(api: str, page: Page) -> None:
+    def finished_run(task: str) -> str:
+        answer = httpx.post(f"{api}/v1/runs", json={"task": task, "agent": "coordinator"})
+        run_id = str(answer.json()["id"])
+        page.goto(f"{api}/runs/{run_id}")
+        page.wait_for_selector("body[data-state=finished]", timeout=30_000)
+        return run_id
+
+    other = finished_run("say hello")  # answered at once: no delegation
+    original = finished_run("calculate 6 * 7")
+    page.select_option("#detail", "full")
+    diagram = httpx.get(
+        f"{api}/v1/runs/{original}/diagram", params={"format": "json", "detail": "full"}
+    ).json()
+    spans = {s["span_id"]: s for s in _walk(httpx.get(f"{api}/v1/runs/{original}/trace").json())}
+    # The arrow of the analyst's first model call.
+    arrow = next(
+        i
+        for i, span_id in enumerate(diagram["arrows"])
+        if spans[span_id]["name"].startswith("chat ")
+        and spans[spans[span_id]["parent_span_id"]]["name"] == "invoke_agent analyst"
+    )
+    # (The full diagram has more arrows than the one it replaces: wait for its last.)
+    page.locator("#diagram svg .sequenceNumber").nth(len(diagram["arrows"]) - 1).wait_for()
+    page.locator("#diagram svg .sequenceNumber").nth(arrow).click()
+    page.click("#fork-button")
+    page.wait_for_url(re.compile(rf"/runs/(?!{original})[0-9a-f]{{32}}$"))
+    forked = page.url.rsplit("/", 1)[1]
+    assert forked != original
+    page.wait_for_selector("body[data-compared=yes]", timeout=30_000)
+    assert texts(page, "#compare-link") == [f"run {original[:12]}"]
+    assert page.locator("#compare-this svg").count() == page.locator("#compare-other svg").count()
+    # The offline model answers the same when asked again: the same diagram.
+    assert "The same diagram" in page.inner_text("#compare-verdict")
+    fork = httpx.get(f"{api}/v1/runs/{forked}").json()
+    assert fork["replay_of"] == original and fork["fork"] is True
+
+    # Beside a different run, the first arrow that differs is marked in both diagrams.
+    page.goto(f"{api}/runs/{forked}?compare={other}")
+    page.wait_for_selector("body[data-compared=yes]", timeout=30_000)
+    assert "First difference at arrow" in page.inner_text("#compare-verdict")
+    assert page.locator("#compare-this svg .first-difference").count() >= 1
+    assert page.locator("#compare-other svg .first-difference").count() >= 1
+
+
+def _walk(trace: dict[str, object]) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    todo = list(trace["spans"])  # type: ignore[call-overload]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo.extend(node["children"])
+    return found

@@ -1,6 +1,8 @@
 // Baton's web UI: plain ES module over the JSON API. User data only ever enters the page as
 // text (textContent); the only HTML inserted is the SVG that Mermaid renders in strict mode.
 
+import { firstDifference, markArrow } from "./compare.js";
+
 const KEY = "baton.apiKey";
 
 // --- API -----------------------------------------------------------------------------------
@@ -238,13 +240,58 @@ async function runPage(runId) {
     }
     const shown = { ...span };
     delete shown.children;
+    // A step of the run's record (a model call, a tool call, an agent): a fork may start here.
+    const fork = span.attributes["baton.step"] && document.body.dataset.state === "finished"
+      ? el("button", { type: "button", id: "fork-button", onclick: () => forkFrom(spanId) }, "Fork from here")
+      : "";
     $("span-details").replaceChildren(
       el("h3", {}, span.name),
       el("p", { class: "meta" }, `span ${span.span_id}`, span.parent_span_id ? ` · parent ${span.parent_span_id}` : ""),
+      fork,
       el("pre", { class: "text" }, JSON.stringify(shown, null, 2)),
     );
     const row = $("waterfall").querySelector(`[data-span="${spanId}"]`);
     if (row) row.scrollIntoView({ block: "nearest" });
+  }
+
+  // A new run that takes this one's record up to the step, and goes on live from there.
+  async function forkFrom(spanId) {
+    try {
+      const forked = await api(`/v1/runs/${runId}/fork`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ from_span: spanId }),
+      });
+      location.assign(`/runs/${forked.id}`);
+    } catch (error) {
+      showError($("span-details"), error);
+    }
+  }
+
+  // This run's diagram beside another's (its original, or ?compare=ID), first difference marked.
+  async function drawComparison(otherId) {
+    const detail = $("detail").value;
+    const path = (id) => `/v1/runs/${id}/diagram?format=json&comparable=true&detail=${detail}`;
+    const [mine, theirs] = await Promise.all([api(path(runId)), api(path(otherId))]);
+    $("comparison").hidden = false;
+    const link = $("compare-link");
+    link.textContent = `run ${otherId.slice(0, 12)}`;
+    link.href = `/runs/${otherId}`;
+    const [here, there] = await Promise.all([
+      drawMermaid($("compare-this"), mine.mermaid),
+      drawMermaid($("compare-other"), theirs.mermaid),
+    ]);
+    const difference = firstDifference(mine.mermaid, theirs.mermaid);
+    if (difference.line < 0) {
+      $("compare-verdict").textContent = "The same diagram, arrow for arrow (timings aside).";
+      return;
+    }
+    if (difference.arrow) {
+      markArrow(here, difference.arrow);
+      markArrow(there, difference.arrow);
+    }
+    $("compare-verdict").textContent = `First difference${difference.arrow ? ` at arrow ${difference.arrow}` : ""}: `
+      + `“${difference.here.trim()}” here, “${difference.there.trim()}” there.`;
   }
 
   function drawWaterfall(trace) {
@@ -384,8 +431,13 @@ async function runPage(runId) {
   $("cancel-button").addEventListener("click", () => api(`/v1/runs/${runId}/cancel`, { method: "POST" }));
 
   const run = await refresh();
+  const compareWith = new URLSearchParams(location.search).get("compare") || run.replay_of;
   document.body.dataset.state = FINAL.has(run.status) ? "finished" : "live";
-  if (FINAL.has(run.status)) return;
+  if (FINAL.has(run.status)) {
+    if (compareWith) await drawComparison(compareWith);
+    document.body.dataset.compared = compareWith ? "yes" : "no";
+    return;
+  }
   // Live: the diagram and the waterfall grow with each event (at most a few redraws a second).
   let timer = null;
   for await (const event of events(`/v1/runs/${runId}/events`)) {
@@ -397,6 +449,8 @@ async function runPage(runId) {
   clearTimeout(timer);
   await refresh();
   document.body.dataset.state = "finished";
+  if (compareWith) await drawComparison(compareWith);
+  document.body.dataset.compared = compareWith ? "yes" : "no";
 }
 
 // --- Agents page ---------------------------------------------------------------------------
