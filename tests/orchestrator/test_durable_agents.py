@@ -23,7 +23,10 @@ HELPER = """
 name: durable-{tag}
 env: [PARCELS_FILE]
 agents:
-  - {{name: boss, delegates: [helper], description: boss}}
+  - name: boss
+    delegates: [helper]
+    description: boss
+    ray: {{resources: {{"node:__internal_head__": 0.01}}}}  # not on the node that goes
   - name: helper
     description: helps with the parcels
     tools:
