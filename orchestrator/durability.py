@@ -141,6 +141,8 @@ class Durability:
 
     async def _take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""
+        if not self.limits.adopts_lost_runs:
+            return
         for run in await self.store.take_over(self.owner, lease_s=self.limits.lease_s):
             logger.warning("resuming run %s of a lost instance", run.id)
             self._resume(run)

@@ -49,6 +49,9 @@ class ServiceLimits:
     heartbeat_s: float = 15.0
     shutdown_grace_s: float = 10.0  # runs in flight may finish within this when stopping
     wrap_up_s: float = 10.0  # then interrupted runs have this long to record themselves
+    # Whether this instance resumes (or, with `on_interrupt: fail`, interrupts) the runs of
+    # instances that stopped renewing their leases. A one-shot `baton run` leaves them alone.
+    adopts_lost_runs: bool = True
 
 
 _STOPPED = "the service stopped while the run was in flight"
@@ -123,6 +126,7 @@ class RunService(RunViews, Durability):
             ready=self._ready,
             cancel=self._cancel_here,
             take_over=self._take_over_lost if self._resumes else None,
+            interrupt_lost=self.limits.adopts_lost_runs and not self._resumes,
         )
         self._background = [
             asyncio.create_task(self._start_engine()),

@@ -69,12 +69,13 @@ async def keep_leases(
     ready: asyncio.Event,
     cancel: Callable[[str], object],
     take_over: Callable[[], Awaitable[None]] | None = None,
+    interrupt_lost: bool = True,
 ) -> None:
     """Renew this instance's leases, and act on what other instances left or asked (forever).
 
-    Runs of instances that stopped renewing are resumed here (`take_over`) or interrupted;
-    cancellations requested through other instances are honoured (`cancel`); kept writes are
-    made once the store is back.
+    Runs of instances that stopped renewing are resumed here (`take_over`), interrupted
+    (`interrupt_lost`), or left for another instance; cancellations requested through other
+    instances are honoured (`cancel`); kept writes are made once the store is back.
     """
     while True:
         try:
@@ -83,7 +84,7 @@ async def keep_leases(
             if take_over is not None:
                 await take_over()
             reason = "the service instance running it stopped responding"
-            lost = await store.interrupt_expired(lease_s, reason)
+            lost = await store.interrupt_expired(lease_s, reason) if interrupt_lost else []
             if lost:
                 logger.warning("marked %d runs of lost instances interrupted", len(lost))
                 orphans.add(lost, reason)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import socket
 import sys
@@ -88,9 +89,12 @@ def local_service(
 
     Agents on Ray, runs recorded in the store, as with `baton serve`.
     """
+    from orchestrator.service import ServiceLimits
     from orchestrator.serving import open_service_from_settings  # Ray: a slow import
 
     owner = f"{role}:{socket.gethostname()}:{os.getpid()}"
+    # A one-shot service: the runs other instances left are theirs (or a server's) to resume.
+    limits = dataclasses.replace(limits or ServiceLimits(), adopts_lost_runs=False)
     return open_service_from_settings(
         settings, system, owner=owner, export=open_export(), limits=limits
     )

@@ -58,6 +58,8 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
         "BATON_STORE_URL": store_url,
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
     }
+    # A run a server left when it died: a one-shot `baton run` leaves it for a server to resume.
+    asyncio.run(_lost_run(store_url))
     try:
         done = subprocess.run(
             [
@@ -86,9 +88,12 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     assert "→ researcher (from coordinator)" in out
     assert "→ fact_checker (from researcher)" in out
     assert "analyst asks baton/offline (step 1)" in out  # --verbose: every event
+    assert asyncio.run(_lost_run_left_alone(store_url))
 
     # The run is in the store: `baton runs` lists it and `baton show` prints its tree.
-    listed = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": store_url, "COLUMNS": "200"})
+    listed = runner.invoke(
+        app, ["runs", "--status", "succeeded"], env={"BATON_STORE_URL": store_url, "COLUMNS": "200"}
+    )
     assert listed.exit_code == 0, listed.output
     assert "runs (1 of 1, newest first)" in listed.output
     ids = re.findall(r"\b[0-9a-f]{32}\b", listed.output)
@@ -129,6 +134,25 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     chat = next(s for s in receiver.spans if s["name"] == "chat baton/offline")
     assert chat["attributes"]["gen_ai.operation.name"] == "chat"
     assert int(chat["attributes"]["gen_ai.usage.input_tokens"]) > 0
+
+
+async def _lost_run(url: str) -> None:
+    store = await RunStore.open(url)
+    try:
+        await store.add("lost", "wait", agent=None, system="baton", config={}, owner="gone:1")
+        await store.start("lost")
+        await store._set("lost", heartbeat_at=0.0)  # its server stopped renewing long ago
+    finally:
+        await store.close()
+
+
+async def _lost_run_left_alone(url: str) -> bool:
+    store = await RunStore.open(url)
+    try:
+        run = await store.get("lost")
+        return run is not None and run.status == "running" and run.owner == "gone:1"
+    finally:
+        await store.close()
 
 
 async def _stored_spans(url: str, run_id: str) -> list[dict[str, object]]:
