@@ -136,6 +136,7 @@ class AgentRuntime(ToolCalls):
                     if self._journaled(inv) and (delegation.replay or ctx.epoch):
                         assert self.journal is not None
                         inv.record.steps = await self.journal.recorded(ctx.run_id, inv.id)
+                        inv.record.loaded = True
                     result = await self._loop(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = self._end(inv, RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -269,7 +270,7 @@ class AgentRuntime(ToolCalls):
         fingerprint = ""
         if self._journaled(inv):
             fingerprint = request_fingerprint(self.model.model, messages, self._schemas)
-        recorded = inv.record.model(key, fingerprint) if inv.record.steps else None
+        recorded = inv.record.model(key, fingerprint) if inv.record.loaded else None
         if recorded is None and ctx.replay_only:
             return self._end(
                 inv,

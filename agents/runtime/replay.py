@@ -23,6 +23,7 @@ class Record:
     """What an invocation recorded before, handed out step by step (see the module)."""
 
     steps: dict[str, Step] = field(default_factory=dict)
+    loaded: bool = False  # the invocation may have run before: its record was read
     diverged: bool = False
     reused: int = 0
 

@@ -144,6 +144,15 @@ async def test_a_fork_from_a_chosen_step_goes_live_there(api: str) -> None:
         assert answer.json()["fork"] is True and answer.json()["replay_of"] == first["id"]
         forked = await _answer(api, answer.json()["id"])
         forked_spans = _walk((await client.get(f"/v1/runs/{forked['id']}/trace")).json()["spans"])
+        # From the coordinator's first model call: it, and the analyst it then calls, go live.
+        coordinator = next(s for s in spans if s["name"] == "invoke_agent coordinator")
+        start = next(s for s in spans if s["parent_span_id"] == coordinator["span_id"])
+        answer = await client.post(
+            f"/v1/runs/{first['id']}/fork", json={"from_span": start["span_id"]}
+        )
+        from_start = await _answer(api, answer.json()["id"])
+        trace = (await client.get(f"/v1/runs/{from_start['id']}/trace")).json()
+        from_start_spans = _walk(trace["spans"])
         # A span that is not a step of the record, and one that is no span id at all.
         root = spans[0]["span_id"]
         refused = await client.post(f"/v1/runs/{first['id']}/fork", json={"from_span": root})
@@ -153,16 +162,19 @@ async def test_a_fork_from_a_chosen_step_goes_live_there(api: str) -> None:
         assert bad.status_code == 422, bad.text
     assert forked["status"] == "succeeded" and forked["output"] == original["output"]
 
-    def replayed(agent: str) -> list[bool]:
-        parent = {s["span_id"]: s for s in forked_spans}
+    def replayed(agent: str, spans: list[dict[str, Any]]) -> list[bool]:
+        parent = {s["span_id"]: s for s in spans}
         return [
             bool(s["attributes"].get("baton.step.replayed"))
-            for s in forked_spans
+            for s in spans
             if s["name"].startswith("chat ")
             and parent[s["parent_span_id"]]["name"] == f"invoke_agent {agent}"
         ]
 
     # Before the fork point from the record; the analyst live from its first model call; the
     # coordinator's last call asks the same as recorded (the analyst answered the same).
-    assert replayed("analyst") == [False, False]
-    assert replayed("coordinator") == [True, True]
+    assert replayed("analyst", forked_spans) == [False, False]
+    assert replayed("coordinator", forked_spans) == [True, True]
+    assert from_start["status"] == "succeeded"
+    assert replayed("coordinator", from_start_spans) == [False, False]
+    assert replayed("analyst", from_start_spans) == [False, False]
