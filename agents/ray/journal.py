@@ -70,12 +70,11 @@ class JournalWriter:
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
-        self.failures = 0  # batches that could not be written
+        self._failures = 0  # batches that could not be written
 
     def step(self, run_id: str, step: Step) -> None:
         """Queue a step of a run."""
-        row = {"run_id": run_id, **step.model_dump(include={"invocation", "key", "kind"})}
-        self._steps.append({**row, "epoch": step.epoch, "at": step.at, "data": step.data})
+        self._steps.append({"run_id": run_id, **step.model_dump()})
         self._queued_one()
 
     def event(self, run_id: str, seq: int, item: Event) -> None:
@@ -92,10 +91,10 @@ class JournalWriter:
 
     async def sync(self) -> bool:
         """Wait until everything queued so far is stored; False if some of it could not be."""
-        mark, failures = self._queued, self.failures
+        mark, failures = self._queued, self._failures
         async with self._progress:
             await self._progress.wait_for(lambda: self._written >= mark)
-        return self.failures == failures
+        return self._failures == failures
 
     async def _write_forever(self) -> None:
         while True:
@@ -106,7 +105,7 @@ class JournalWriter:
             try:
                 await self._write(steps, events)
             except Exception:
-                self.failures += 1
+                self._failures += 1
                 logger.exception("the step log could not be written (%d rows)", len(steps))
             async with self._progress:
                 self._written += len(steps) + len(events)
@@ -150,10 +149,3 @@ class JournalWriter:
                 .order_by(_EVENTS.c.seq)
             )
             return [(int(seq), EVENTS.validate_python(data)) for seq, data in rows]
-
-    async def close(self) -> None:
-        """Write what is queued, then close the connections."""
-        await self.sync()
-        if self._task is not None:
-            self._task.cancel()
-        await self._engine.dispose()

@@ -142,7 +142,7 @@ class ToolCalls:
         target = tool.target.name if isinstance(tool, DelegateTool) else None
         key = tool_key(inv.steps, call.id)
         # A delegation is never taken from the record: the callee resumes from its own.
-        recorded = inv.record.get(key) if target is None and inv.record.steps else None
+        recorded = inv.record.get(key) if target is None else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
             if self._journaled(inv):
@@ -254,7 +254,7 @@ class ToolCalls:
             return None
         assert self.journal is not None
         start = started_key(inv.steps, call.id)
-        if inv.record.steps and inv.record.get(start) is not None:
+        if inv.record.get(start) is not None:
             return ToolOutput(
                 f"error: {call.name} had started before the run was interrupted and left no "
                 "result; it is not run again (it is not marked idempotent)",
@@ -280,7 +280,7 @@ class ToolCalls:
         model can change course).
         """
         key = approval_key(inv.steps, call.id)
-        recorded = inv.record.get(key) if inv.record.steps else None
+        recorded = inv.record.get(key)
         if recorded is not None:
             decision: dict[str, Any] = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)

@@ -25,7 +25,6 @@ class Record:
     steps: dict[str, Step] = field(default_factory=dict)
     loaded: bool = False  # the invocation may have run before: its record was read
     diverged: bool = False
-    reused: int = 0
 
     def model(self, key: str, fingerprint: str) -> Step | None:
         """The recorded reply to the same request, or None (and live from here on)."""
@@ -33,15 +32,11 @@ class Record:
         if step is None or step.data.get("fingerprint") != fingerprint:
             self.diverged = True
             return None
-        self.reused += 1
         return step
 
     def get(self, key: str) -> Step | None:
         """A recorded step other than a model reply (a tool's result, its start, a decision)."""
-        step = None if self.diverged else self.steps.get(key)
-        if step is not None:
-            self.reused += 1
-        return step
+        return None if self.diverged else self.steps.get(key)
 
 
 def reply_data(reply: ModelReply, fingerprint: str) -> dict[str, Any]:
