@@ -36,12 +36,12 @@ from tracing import (
     SpanRecord,
     agent_span_counts,
     configure_tracing,
+    end_workflow,
     inject_context,
     lost_agent_span,
     span_ids,
     workflow_span,
 )
-from tracing import attributes as attr
 
 __all__ = ["Engine"]
 
@@ -235,7 +235,9 @@ class Engine:
         result: RunResult | None = None
         self._active.add(run_id)
         try:
-            with workflow_span(run_id, entry, self.system.config.name, record=recorded) as span:
+            with workflow_span(
+                run_id, entry, self.system.config.name, record=recorded, epoch=lineage.epoch
+            ) as span:
                 trace_id = span.get_span_context().trace_id
                 first = RunStarted(
                     agent=entry,
@@ -243,8 +245,6 @@ class Engine:
                     epoch=lineage.epoch,
                     **span_ids(span),
                 )
-                if lineage.epoch:
-                    span.set_attribute(attr.BATON_RUN_EPOCH, lineage.epoch)
                 # Awaited: agents on other processes ask the ledger about the budget, and the
                 # first event must come before any agent's.
                 await self.ledger.open(
@@ -256,6 +256,9 @@ class Engine:
                     lineage.fork_from,
                 )
                 tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of)
+                failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
+                options = self.system.config.tracing
+                end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
             spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
                 self._export.export(spans)
@@ -304,13 +307,11 @@ class Engine:
         )
         run_id = ctx.run_id
         started_at = ctx.deadline - ctx.limits.deadline_s
+        stopped = AgentResult(
+            agent=entry, status=RunStatus.CANCELLED, error="run cancelled", started_at=started_at
+        )
         if run_id in self._cancelled:
-            return AgentResult(
-                agent=entry,
-                status=RunStatus.CANCELLED,
-                error="run cancelled",
-                started_at=started_at,
-            )
+            return stopped
 
         def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
             self._inflight[run_id] = ref
@@ -341,12 +342,7 @@ class Engine:
                 started_at=started_at,
             )
         except TaskCancelledError:
-            return AgentResult(
-                agent=entry,
-                status=RunStatus.CANCELLED,
-                error="run cancelled",
-                started_at=started_at,
-            )
+            return stopped
         finally:
             self._inflight.pop(run_id, None)
 

@@ -232,10 +232,10 @@ class OtlpReceiver:
             }
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    attributes = {
-                        a["key"]: next(iter(a["value"].values()), None)
-                        for a in MessageToDict(span).get("attributes", [])
-                    }
+                    encoded = MessageToDict(span).get("attributes", [])
+                    attributes = {a["key"]: next(iter(a["value"].values()), None) for a in encoded}
+                    # OTLP's value kinds: stringValue, intValue, arrayValue, ...
+                    types = {a["key"]: next(iter(a["value"]), None) for a in encoded}
                     self.spans.append(
                         {
                             "trace_id": span.trace_id.hex(),
@@ -243,7 +243,9 @@ class OtlpReceiver:
                             "parent_span_id": span.parent_span_id.hex() or None,
                             "name": span.name,
                             "status": span.status.code,
+                            "kind": span.kind,
                             "attributes": attributes,
+                            "types": types,
                             "events": [e.name for e in span.events],
                             "resource": resource,
                             "scope": scope_spans.scope.name,

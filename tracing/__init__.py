@@ -3,6 +3,7 @@
 Imports neither agents nor orchestrator.
 """
 
+from tracing import genai
 from tracing.collector import SpanCollector, configure_tracing
 from tracing.export import OtlpExport, otlp_export_from_env, readable_span
 from tracing.propagation import extract_context, inject_context
@@ -15,11 +16,13 @@ from tracing.redaction import (
     secret_values_in,
 )
 from tracing.spans import (
+    ContentOptions,
     agent_span,
     chat_span,
-    clip,
+    end_workflow,
     lost_agent_span,
     record_content,
+    set_outcome,
     span_ids,
     tool_span,
     workflow_span,
@@ -27,6 +30,7 @@ from tracing.spans import (
 
 __all__ = [
     "REDACTED",
+    "ContentOptions",
     "OtlpExport",
     "Redactor",
     "SpanCollector",
@@ -34,9 +38,10 @@ __all__ = [
     "agent_span",
     "agent_span_counts",
     "chat_span",
-    "clip",
     "configure_tracing",
+    "end_workflow",
     "extract_context",
+    "genai",
     "inject_context",
     "is_secret_name",
     "lost_agent_span",
@@ -45,6 +50,7 @@ __all__ = [
     "record_content",
     "secret_values_from_env",
     "secret_values_in",
+    "set_outcome",
     "span_ids",
     "span_record",
     "tool_span",

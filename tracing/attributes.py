@@ -17,9 +17,11 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_PROVIDER_NAME,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_SYSTEM_INSTRUCTIONS,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_CALL_ID,
     GEN_AI_TOOL_CALL_RESULT,
+    GEN_AI_TOOL_DEFINITIONS,
     GEN_AI_TOOL_NAME,
     GEN_AI_TOOL_TYPE,
     GEN_AI_USAGE_INPUT_TOKENS,
@@ -59,18 +61,24 @@ __all__ = [
     "GEN_AI_PROVIDER_NAME",
     "GEN_AI_REQUEST_MODEL",
     "GEN_AI_RESPONSE_FINISH_REASONS",
+    "GEN_AI_SYSTEM_INSTRUCTIONS",
     "GEN_AI_TOOL_CALL_ARGUMENTS",
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_DEFINITIONS",
     "GEN_AI_TOOL_NAME",
     "GEN_AI_TOOL_TYPE",
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_WORKFLOW_NAME",
+    "INPUT_VALUE",
+    "OPENINFERENCE_CHAIN",
+    "OPENINFERENCE_SPAN_KIND",
     "OP_CHAT",
     "OP_EXECUTE_TOOL",
     "OP_INVOKE_AGENT",
     "OP_INVOKE_WORKFLOW",
+    "OUTPUT_VALUE",
     "TOOL_SPAN_PREFIX",
     "WORKFLOW_SPAN",
     "agent_span_name",
@@ -104,6 +112,14 @@ BATON_RAY_NODE_ID = "baton.ray.node_id"
 EVENT_DELEGATION_REFUSED = "delegation_refused"
 EVENT_APPROVAL_REQUESTED = "approval_requested"
 EVENT_APPROVAL_DECIDED = "approval_decided"
+
+# OpenInference's names (Arize Phoenix and other viewers list and show spans by them): a span's
+# input and output as plain text, which the GenAI conventions have no name for, and the kind of
+# the root span (viewers derive the others from `gen_ai.operation.name`, but not a workflow).
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OPENINFERENCE_CHAIN = "CHAIN"
 
 # `gen_ai.operation.name` values, and span names `{operation} {target}` as the conventions name
 # them.

@@ -10,7 +10,7 @@ import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -25,14 +25,18 @@ from opentelemetry.trace import (
 )
 
 from tracing import attributes as attr
+from tracing import genai
+from tracing.genai import clip, clip_strings
 
 __all__ = [
     "TRACER_NAME",
+    "ContentOptions",
     "agent_span",
     "chat_span",
-    "clip",
+    "end_workflow",
     "lost_agent_span",
     "record_content",
+    "set_outcome",
     "span_ids",
     "tool_span",
     "workflow_span",
@@ -40,13 +44,6 @@ __all__ = [
 
 TRACER_NAME = "baton"
 _tracer = trace.get_tracer(TRACER_NAME)
-
-
-def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [{len(text) - limit} more chars]"
 
 
 def span_ids(span: Span) -> dict[str, Any]:
@@ -72,16 +69,35 @@ def span_ids(span: Span) -> dict[str, Any]:
 
 
 def record_content(span: Span, key: str, value: Any, limit: int) -> None:
-    """Record message content on `span` (callers check that content capture is on)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    span.set_attribute(key, clip(text, limit))
+    """Record message content on `span` (callers check that content capture is on).
+
+    Structured content (the conventions' message arrays) is stored as JSON with each string in
+    it clipped, so that the attribute stays valid JSON however long the conversation.
+    """
+    if isinstance(value, str):
+        span.set_attribute(key, clip(value, limit))
+    else:
+        span.set_attribute(key, json.dumps(clip_strings(value, limit), default=str))
+
+
+def set_outcome(span: Span, error: str | None, error_type: str | None = None) -> None:
+    """End-of-work status: OK when `error` is None, else ERROR with its message and type.
+
+    An explicit OK lets a viewer tell a success from a span whose outcome was not recorded.
+    """
+    if error is None:
+        span.set_status(Status(StatusCode.OK))
+        return
+    if error_type is not None:
+        span.set_attribute(attr.ERROR_TYPE, error_type)
+    span.set_status(Status(StatusCode.ERROR, error))
 
 
 @contextmanager
 def workflow_span(
-    run_id: str, entry_agent: str, workflow: str, *, record: bool = True
+    run_id: str, entry_agent: str, workflow: str, *, record: bool = True, epoch: int = 0
 ) -> Iterator[Span]:
-    """The root span of a run.
+    """The root span of a run (`epoch`: how many times it was resumed).
 
     With `record=False` the run gets an unsampled trace context: every span below it, in every
     process, is a no-op (the W3C flags carry the decision).
@@ -105,9 +121,43 @@ def workflow_span(
             attr.BATON_RUN_ID: run_id,
             attr.GEN_AI_CONVERSATION_ID: run_id,
             attr.GEN_AI_AGENT_NAME: entry_agent,
+            attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_CHAIN,
+            **({attr.BATON_RUN_EPOCH: epoch} if epoch else {}),
         },
     ) as span:
         yield span
+
+
+class ContentOptions(Protocol):
+    """Whether message content is recorded on spans, and how much of each text."""
+
+    capture_content: bool
+    max_content_chars: int
+
+
+def end_workflow(
+    span: Span,
+    options: ContentOptions,
+    task: str,
+    answer: str | None,
+    *,
+    failure: str | None = None,
+    error: str | None = None,
+) -> None:
+    """The root span's outcome, and (with content capture) the task and the answer.
+
+    Trace viewers list a trace by its root span: with these they show what was asked and what
+    came back.
+    """
+    if options.capture_content and span.is_recording():
+        limit = options.max_content_chars
+        record_content(span, attr.GEN_AI_INPUT_MESSAGES, genai.text_messages("user", task), limit)
+        record_content(span, attr.INPUT_VALUE, task, limit)
+        if answer is not None:
+            output = genai.text_messages("assistant", answer, "stop")
+            record_content(span, attr.GEN_AI_OUTPUT_MESSAGES, output, limit)
+            record_content(span, attr.OUTPUT_VALUE, answer, limit)
+    set_outcome(span, None if failure is None else (error or failure), failure)
 
 
 def _agent_attributes(

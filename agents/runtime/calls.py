@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from agents.core.errors import DelegationRefused
 from agents.core.events import ApprovalRequested, Event, EventBase, ToolFinished, ToolStarted
@@ -37,7 +36,7 @@ from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.replay import Record, output_data, output_of
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool
-from tracing import Redactor, record_content, span_ids, tool_span
+from tracing import Redactor, record_content, set_outcome, span_ids, tool_span
 from tracing import attributes as attr
 
 __all__ = ["Invocation", "ToolCalls"]
@@ -148,6 +147,7 @@ class ToolCalls:
             if self._journaled(inv):
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
+            self._content(span, attr.INPUT_VALUE, call.arguments)
             if recorded is not None:
                 out = output_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
@@ -161,9 +161,7 @@ class ToolCalls:
                     step = self._step(inv, key, "tool_result", output_data(out))
                     self.journal.record(inv.ctx.run_id, step)
             self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
-            if out.is_error:
-                span.set_status(Status(StatusCode.ERROR, out.content[:200]))
-                span.set_attribute(attr.ERROR_TYPE, "tool_error")
+            set_outcome(span, out.content[:200] if out.is_error else None, "tool_error")
         if recorded is None:
             self._emit(
                 inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids

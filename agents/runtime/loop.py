@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.trace import Status, StatusCode
-
 from agents.core.events import (
     AgentFinished,
     AgentStarted,
@@ -35,6 +33,8 @@ from tracing import (
     agent_span,
     chat_span,
     extract_context,
+    genai,
+    set_outcome,
     span_ids,
 )
 from tracing import attributes as attr
@@ -127,7 +127,12 @@ class AgentRuntime(ToolCalls):
                     caller=delegation.caller,
                     **ids,
                 )
-                self._content(span, attr.GEN_AI_INPUT_MESSAGES, delegation.task)
+                task = delegation.task
+                self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.text_messages("user", task))
+                self._content(span, attr.INPUT_VALUE, task)
+                if self.spec.instructions:
+                    instructions = genai.system_instructions(self.spec.instructions)
+                    self._content(span, attr.GEN_AI_SYSTEM_INSTRUCTIONS, instructions)
                 if ctx.epoch:
                     span.set_attribute(attr.BATON_RUN_EPOCH, ctx.epoch)
                 if self._journaled(inv):
@@ -145,10 +150,13 @@ class AgentRuntime(ToolCalls):
                 span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
                 span.set_attribute(attr.BATON_USAGE_COST, total.cost_usd)
                 if result.output is not None:
-                    self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, result.output)
-                if result.status != RunStatus.SUCCEEDED:
-                    span.set_attribute(attr.ERROR_TYPE, result.status.value)
-                    span.set_status(Status(StatusCode.ERROR, result.error))
+                    answer = genai.text_messages("assistant", result.output, "stop")
+                    self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, answer)
+                    self._content(span, attr.OUTPUT_VALUE, result.output)
+                if result.status == RunStatus.SUCCEEDED:
+                    set_outcome(span, None)
+                else:
+                    set_outcome(span, result.error or result.status.value, result.status.value)
         except asyncio.CancelledError:
             self._ship_spans(inv, None, flush=True)
             raise
@@ -301,7 +309,9 @@ class AgentRuntime(ToolCalls):
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
             if reply.cost_usd is not None:
                 span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
-            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, reply.as_message())
+            output = genai.output_messages(reply.as_message(), reply.finish_reason)
+            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
+            set_outcome(span, None)
         inv.usage = inv.usage + Usage(
             input_tokens=reply.input_tokens,
             output_tokens=reply.output_tokens,
@@ -330,11 +340,14 @@ class AgentRuntime(ToolCalls):
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
-        self._content(span, attr.GEN_AI_INPUT_MESSAGES, messages)
+        self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
+        if self._schemas:
+            tools = genai.tool_definitions(self._schemas)
+            self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
         try:
             return await asyncio.wait_for(self.model.complete(messages, self._schemas), timeout)
         except TimeoutError:
-            span.set_status(Status(StatusCode.ERROR, "timeout"))
+            set_outcome(span, "timeout", "timeout")
             if ctx.time_left() <= 0:
                 return self._end(
                     inv,
@@ -345,8 +358,7 @@ class AgentRuntime(ToolCalls):
                 inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
             )
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-            span.set_attribute(attr.ERROR_TYPE, type(exc).__name__)
+            set_outcome(span, f"{type(exc).__name__}: {exc}", type(exc).__name__)
             return self._end(
                 inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
             )

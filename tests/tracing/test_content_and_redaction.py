@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -89,16 +90,18 @@ async def test_enabled_contents_are_recorded_and_cut_to_the_configured_size(
     spans = await run_traced(collector, runtime, "please write a long reply")
     chats = [s for s in spans if s["name"] == "chat baton/scripted"]
     assert "please write a long reply" in chats[0]["attributes"]["gen_ai.input.messages"]
-    first = chats[0]["attributes"]["gen_ai.output.messages"]
-    assert first.startswith('{"role": "assistant", "content": null, "tool_calls": [{"id"')
-    final = chats[1]["attributes"]["gen_ai.output.messages"]
-    assert final.startswith('{"role": "assistant", "content": "xxx')
-    assert final.endswith("more chars]") and len(final) < 130  # 100 chars plus the note
+    [first] = json.loads(chats[0]["attributes"]["gen_ai.output.messages"])
+    assert first["parts"][0]["name"] == "fail_loudly" and first["finish_reason"] == "tool_call"
+    # Each text is cut, and what the span holds stays JSON.
+    [final] = json.loads(chats[1]["attributes"]["gen_ai.output.messages"])
+    text = final["parts"][0]["content"]
+    assert text == "x" * 100 + "… [400 more chars]"
     tool = by_name(spans)["execute_tool fail_loudly"]["attributes"]
     assert tool["gen_ai.tool.call.arguments"] == '{"reason": "the disk is full"}'
     assert tool["gen_ai.tool.call.result"] == "error: ValueError: cannot comply: the disk is full"
     agent = by_name(spans)["invoke_agent a"]["attributes"]
-    assert agent["gen_ai.input.messages"] == "please write a long reply"
+    [asked] = json.loads(agent["gen_ai.input.messages"])
+    assert asked["parts"] == [{"type": "text", "content": "please write a long reply"}]
 
 
 async def test_a_failed_tool_is_an_error_span_that_says_why(collector: SpanCollector) -> None:
