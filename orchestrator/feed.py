@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agents.core.events import Event, RunFinished
-from agents.runtime.ledger import RunState
+from agents.runtime.ports import RunState
 from orchestrator.engine import Engine
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.stream import News, RunStream

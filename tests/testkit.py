@@ -21,6 +21,7 @@ __all__ = [
     "FakeOpenAI",
     "OtlpReceiver",
     "block_loop",
+    "causal_breaks",
     "config",
     "count_parcels",
     "fail_loudly",
@@ -255,6 +256,42 @@ class OtlpReceiver:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def causal_breaks(events: list[Event]) -> list[str]:
+    """Where `events` (one run's, as a consumer got them) break causal order.
+
+    An invocation's events in `seq` order; a delegated agent's start after its caller's
+    `tool_started`; a delegation's `tool_finished` after the callee's `agent_finished`.
+    """
+    from agents.core.events import AgentFinished, AgentStarted, ToolFinished, ToolStarted
+
+    breaks: list[str] = []
+    last: dict[str, int] = {}
+    calls: set[tuple[tuple[str, ...], str]] = set()
+    begun: set[tuple[tuple[str, ...], str]] = set()
+    ended: set[tuple[tuple[str, ...], str]] = set()
+    for n, e in enumerate(events):
+        where = f"#{n} {e.type} of {e.agent}"
+        if e.invocation and e.seq:
+            if e.seq <= last.get(e.invocation, 0):
+                breaks.append(f"{where}: seq {e.seq} after {last[e.invocation]}")
+            last[e.invocation] = e.seq
+        if isinstance(e, ToolStarted):
+            calls.add((tuple(e.chain), e.call_id))
+        delegated = len(e.chain) > 1 and getattr(e, "call_id", None)
+        if isinstance(e, AgentStarted) and delegated:
+            call = (tuple(e.chain[:-1]), e.call_id or "")
+            begun.add(call)
+            if call not in calls:
+                breaks.append(f"{where}: before its caller's tool_started")
+        if isinstance(e, AgentFinished) and delegated:
+            ended.add((tuple(e.chain[:-1]), e.call_id or ""))
+        if isinstance(e, ToolFinished):
+            call = (tuple(e.chain), e.call_id)
+            if call in begun and call not in ended:
+                breaks.append(f"{where}: before its callee finished")
+    return breaks
 
 
 class EventList:

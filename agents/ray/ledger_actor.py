@@ -13,7 +13,8 @@ import ray
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step, step_number
-from agents.runtime.ledger import Decision, RunLedger, RunState, SpanShipment
+from agents.runtime.ledger import RunLedger
+from agents.runtime.ports import Decision, RunState, SpanShipment
 
 __all__ = ["LedgerActor"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step
-from agents.runtime.ledger import Decision, RunState, SpanShipment
+from agents.runtime.ports import Decision, RunState, SpanShipment
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]

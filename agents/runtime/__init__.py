@@ -3,8 +3,9 @@
 Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`).
 """
 
-from agents.runtime.ledger import Approvals, EventSink, Ledger, RunLedger, SpanSource
+from agents.runtime.ledger import RunLedger
 from agents.runtime.loop import AgentRuntime
+from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 
 __all__ = [
     "AgentRuntime",

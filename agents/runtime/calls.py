@@ -32,7 +32,7 @@ from agents.core.steps import (
     tool_key,
 )
 from agents.models.base import ToolCall
-from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.replay import Record, output_data, output_of
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool

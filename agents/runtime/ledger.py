@@ -11,104 +11,20 @@ import itertools
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from agents.core.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
+from agents.runtime.causal import CausalOrder
+from agents.runtime.ports import Decision, RunState
 from tracing import agent_span_counts
 
-__all__ = [
-    "Approvals",
-    "Decision",
-    "EventSink",
-    "Ledger",
-    "RunLedger",
-    "RunState",
-    "SpanShipment",
-    "SpanSource",
-]
+__all__ = ["RunLedger"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Events of all runs kept in order for the services' one stream each (`RunLedger.feed`).
 MAX_FEED = 50_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
-
-# Whether the ledger is counting a run, has finished it (events still readable), or has never
-# heard of it (not started yet, or finished long ago).
-RunState = Literal["open", "closed", "unknown"]
-
-
-class Ledger(Protocol):
-    """The run-wide record as seen by an agent.
-
-    Ask before spending, report after; record a call that must run at most once before making
-    it.
-    """
-
-    async def tokens_left(self, run_id: str) -> int | None:
-        """Tokens the run may still spend (None: no budget)."""
-
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent."""
-
-    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
-        """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
-
-
-class Approvals(Protocol):
-    """Where a call waits for a person: it asks, then waits for the decision."""
-
-    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        """Register the pending call and announce it (`event` is its `approval_requested` event).
-
-        Returns the id under which it is approved (the call id, made unique).
-        """
-
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
-    ) -> dict[str, Any] | None:
-        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
-
-    async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call; the first decision counts."""
-
-
-# Finished spans of one run sent by one process: (run id, the shipment's number, the spans).
-SpanShipment = tuple[str, int, list[dict[str, Any]]]
-
-# What a decision on a pending call did: taken, too late (already decided), or no such call.
-Decision = Literal["decided", "already_decided", "unknown"]
-
-
-class SpanSource(Protocol):
-    """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
-
-    def drain(self, trace_id: int) -> list[dict[str, Any]]:
-        """Take this process's finished spans of the trace `trace_id`."""
-
-
-class EventSink(Protocol):
-    """Where progress events go (fire and forget; telemetry never breaks a run)."""
-
-    def emit(self, run_id: str, event: Event) -> None:
-        """Queue a progress event of the run `run_id`."""
-
-    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        """Queue finished spans of a run; they go out with the next flush."""
-
-    def flush(self) -> None:
-        """Send what is buffered now (called when an invocation ends)."""
-
-    def shipped(self, run_id: str) -> tuple[str, int]:
-        """This process's name, and how many span shipments it has made for the run so far."""
-
-    def remember(self, run_id: str) -> None:
-        """Keep copies of the run's span shipments from now on (its entry runs here)."""
-
-    def recall(self, run_id: str) -> list[dict[str, Any]]:
-        """Hand over the copies kept since `remember`, and stop keeping them."""
 
 
 @dataclass
@@ -128,6 +44,7 @@ class _RunBook:
     approvals_changed: int = 0
     epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
+    order: CausalOrder = field(default_factory=CausalOrder)  # events waiting for their cause
 
 
 class RunLedger:
@@ -148,6 +65,7 @@ class RunLedger:
         by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
         means "from now on".
         """
+        self._release_overdue()
         if cursor < 0:
             return [], self._fed, False
         if cursor > self._fed:  # a position of a ledger before this one
@@ -216,6 +134,9 @@ class RunLedger:
     def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Record the run's last event and close it; return all its events with their ids."""
         if run_id not in self._closed:
+            book = self._open_book(run_id)
+            for held in book.order.drain():  # their causes will not come now
+                self._append(run_id, book, held)
             self.emit(run_id, final)
         self.close(run_id)
         return self.numbered(run_id)
@@ -360,12 +281,27 @@ class RunLedger:
         return spans
 
     def emit(self, run_id: str, event: Event) -> None:
-        """Record a progress event of the run (bounded per run; dropped once it is closed)."""
+        """Record a progress event of the run (bounded per run; dropped once it is closed).
+
+        Events go out (numbered, on the feed) in causal order: one whose cause is still on its
+        way from another process waits for it (`agents.runtime.causal`).
+        """
         if run_id in self._closed:
             return
         book = self._open_book(run_id)
         if isinstance(event, AgentStarted):
             book.started += 1
+        late = book.order.overdue() if book.order.holding else []
+        for released in late + book.order.admit(event):
+            self._append(run_id, book, released)
+
+    def _release_overdue(self) -> None:
+        for run_id, book in self._runs.items():
+            if book.order.holding:
+                for released in book.order.overdue():
+                    self._append(run_id, book, released)
+
+    def _append(self, run_id: str, book: _RunBook, event: Event) -> None:
         if len(book.events) >= MAX_EVENTS_PER_RUN:
             book.dropped += 1  # bounded memory; the trace keeps the full record
             return

@@ -14,8 +14,8 @@ from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.spec import AgentSpec
 from agents.models.client import LiteLLMClient
 from agents.runtime.handoff import invoke_here
-from agents.runtime.ledger import EventSink
 from agents.runtime.loop import AgentRuntime
+from agents.runtime.ports import EventSink
 from agents.tools.delegate import build_tools
 from tracing import inject_context
 

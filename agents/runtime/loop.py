@@ -25,7 +25,7 @@ from agents.core.spec import AgentSpec
 from agents.core.steps import Journal, model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply, tool_schema
 from agents.runtime.calls import Invocation, ToolCalls
-from agents.runtime.ledger import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.replay import reply_data, reply_of
 from agents.tools.base import Tool
 from tracing import (

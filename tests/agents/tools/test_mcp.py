@@ -22,8 +22,9 @@ from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext
 from agents.core.spec import AgentSpec, McpServerSpec, ModelSpec
 from agents.models.client import LiteLLMClient
-from agents.runtime.ledger import Decision, RunLedger
+from agents.runtime.ledger import RunLedger
 from agents.runtime.loop import AgentRuntime
+from agents.runtime.ports import Decision
 from agents.tools.mcp import McpTool, open_mcp_tools
 
 pytestmark = pytest.mark.anyio

@@ -1,0 +1,98 @@
+"""What the agent runtime needs from the run-wide record, as typed seams.
+
+`agents.runtime.ledger.RunLedger` (in-process) and `agents.ray.ledger_client.LedgerClient` (a
+Ray actor's client) provide them; the runtime sees only these protocols.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from agents.core.events import ApprovalRequested, Event
+
+__all__ = [
+    "Approvals",
+    "Decision",
+    "EventSink",
+    "Ledger",
+    "RunState",
+    "SpanShipment",
+    "SpanSource",
+]
+
+# Whether the ledger is counting a run, has finished it (events still readable), or has never
+# heard of it (not started yet, or finished long ago).
+RunState = Literal["open", "closed", "unknown"]
+
+
+class Ledger(Protocol):
+    """The run-wide record as seen by an agent.
+
+    Ask before spending, report after; record a call that must run at most once before making
+    it.
+    """
+
+    async def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget)."""
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent."""
+
+    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
+
+
+class Approvals(Protocol):
+    """Where a call waits for a person: it asks, then waits for the decision."""
+
+    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
+        """Register the pending call and announce it (`event` is its `approval_requested` event).
+
+        Returns the id under which it is approved (the call id, made unique).
+        """
+
+    async def await_decision(
+        self, run_id: str, call_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
+
+    async def decide(
+        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Approve or deny a pending call; the first decision counts."""
+
+
+# Finished spans of one run sent by one process: (run id, the shipment's number, the spans).
+SpanShipment = tuple[str, int, list[dict[str, Any]]]
+
+# What a decision on a pending call did: taken, too late (already decided), or no such call.
+Decision = Literal["decided", "already_decided", "unknown"]
+
+
+class SpanSource(Protocol):
+    """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
+
+    def drain(self, trace_id: int) -> list[dict[str, Any]]:
+        """Take this process's finished spans of the trace `trace_id`."""
+
+
+class EventSink(Protocol):
+    """Where progress events go (fire and forget; telemetry never breaks a run)."""
+
+    def emit(self, run_id: str, event: Event) -> None:
+        """Queue a progress event of the run `run_id`."""
+
+    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
+        """Queue finished spans of a run; they go out with the next flush."""
+
+    def flush(self) -> None:
+        """Send what is buffered now (called when an invocation ends)."""
+
+    def shipped(self, run_id: str) -> tuple[str, int]:
+        """This process's name, and how many span shipments it has made for the run so far."""
+
+    def remember(self, run_id: str) -> None:
+        """Keep copies of the run's span shipments from now on (its entry runs here)."""
+
+    def recall(self, run_id: str) -> list[dict[str, Any]]:
+        """Hand over the copies kept since `remember`, and stop keeping them."""
