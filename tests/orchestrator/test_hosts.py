@@ -3,6 +3,7 @@ but in the process count (same results, events, spans and diagram as agents apar
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from orchestrator.config import load_config, parse_config
 from orchestrator.engine import Engine
 from orchestrator.results import RunResult
 from tests.snapshots import tree_text
+from tests.testkit import causal_breaks
 from tracing.sequence import sequence_diagram
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -122,3 +124,46 @@ async def test_placement_says_which_agents_share_a_process(default_engine: Engin
         "fact_checker",
         "researcher",
     ]
+
+
+BUSY_BOSS = """
+name: busy
+agents:
+  - name: boss
+    ray: {isolate: true}
+    delegates: [h1, h2, h3]
+    tools: [tests.testkit:block_loop]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - tool_calls:
+              - {name: delegate_to_h1, arguments: {task: one}}
+              - {name: delegate_to_h2, arguments: {task: two}}
+              - {name: delegate_to_h3, arguments: {task: three}}
+              - {name: block_loop, arguments: {seconds: 0.4}}
+          - {content: done}
+  - {name: h1, description: helper}
+  - {name: h2, description: helper}
+  - {name: h3, description: helper}
+"""
+
+
+async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_order(
+    ray_address: str,
+) -> None:
+    # The boss's process is busy (its event loop blocked) right after it delegated to three
+    # helpers in another process: their events reach the ledger before the boss's own
+    # `tool_started` do. Several runs at once; every consumer reads the ledger's order.
+    engine = Engine(parse_config(BUSY_BOSS, "busy.yaml"), namespace="baton-tests")
+    engine.start()
+    try:
+        results = await asyncio.gather(*(engine.run("go") for _ in range(4)))
+        for result in results:
+            assert result.status == RunStatus.SUCCEEDED, result.error
+            found, _ = await engine.ledger.events(result.run_id)
+            events = [e for _, e in found]
+            assert sum(e.type == "agent_started" for e in events) == 4
+            assert causal_breaks(events) == [], result.run_id
+    finally:
+        engine.stop()
