@@ -16,7 +16,7 @@ from agents.core.messages import AgentResult, RunStatus
 from agents.core.placement import own_actors_reason
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
-from orchestrator.store import RunPage
+from orchestrator.store import RunPage, StoredRun
 from tracing import attributes as attr
 from tracing.tree import SpanTree, span_forest
 
@@ -119,42 +119,82 @@ def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
 
 def _status_style(status: str) -> str:
     try:
-        return _STYLE[RunStatus(status)]
+        return _STYLE.get(RunStatus(status), "yellow")  # yellow: waiting, running, interrupted
     except ValueError:
-        return "yellow"  # queued, running, interrupted
+        return "yellow"
+
+
+# `baton runs` columns, most wanted first: id, status and task always; the rest while they fit.
+_RUN_COLUMNS = ("id", "status", "task", "created", "entry", "duration", "tokens in/out", "cost")
+_MIN_TASK = 10  # the least a task is cut to
+_WANT_TASK = 30  # other columns come only while the task keeps this much
+
+
+def _run_cells(run: StoredRun) -> dict[str, str]:
+    return {
+        "id": run.id,
+        "status": run.status,
+        "task": " ".join(run.task.split()),
+        "created": time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at)),
+        "entry": run.entry_agent or run.requested_agent or "-",
+        "duration": f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
+        "tokens in/out": f"{run.input_tokens}/{run.output_tokens}",
+        "cost": f"${run.cost_usd:.4f}",
+    }
+
+
+def _fitting(rows: list[dict[str, str]], width: int) -> dict[str, int]:
+    """The columns that fit in `width` and the width of each (two spaces between them).
+
+    Columns are taken in `_RUN_COLUMNS` priority; the task gets what is left over.
+    """
+    widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in _RUN_COLUMNS}
+    used = widths["id"] + widths["status"] + 4
+    chosen = ["id", "status", "task"]
+    for column in _RUN_COLUMNS[3:]:
+        if used + _WANT_TASK + widths[column] + 2 <= width:
+            chosen.append(column)
+            used += widths[column] + 2
+    widths["task"] = max(_MIN_TASK, min(widths["task"], width - used))
+    return {c: widths[c] for c in _RUN_COLUMNS if c in chosen}
 
 
 def print_runs(console: Console, page: RunPage) -> None:
-    """Print a page of runs as a table."""
-    table = Table(title=f"runs ({len(page.runs)} of {page.total}, newest first)")
-    for column in (
-        "id",
-        "status",
-        "entry",
-        "created",
-        "duration",
-        "tokens in/out",
-        "cost",
-        "task",
-    ):
-        # Ids are what people copy: never shortened; the task gives way first.
+    """Print a page of runs: a table fitted to the terminal, or tab-separated in a pipe.
+
+    Ids are what people copy and statuses what they scan: neither is ever cut; the task takes
+    what width is left, and the other columns go, least wanted first, when it runs out.
+    """
+    rows = [_run_cells(run) for run in page.runs]
+    tokens = sum(r.input_tokens + r.output_tokens for r in page.runs)
+    cost = sum(r.cost_usd for r in page.runs)
+    summary = (
+        f"{len(page.runs)} of {page.total} runs, newest first · "
+        f"{tokens} tokens · ${cost:.4f} on this page"
+    )
+    if not console.is_terminal:  # a pipe: every column, whole, one line a run
+        console.print("\t".join(_RUN_COLUMNS), markup=False, highlight=False, soft_wrap=True)
+        for row in rows:
+            line = "\t".join(row[c] for c in _RUN_COLUMNS)
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
+    table.title = summary
+    chosen = _fitting(rows, console.width)
+    for column, needed in chosen.items():
         table.add_column(
             column,
-            no_wrap=column != "task",
-            overflow="fold" if column == "id" else "ellipsis",
-            min_width=32 if column == "id" else None,
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=needed,
+            max_width=needed,
         )
-    for run in page.runs:
-        created = time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at))
+    for row in rows:
         table.add_row(
-            run.id,
-            Text(run.status, style=_status_style(run.status)),
-            run.entry_agent or run.requested_agent or "-",
-            created,
-            f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
-            f"{run.input_tokens}/{run.output_tokens}",
-            f"${run.cost_usd:.4f}" if run.cost_usd else "-",
-            run.task[:60],
+            *(
+                Text(row[c], style=_status_style(row[c])) if c == "status" else row[c]
+                for c in chosen
+            )
         )
     console.print(table)
 

@@ -10,7 +10,7 @@ import typer
 
 from orchestrator.cli.common import RunIdArgument, app, console, err, open_store
 from orchestrator.report import print_run_view, print_runs, print_trace
-from orchestrator.schemas import run_view
+from orchestrator.schemas import RunPageView, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun
 
@@ -22,8 +22,11 @@ def runs(
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the page as JSON (the API's run views).")
+    ] = False,
 ) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first (in a pipe: tab-separated, one line a run)."""
 
     async def fetch() -> RunPage:
         store = await open_store(Settings().store_url)
@@ -32,7 +35,14 @@ def runs(
         finally:
             await store.close()
 
-    print_runs(console, asyncio.run(fetch()))
+    page = asyncio.run(fetch())
+    if as_json:
+        views = RunPageView(
+            runs=[run_view(r) for r in page.runs], total=page.total, limit=limit, offset=0
+        )
+        typer.echo(views.model_dump_json(indent=2))
+        return
+    print_runs(console, page)
 
 
 @app.command()

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,10 +95,17 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
         app, ["runs", "--status", "succeeded"], env={"BATON_STORE_URL": store_url, "COLUMNS": "200"}
     )
     assert listed.exit_code == 0, listed.output
-    assert "runs (1 of 1, newest first)" in listed.output
-    ids = re.findall(r"\b[0-9a-f]{32}\b", listed.output)
-    assert len(ids) == 1
-    run_id = ids[0]
+    # Not a terminal: a header and one tab-separated line a run, nothing cut.
+    header, line = listed.output.splitlines()
+    assert header.split("\t")[:3] == ["id", "status", "task"]
+    run_id, status, task, *_ = line.split("\t")
+    assert status == "succeeded" and task.endswith("calculate 2 + 2")
+    as_json = runner.invoke(
+        app, ["runs", "--json", "--status", "succeeded"], env={"BATON_STORE_URL": store_url}
+    )
+    page = json.loads(as_json.output)
+    assert page["total"] == 1 and page["runs"][0]["id"] == run_id
+    assert page["runs"][0]["usage"]["input_tokens"] > 0
     shown = runner.invoke(app, ["show", run_id], env={"BATON_STORE_URL": store_url})
     assert shown.exit_code == 0, shown.output
     assert f"run {run_id} · succeeded" in shown.output
