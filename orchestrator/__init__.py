@@ -6,6 +6,7 @@ commands that only read the store (`baton runs`, `baton show`) do not need.
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.config import AgentSystem, SystemConfig, load_config, parse_config
@@ -16,6 +17,11 @@ from orchestrator.topology import Topology, build_topology
 if TYPE_CHECKING:
     from orchestrator.cluster import connect_ray
     from orchestrator.engine import Engine
+
+try:
+    __version__ = metadata.version("baton")
+except metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AUTO",

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from agents.core.events import RunFinished
+from orchestrator import __version__
 from orchestrator.errors import ServiceError
 from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, run_view
@@ -50,6 +51,10 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
     """
     server = MCPServer(
         "baton",
+        version=__version__,
+        # The SDK configures the root logger at this level: INFO would print its chatter (and
+        # Alembic's) on every `baton serve` start.
+        log_level="WARNING",
         instructions="Baton runs tasks through a team of AI agents. submit_task hands the team "
         "a task and returns its answer (or the run id to ask about later with get_run).",
     )

@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
+from orchestrator import __version__
 from orchestrator.api.deps import caller_guard
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyRing, McpGuard, RateLimiter
@@ -64,7 +65,7 @@ def create_app(
     app = FastAPI(
         title="Baton",
         summary="Multi-agent orchestration on Ray, with flow tracing.",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         # FastAPI would trace every request through Baton's provider, whose collector keeps
         # run traces only; the run's trace is what Baton records and exports.
