@@ -14,6 +14,7 @@ from rich.tree import Tree
 from agents.core.errors import ConfigIssue
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.placement import own_actors_reason
+from agents.core.spec import AgentSpec
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage, StoredRun
@@ -53,6 +54,18 @@ def print_issues(console: Console, issues: list[ConfigIssue]) -> None:
         console.print(Text(str(issue), style=style), soft_wrap=True)
 
 
+def _tools_cell(agent: AgentSpec) -> str:
+    """An agent's function tools by name, its file tools and its MCP servers.
+
+    (`baton check` lists each server's tools once it has reached it.)
+    """
+    names = [t.function.rpartition(":")[2] or t.function for t in agent.tools]
+    if agent.files is not None:
+        names.append(f"files in {agent.files.base_dir}")
+    names += [f"MCP {m.name}" for m in agent.mcp]
+    return ", ".join(names) or "-"
+
+
 def print_topology(console: Console, system: AgentSystem) -> None:
     """Print the agents, whom each may delegate to, and the static depth and cycles."""
     topology = system.topology
@@ -65,7 +78,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
         table.add_row(
             agent.name,
             ", ".join(topology.delegates(agent.name)) or "-",
-            ", ".join(t.function.rpartition(":")[2] or t.function for t in agent.tools) or "-",
+            _tools_cell(agent),
             agent.model.name,
         )
     console.print(table)

@@ -22,13 +22,14 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -88,6 +89,8 @@ class McpServer:
 
     spec: McpServerSpec
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
+    # Where a stdio server's own stderr goes (None: this process's stderr, e.g. an agent's log).
+    errlog: TextIO | None = field(default=None, repr=False)
     pinned: dict[str, str] = field(default_factory=dict)
     disabled: dict[str, str] = field(default_factory=dict)
     _client: Client | None = field(default=None, repr=False)
@@ -130,7 +133,7 @@ class McpServer:
                     )
                     target: Any = streamable_http_client(self.spec.url, http_client=http)
                 else:
-                    target = self._stdio()
+                    target = stdio_client(self._stdio(), errlog=self.errlog or sys.stderr)
                 client = await stack.enter_async_context(
                     Client(
                         target,
@@ -297,12 +300,16 @@ class McpTool:
 
 
 async def open_mcp_tools(
-    specs: tuple[McpServerSpec, ...], environ: Mapping[str, str] | None = None
+    specs: tuple[McpServerSpec, ...],
+    environ: Mapping[str, str] | None = None,
+    errlog: TextIO | None = None,
 ) -> tuple[list[McpServer], list[McpTool], dict[str, str]]:
-    """Connect to every server at once; the servers, their tools, and each failure by server."""
-    servers = [
-        McpServer(spec, dict(environ if environ is not None else os.environ)) for spec in specs
-    ]
+    """Connect to every server at once; the servers, their tools, and each failure by server.
+
+    `errlog`: where stdio servers' own stderr goes (a file: it needs a descriptor).
+    """
+    env = dict(environ if environ is not None else os.environ)
+    servers = [McpServer(spec, env, errlog=errlog) for spec in specs]
     listed = await asyncio.gather(*(s.connect() for s in servers), return_exceptions=True)
     tools: list[McpTool] = []
     problems: dict[str, str] = {}

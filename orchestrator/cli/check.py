@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
+from agents.core.spec import AgentSpec
 from orchestrator.cli.common import app, console, err, load_system
 from orchestrator.config import AgentSystem
 from orchestrator.report import print_topology
@@ -44,28 +46,42 @@ def check(
 
 
 async def _check_mcp(system: AgentSystem) -> bool:
-    """Start (or reach) every MCP server of the config and list its tools, as agents will."""
+    """Start (or reach) every MCP server of the config and list its tools, as agents will.
+
+    The servers' own stderr (banners, logs) is kept aside and shown only when one fails.
+    """
+    healthy = True
+    for agent in system.config.agents:
+        if agent.mcp:
+            with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+                problems = await _check_agent_mcp(agent, errlog)
+                errlog.seek(0)
+                said = errlog.read().strip()
+            if problems and said:
+                err.print(f"{agent.name}: what the MCP servers said on stderr:", style="dim")
+                err.print(said[-2000:], markup=False, highlight=False)
+            healthy = healthy and not problems
+    return healthy
+
+
+async def _check_agent_mcp(agent: AgentSpec, errlog: TextIO) -> int:
+    """List one agent's MCP tools by server; return how many problems were found."""
     from agents.tools.base import load_function_tool
     from agents.tools.mcp import admit_mcp_tools, open_mcp_tools
 
-    healthy = True
-    for agent in system.config.agents:
-        if not agent.mcp:
-            continue
-        servers, tools, problems = await open_mcp_tools(agent.mcp)
-        try:
-            taken = {load_function_tool(t.function).name for t in agent.tools}
-            usable, skipped = admit_mcp_tools(tools, taken)
-            for spec in agent.mcp:
-                if spec.name in problems:
-                    err.print(f"{agent.name}: MCP server {spec.name}: {problems[spec.name]}")
-                    continue
-                names = [t.name for t in usable if t.server.spec is spec]
-                console.print(f"{agent.name}: MCP server {spec.name}: {', '.join(names) or '-'}")
-            for problem in skipped:
-                err.print(f"{agent.name}: {problem}")
-            healthy = healthy and not problems and not skipped
-        finally:
-            for server in servers:
-                await server.close()
-    return healthy
+    servers, tools, problems = await open_mcp_tools(agent.mcp, errlog=errlog)
+    try:
+        taken = {load_function_tool(t.function).name for t in agent.tools}
+        usable, skipped = admit_mcp_tools(tools, taken)
+        for spec in agent.mcp:
+            if spec.name in problems:
+                err.print(f"{agent.name}: MCP server {spec.name}: {problems[spec.name]}")
+                continue
+            names = [t.name for t in usable if t.server.spec is spec]
+            console.print(f"{agent.name}: MCP server {spec.name}: {', '.join(names) or '-'}")
+        for problem in skipped:
+            err.print(f"{agent.name}: {problem}")
+    finally:
+        for server in servers:
+            await server.close()
+    return len(problems) + len(skipped)

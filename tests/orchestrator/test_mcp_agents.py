@@ -3,6 +3,7 @@ gets back, what the trace shows, and what is refused or reported."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -186,24 +187,42 @@ def test_config_errors_name_the_problem_and_the_place(tmp_path: Path) -> None:
     assert "collides with the built-in file tool 'read_file'" in text
 
 
-def test_baton_check_reaches_every_mcp_server(tmp_path: Path) -> None:
+BANNER = "calc server starting (a banner on stderr)"
+
+
+def test_baton_check_reaches_every_mcp_server_and_keeps_their_stderr_aside(
+    tmp_path: Path,
+) -> None:
     import subprocess
 
-    (tmp_path / "team.yaml").write_text(
-        f"""
-name: checked
-agents:
-  - name: clerk
-    mcp:
-      - {{name: calc, command: {sys.executable}, args: [-m, tests.mcp_server],
-          cwd: {ROOT}, include: [add, shout]}}
-      - {{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 2}}
-"""
+    def check(*servers: str) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "team.yaml").write_text(
+            "name: checked\nagents:\n  - name: clerk\n    mcp:\n"
+            + "".join(f"      - {s}\n" for s in servers)
+        )
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", "check", str(tmp_path / "team.yaml")],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+
+    talkative = json.dumps(
+        f"import runpy, sys; print({BANNER!r}, file=sys.stderr); "
+        "runpy.run_module('tests.mcp_server', run_name='__main__')"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "check", str(tmp_path / "team.yaml")],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    calc = (
+        f"{{name: calc, command: {sys.executable}, args: [-c, {talkative}], cwd: {ROOT}, "
+        "include: [add, shout]}"
+    )
+    healthy = check(calc)
+    assert healthy.returncode == 0, healthy.stderr
+    assert "MCP calc" in healthy.stdout  # in the topology's tools column
+    assert "clerk: MCP server calc: add, shout" in healthy.stdout
+    assert BANNER not in healthy.stdout + healthy.stderr  # a healthy server's chatter is not news
+
+    done = check(calc, '{name: gone, url: "http://127.0.0.1:9/mcp", connect_timeout_s: 2}')
     assert done.returncode == 1
     assert "clerk: MCP server calc: add, shout" in done.stdout
     assert "clerk: MCP server gone: ConnectError" in done.stderr
+    # When one fails, what the servers said may tell why.
+    said = done.stderr.split("what the MCP servers said on stderr:")
+    assert len(said) == 2 and BANNER in said[1]
