@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,9 @@ async def use_team(client: Client) -> None:
 
 async def test_the_http_endpoint_serves_the_team(api: str) -> None:
     async with Client(f"{api}/mcp") as client:
+        assert client.server_info is not None
+        assert client.server_info.name == "baton"
+        assert client.server_info.version == metadata.version("baton")
         await use_team(client)
 
 
