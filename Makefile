@@ -11,15 +11,18 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run check test lint schema bench
+.PHONY: help setup system-deps run check test lint schema bench lock
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# Exactly the versions the suite passed with (requirements.lock, hashes checked), then Baton
+# itself on top of them.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 # The web UI's browser dependencies (the npm mermaid package), exactly as locked.
@@ -54,6 +57,11 @@ lint: setup ## Ruff (lint and format), mypy --strict on the packages, modules un
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(PY) .ci/module_sizes.py
+
+lock: setup ## Resolve the newest versions pyproject.toml allows into requirements.lock, install them, run the suite
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
+		--upgrade --no-annotate --custom-compile-command "make lock" -o requirements.lock -q
+	$(MAKE) test
 
 schema: setup ## Regenerate the UI's copy of the event schema from agents/core/events.py
 	$(PY) -m agents.core.events > $(WEB)/static/events.schema.json

@@ -103,7 +103,8 @@ def _label(node: AgentResult) -> Text:
     style = _STYLE[node.status]
     label = Text(f"{_MARK[node.status]} {node.agent}", style=f"bold {style}")
     label.append(
-        f"  {node.status.value}  {node.duration_s * 1000:.0f} ms  steps {node.steps}  "
+        f"  {node.status.value}  {node.duration_s * 1000:.0f} ms  "
+        f"{node.steps} model call{'' if node.steps == 1 else 's'}  "
         f"tokens {node.usage.input_tokens}/{node.usage.output_tokens}{_cost(node.usage.cost_usd)}",
         style="dim",
     )

@@ -159,16 +159,19 @@ class _Builder:
             )
         for (kind, name), participant in self.cast.items():
             if kind == "agent" and name in self.totals:
-                calls, inp, out = self.totals[name]
-                calls_text = f"{calls} call{'s' if calls != 1 else ''}"
-                tail.add(self.note(participant, f"{name}: {calls_text} · {inp}/{out} tokens"))
+                runs, models, inp, out = self.totals[name]
+                counted = f"{runs} invocation{'s' * (runs != 1)}, {models} model call"
+                counted += f"{'s' * (models != 1)} · {inp}/{out} tokens"
+                tail.add(self.note(participant, f"{name}: {counted}"))
         return head, steps, tail
 
     def count(self, node: _Node) -> None:
-        totals = self.totals.setdefault(node.agent, [0, 0, 0])
+        # Named as everywhere else (CLI, UI): invocations of the agent, and its model calls.
+        totals = self.totals.setdefault(node.agent, [0, 0, 0, 0])
         totals[0] += 1
-        totals[1] += int(node.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS) or 0)
-        totals[2] += int(node.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS) or 0)
+        totals[1] += sum(1 for c in node.children if c.name.startswith(_CHAT))
+        totals[2] += int(node.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS) or 0)
+        totals[3] += int(node.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS) or 0)
 
     def returning(self, node: _Node, agent: Any, caller: Any) -> _Chunk:
         chunk = _Chunk()

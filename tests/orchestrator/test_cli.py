@@ -83,7 +83,7 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     assert "succeeded" in out and "calculate: 4" in out
     for agent in ("coordinator", "researcher", "fact_checker", "analyst"):
         assert f"✓ {agent}" in out
-    assert "steps 2" in out and "tokens" in out
+    assert "2 model calls" in out and "tokens" in out
     # Progress streamed while the run went on.
     assert "→ researcher (from coordinator)" in out
     assert "→ fact_checker (from researcher)" in out

@@ -194,7 +194,7 @@ async def test_a_thousand_delegations_fold_into_loops_within_mermaids_limit() ->
     assert "loop \N{MULTIPLICATION SIGN}50 alike delegate_to_worker calls" in drawn.text
     assert "loop \N{MULTIPLICATION SIGN}20 alike steps" in drawn.text
     assert "20 alike steps of hub drawn once" in drawn.folded
-    assert "Note over a4: worker: 1000 calls" in drawn.text  # totals still count every call
+    assert "Note over a4: worker: 1000 invocations, 1000 model calls" in drawn.text  # every one
 
 
 async def test_what_does_not_fit_is_paged_and_each_page_says_so() -> None:
