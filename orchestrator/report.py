@@ -180,11 +180,9 @@ def print_runs(console: Console, page: RunPage) -> None:
     what width is left, and the other columns go, least wanted first, when it runs out.
     """
     rows = [_run_cells(run) for run in page.runs]
-    tokens = sum(r.input_tokens + r.output_tokens for r in page.runs)
-    cost = sum(r.cost_usd for r in page.runs)
     summary = (
-        f"{len(page.runs)} of {page.total} runs, newest first · "
-        f"{tokens} tokens · ${cost:.4f} on this page"
+        f"{len(page.runs)} of {page.total} runs, newest first · all {page.total}: "
+        f"{page.usage.total_tokens} tokens, ${page.usage.cost_usd:.4f}"
     )
     if not console.is_terminal:  # a pipe: every column, whole, one line a run
         console.print("\t".join(_RUN_COLUMNS), markup=False, highlight=False, soft_wrap=True)

@@ -155,6 +155,9 @@ class RunPageView(BaseModel):
     total: int
     limit: int
     offset: int
+    usage: Usage = Field(
+        default_factory=Usage, description="Tokens, model calls and cost of every matching run."
+    )
 
 
 class SpanNode(BaseModel):

@@ -38,7 +38,11 @@ def runs(
     page = asyncio.run(fetch())
     if as_json:
         views = RunPageView(
-            runs=[run_view(r) for r in page.runs], total=page.total, limit=limit, offset=0
+            runs=[run_view(r) for r in page.runs],
+            total=page.total,
+            limit=limit,
+            offset=0,
+            usage=page.usage,
         )
         typer.echo(views.model_dump_json(indent=2))
         return

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from agents.core.messages import RunStatus
+from agents.core.messages import RunStatus, Usage
 
 __all__ = ["DEFAULT_STORE_URL", "DuplicateIdempotencyKey", "RunPage", "StoredRun"]
 
@@ -63,3 +63,4 @@ class RunPage(BaseModel):
 
     runs: list[StoredRun]
     total: int
+    usage: Usage = Field(default_factory=Usage, description="Of every run that matched.")

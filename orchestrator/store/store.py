@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.core.events import EVENTS, Event
-from agents.core.messages import RunStatus
+from agents.core.messages import RunStatus, Usage
 from orchestrator.store.ownership import Ownership
 from orchestrator.store.records import (
     DEFAULT_STORE_URL,
@@ -303,9 +303,22 @@ class RunStore(Ownership):
             query = query.where(RunRow.status == status)
         if agent is not None:
             query = query.where(RunRow.entry_agent == agent)
+        matched = query.subquery()
+        sums = [
+            func.coalesce(func.sum(getattr(matched.c, name)), 0)
+            for name in ("input_tokens", "output_tokens", "model_calls", "cost_usd")
+        ]
         async with self._sessions() as session:
-            total = await session.scalar(select(func.count()).select_from(query.subquery()))
+            total, inp, out, calls, cost = (
+                await session.execute(select(func.count(), *sums).select_from(matched))
+            ).one()
             rows = await session.scalars(
                 query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)
             )
-            return RunPage(runs=[StoredRun.model_validate(r) for r in rows], total=total or 0)
+            return RunPage(
+                runs=[StoredRun.model_validate(r) for r in rows],
+                total=total or 0,
+                usage=Usage(
+                    input_tokens=inp, output_tokens=out, model_calls=calls, cost_usd=float(cost)
+                ),
+            )

@@ -229,7 +229,16 @@ async def test_runs_are_listed_newest_first_filtered_and_paged(api: str) -> None
         none = (await client.get("/v1/runs", params={"status": "failed"})).json()
     assert [r["id"] for r in page["runs"]] == [ids[2], ids[1]]
     assert page["total"] == rest["total"] >= 3 and rest["runs"][0]["id"] == ids[0]
-    assert none == {"runs": [], "total": 0, "limit": 50, "offset": 0}
+    assert {k: v for k, v in none.items() if k != "usage"} == {
+        "runs": [],
+        "total": 0,
+        "limit": 50,
+        "offset": 0,
+    }
+    assert none["usage"]["cost_usd"] == 0 and none["usage"]["input_tokens"] == 0
+    # The filtered set's totals, whichever page is shown.
+    assert page["usage"] == rest["usage"]
+    assert page["usage"]["model_calls"] >= 3 * 2 and page["usage"]["input_tokens"] > 0
 
 
 async def test_health_readiness_and_agents(api: str) -> None:

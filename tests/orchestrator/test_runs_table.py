@@ -9,7 +9,7 @@ import time
 import pytest
 from rich.console import Console
 
-from agents.core.messages import RunStatus
+from agents.core.messages import RunStatus, Usage
 from orchestrator.report import print_runs
 from orchestrator.store import RunPage, StoredRun
 
@@ -42,7 +42,9 @@ def _run(n: int, status: RunStatus) -> StoredRun:
 
 
 PAGE = RunPage(
-    runs=[_run(1, RunStatus.SUCCEEDED), _run(2, RunStatus.WAITING_FOR_APPROVAL)], total=7
+    runs=[_run(1, RunStatus.SUCCEEDED), _run(2, RunStatus.WAITING_FOR_APPROVAL)],
+    total=7,
+    usage=Usage(input_tokens=4000, output_tokens=1400, model_calls=42, cost_usd=0.0),
 )
 
 
@@ -55,7 +57,7 @@ def _shown(width: int) -> list[str]:
 @pytest.mark.parametrize("width", [60, 80, 100, 240])
 def test_ids_and_statuses_are_never_cut_and_the_task_takes_the_rest(width: int) -> None:
     lines = _shown(width)
-    assert lines[0].startswith("2 of 7 runs, newest first · 1603 tokens · $0.0000")
+    assert " ".join(lines[:-3]).startswith("2 of 7 runs, newest first · all 7: 5400 tokens,")
     body = lines[-2:]
     for line, (n, status) in zip(
         body, [(1, "succeeded"), (2, "waiting_for_approval")], strict=True

@@ -84,9 +84,14 @@ async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> 
         await store.finish(_result(f"r{i}", RunStatus.SUCCEEDED if i % 2 else RunStatus.FAILED))
     page = await store.list(limit=2)
     assert page.total == 5 and [r.id for r in page.runs] == ["r4", "r3"]
+    # Usage totals cover every matching run, not only the page's.
+    assert (page.usage.input_tokens, page.usage.output_tokens) == (150, 60)
+    assert page.usage.model_calls == 10 and page.usage.cost_usd == pytest.approx(0.0625)
     failed = await store.list(status="failed")
     assert [r.id for r in failed.runs] == ["r4", "r2", "r0"]
-    assert (await store.list(agent="nobody")).total == 0
+    assert failed.usage.input_tokens == 90 and failed.usage.cost_usd == pytest.approx(0.0375)
+    nobody = await store.list(agent="nobody")
+    assert nobody.total == 0 and nobody.usage.total_tokens == 0 and nobody.usage.cost_usd == 0
     await store.close()
 
 

@@ -59,7 +59,12 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
 
     # And the run is listed on the runs page.
     page.goto(f"{api}/")
-    page.wait_for_selector(f"#runs tr[data-run='{run_id}']")
+    row = page.locator(f"#runs tr[data-run='{run_id}']")
+    row.wait_for()
+    # The built-in model is free: $0.00, not "unknown"; and the totals of every listed run.
+    assert row.locator("td").nth(6).inner_text() == "$0.00"
+    totals = page.inner_text("#runs-total")
+    assert re.fullmatch(r"All \d+ matching runs: tokens \d+/\d+, \d+ model calls, cost \$0\.00", totals)
 
 
 def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:

@@ -83,7 +83,11 @@ async def list_runs(
     """Runs, newest first, filtered by status and entry agent."""
     page = await service.list_runs(status=status, agent=agent, limit=limit, offset=offset)
     return RunPageView(
-        runs=[run_view(r) for r in page.runs], total=page.total, limit=limit, offset=offset
+        runs=[run_view(r) for r in page.runs],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        usage=page.usage,
     )
 
 

@@ -113,8 +113,10 @@ function when(epoch) {
   return new Date(epoch * 1000).toLocaleString();
 }
 
+// Free (a built-in or self-hosted model) is $0.00; "–" only where the cost is unknown.
 function cost(usd) {
-  return usd ? `$${usd.toFixed(4)}` : "–";
+  if (usd === null || usd === undefined) return "–";
+  return `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
 }
 
 function askForKey() {
@@ -185,6 +187,11 @@ async function runsPage() {
     $("runs").tBodies[0].replaceChildren(...rows);
     const last = Math.min(offset + limit, page.total);
     $("page-info").textContent = page.total ? `${offset + 1}–${last} of ${page.total}` : "no runs";
+    const all = page.usage;
+    $("runs-total").textContent = page.total
+      ? `All ${page.total} matching runs: tokens ${all.input_tokens}/${all.output_tokens}, ` +
+        `${all.model_calls} model calls, cost ${cost(all.cost_usd)}`
+      : "";
     $("prev").disabled = offset === 0;
     $("next").disabled = last >= page.total;
   }
