@@ -64,7 +64,8 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     # The built-in model is free: $0.00, not "unknown"; and the totals of every listed run.
     assert row.locator("td").nth(6).inner_text() == "$0.00"
     totals = page.inner_text("#runs-total")
-    assert re.fullmatch(r"All \d+ matching runs: tokens \d+/\d+, \d+ model calls, cost \$0\.00", totals)
+    shape = r"All \d+ matching runs: tokens \d+/\d+, \d+ model calls, cost \$0\.00"
+    assert re.fullmatch(shape, totals), totals
 
 
 def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
