@@ -57,6 +57,44 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     selected = page.locator("#waterfall .span-row.selected")
     assert selected.get_attribute("data-span") == diagram["arrows"][2]
 
+    # A model call's details: a table with human times, the conversation as a chat, and its
+    # place in the run (the parent leads to the agent's span).
+    chat = page.locator("#waterfall .span-row", has_text="chat baton/offline").first
+    chat.click()
+    details = page.locator("#span-details")
+    rows = dict(zip(texts(page, "#span-details table.attributes th"),
+                    texts(page, "#span-details table.attributes td"), strict=False))  # fmt: skip
+    assert rows["status"] == "ok" and re.fullmatch(r"[\d.]+ (µs|ms|s)", rows["duration"])
+    assert re.search(r"\d{1,2}:\d{2}:\d{2}", rows["started"])
+    assert "UNSET" not in details.inner_text()
+    roles = texts(page, "#span-details .chat .role")
+    assert roles[:2] == ["system", "user"] and roles[-1].startswith("assistant ·")
+    assert "calculate 6 * 7" in details.locator(".chat").first.inner_text()
+    details.locator(".places a", has_text="invoke_agent").first.click()
+    assert page.inner_text("#span-details h3").startswith("invoke_agent ")
+
+    # Waterfall rows: status and kind, and the tokens and cost of the subtree (the root's are
+    # the run's); a filter keeps matching rows and those above them; subtrees fold.
+    run = httpx.get(f"{api}/v1/runs/{run_id}").json()
+    root = page.locator("#waterfall .span-row").first
+    assert root.locator(".status-icon").inner_text() == "✓"
+    assert root.locator(".kind-icon").inner_text() == "R"
+    usage = run["usage"]
+    assert root.locator(".span-usage").inner_text() == (
+        f"{usage['input_tokens']}/{usage['output_tokens']} · $0.00"
+    )
+    visible = "#waterfall .span-row:visible"
+    page.fill("#span-filter", "execute_tool calculate")
+    assert texts(page, f"{visible} .span-name")[-1].endswith("execute_tool calculate")
+    kept = page.locator(visible).count()
+    assert 2 < kept < trace["span_count"]  # the match and the spans above it
+    assert page.inner_text("#span-count") == f"{kept} of {trace['span_count']} spans"
+    page.fill("#span-filter", "")
+    root.locator("button.fold").click()
+    assert page.locator(visible).count() == 1
+    root.locator("button.fold").click()
+    assert page.locator(visible).count() == trace["span_count"]
+
     # And the run is listed on the runs page.
     page.goto(f"{api}/")
     row = page.locator(f"#runs tr[data-run='{run_id}']")

@@ -2,6 +2,9 @@
 // text (textContent); the only HTML inserted is the SVG that Mermaid renders in strict mode.
 
 import { firstDifference, markArrow } from "./compare.js";
+import { el } from "./dom.js";
+import { spanDetails } from "./span_view.js";
+import { Waterfall } from "./waterfall.js";
 
 const KEY = "baton.apiKey";
 
@@ -81,22 +84,6 @@ async function* events(path, after = 0) {
 }
 
 // --- DOM helpers ---------------------------------------------------------------------------
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === null || value === undefined || value === false) continue;
-    if (name === "class") node.className = value;
-    else if (name === "style") node.style.cssText = value; // CSSOM: allowed by the CSP
-    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-    else node.setAttribute(name, value === true ? "" : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 const $ = (id) => document.getElementById(id);
 
@@ -242,23 +229,24 @@ async function runPage(runId) {
     const span = spansById.get(spanId);
     if (!span) return;
     selected = spanId;
-    for (const row of $("waterfall").children) {
-      row.classList.toggle("selected", row.dataset.span === spanId);
-    }
-    const shown = { ...span };
-    delete shown.children;
+    waterfall.select(spanId);
     // A step of the run's record (a model call, a tool call, an agent): a fork may start here.
     const fork = span.attributes["baton.step"] && document.body.dataset.state === "finished"
       ? el("button", { type: "button", id: "fork-button", onclick: () => forkFrom(spanId) }, "Fork from here")
       : "";
-    $("span-details").replaceChildren(
-      el("h3", {}, span.name),
-      el("p", { class: "meta" }, `span ${span.span_id}`, span.parent_span_id ? ` · parent ${span.parent_span_id}` : ""),
-      fork,
-      el("pre", { class: "text" }, JSON.stringify(shown, null, 2)),
-    );
-    const row = $("waterfall").querySelector(`[data-span="${spanId}"]`);
-    if (row) row.scrollIntoView({ block: "nearest" });
+    const where = {
+      spansById,
+      arrowOf: (id) => (arrows.indexOf(id) + 1) || null,
+      select: selectSpan,
+      showArrow: (n) => {
+        const svg = $("diagram").querySelector("svg");
+        if (!svg) return;
+        for (const node of svg.querySelectorAll(".arrow-selected")) node.classList.remove("arrow-selected");
+        markArrow(svg, n, "arrow-selected");
+        $("diagram").scrollIntoView({ block: "nearest" });
+      },
+    };
+    $("span-details").replaceChildren(...spanDetails(span, where, fork));
   }
 
   // A new run that takes this one's record up to the step, and goes on live from there.
@@ -301,45 +289,20 @@ async function runPage(runId) {
       + `“${difference.here.trim()}” here, “${difference.there.trim()}” there.`;
   }
 
+  const waterfall = new Waterfall($("waterfall"), (spanId) => selectSpan(spanId));
+  $("span-filter-form").addEventListener("submit", (event) => event.preventDefault());
+  $("span-filter").addEventListener("input", () => {
+    const shown = waterfall.filter($("span-filter").value);
+    $("span-count").textContent = `${shown} of ${spansById.size} spans`;
+  });
+
   function drawWaterfall(trace) {
-    const rows = [];
     spansById = new Map();
-    const flat = [];
-    const walk = (nodes, depth) => {
-      for (const node of nodes) {
-        flat.push([node, depth]);
-        spansById.set(node.span_id, node);
-        walk(node.children, depth + 1);
-      }
-    };
-    walk(trace.spans, 0);
-    const now = Date.now() * 1e6;
-    const start = Math.min(...flat.map(([s]) => s.start_ns));
-    const end = Math.max(...flat.map(([s]) => s.end_ns || now));
-    const total = Math.max(end - start, 1);
-    for (const [span, depth] of flat) {
-      const left = ((span.start_ns - start) / total) * 100;
-      const width = Math.max((((span.end_ns || now) - span.start_ns) / total) * 100, 0.4);
-      const state = span.end_ns === null ? "open" : span.status === "ERROR" ? "error" : "ok";
-      rows.push(
-        el(
-          "div",
-          {
-            class: `span-row ${state}`,
-            role: "listitem",
-            "data-span": span.span_id,
-            tabindex: 0,
-            onclick: () => selectSpan(span.span_id),
-          },
-          el("span", { class: "span-name", style: `padding-left:${depth * 14}px` }, span.name),
-          el("span", { class: "span-bar-track" },
-            el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
-          el("span", { class: "span-time" }, span.duration_ms === null ? "running" : `${span.duration_ms.toFixed(1)} ms`),
-        ),
-      );
-    }
-    $("waterfall").replaceChildren(...rows);
-    $("span-count").textContent = `${trace.span_count} spans`;
+    const walk = (nodes) => nodes.forEach((node) => { spansById.set(node.span_id, node); walk(node.children); });
+    walk(trace.spans);
+    waterfall.draw(trace);
+    const shown = waterfall.filter($("span-filter").value);
+    $("span-count").textContent = shown === trace.span_count ? `${trace.span_count} spans` : `${shown} of ${trace.span_count} spans`;
     if (selected) selectSpan(selected);
   }
 

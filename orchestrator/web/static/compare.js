@@ -20,11 +20,11 @@ export function firstDifference(one, other) {
 }
 
 // Mark arrow number `n` of a rendered diagram (its number and its text).
-export function markArrow(svg, n) {
+export function markArrow(svg, n, mark = "first-difference") {
   const numbers = [...svg.querySelectorAll(".sequenceNumber")];
   const texts = svg.querySelectorAll(".messageText");
   numbers.forEach((number, index) => {
     if (Number(number.textContent) !== n) return;
-    for (const node of [number, texts[index]]) if (node) node.classList.add("first-difference");
+    for (const node of [number, texts[index]]) if (node) node.classList.add(mark);
   });
 }
