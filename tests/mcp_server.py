@@ -16,8 +16,10 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
 import anyio
+import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("baton-test-tools")
@@ -50,6 +52,19 @@ async def nap(seconds: float) -> str:
     """Sleep, then say so (for timeouts)."""
     await anyio.sleep(seconds)
     return "rested"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True))
+def erase_notes(folder: str) -> str:
+    """Erase the notes kept in a folder (declares itself destructive)."""
+    _calls["erase_notes"] += 1
+    return f"erased the notes in {folder}"
+
+
+@server.tool(annotations=types.ToolAnnotations(read_only_hint=True))
+def list_notes(folder: str, order: Literal["newest", "oldest"], limit: int = 5) -> str:
+    """List the notes kept in a folder (declares itself read-only)."""
+    return f"{limit} {order} notes in {folder}"
 
 
 @server.tool()

@@ -9,7 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelClient", "ModelReply", "ToolCall", "tool_schema"]
+__all__ = [
+    "BUILTIN_PREFIX",
+    "CHANGES_STATE",
+    "ModelClient",
+    "ModelReply",
+    "ToolCall",
+    "tool_schema",
+]
+
+# Baton's own models (`baton/offline`, `baton/scripted`): they answer in the agent's process.
+BUILTIN_PREFIX = "baton/"
+# A key of a tool's function entry, for built-in models only: the tool declares that it writes or
+# destroys (MCP annotations), so the offline model calls it only when the task names it.
+CHANGES_STATE = "x-baton-changes-state"
 
 
 def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:

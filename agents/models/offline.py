@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from agents.models.base import CHANGES_STATE
 from agents.models.text import terms
 
 __all__ = ["estimate_tokens", "offline_reply", "scripted_reply"]
@@ -32,8 +33,22 @@ def _task(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+# Parameters that name a file or folder: the offline model points them at the base folder (".",
+# where file tools and a stdio server resolve relative paths), never at the task's text.
+_PATHLIKE = re.compile(r"(^|_)(path|paths|file|filename|dir|directory|folder|repo|root)($|_)")
+
+
 def _argument(name: str, schema: dict[str, Any], task: str) -> Any:
+    """A value for one parameter: what its schema offers first, else one made from the task."""
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    for key in ("enum", "examples"):
+        if schema.get(key):
+            return schema[key][0]
     kind = schema.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: the first real type
+        kind = next((k for k in kind if k != "null"), None)
     numbers = [float(n) for n in _NUMBER.findall(task)]
     if kind == "string":
         if "expression" in name or "formula" in name:
@@ -41,14 +56,17 @@ def _argument(name: str, schema: dict[str, Any], task: str) -> Any:
                 m.strip() for m in _ARITHMETIC.findall(task) if re.search(r"\d\s*[-+*/%]", m)
             ]
             return max(candidates, key=len) if candidates else task
-        return task
+        return "." if _PATHLIKE.search(name.lower()) else task
     if kind in ("number", "integer"):
-        value = numbers[0] if numbers else 0
+        value = numbers[0] if numbers else schema.get("minimum", 0)
         return int(value) if kind == "integer" else value
     if kind == "array":
-        return numbers
+        items = schema.get("items") or {}
+        return numbers if items.get("type") in ("number", "integer") else []
     if kind == "boolean":
         return False
+    if kind == "object":
+        return _arguments(schema, task)
     return task
 
 
@@ -60,6 +78,12 @@ def _arguments(parameters: dict[str, Any], task: str) -> dict[str, Any]:
         for name, schema in properties.items()
         if name in required
     }
+
+
+def _named(tool: str, task: str) -> bool:
+    """Whether the task names the tool (`git_commit`, or "git commit")."""
+    text = task.lower()
+    return tool.lower() in text or tool.lower().replace("_", " ") in text
 
 
 def _final_answer(task: str, messages: list[dict[str, Any]]) -> str:
@@ -88,6 +112,8 @@ def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
     calls = []
     for tool in tools:
         fn = tool.get("function", {})
+        if fn.get(CHANGES_STATE) and not _named(fn.get("name", ""), task):
+            continue  # it writes or destroys: only when asked for by name
         if wanted & terms(f"{fn.get('name', '')} {fn.get('description', '')}"):
             calls.append(
                 {"name": fn["name"], "arguments": _arguments(fn.get("parameters", {}), task)}

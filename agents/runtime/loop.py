@@ -23,7 +23,13 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
 from agents.core.spec import AgentSpec
 from agents.core.steps import Journal, model_key, request_fingerprint
-from agents.models.base import ModelClient, ModelReply, tool_schema
+from agents.models.base import (
+    BUILTIN_PREFIX,
+    CHANGES_STATE,
+    ModelClient,
+    ModelReply,
+    tool_schema,
+)
 from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.replay import reply_data, reply_of
@@ -80,7 +86,7 @@ class AgentRuntime(ToolCalls):
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
-        self._schemas = [tool_schema(t.name, t.description, t.parameters) for t in self.tools]
+        self._schemas = [self._schema(t) for t in self.tools]
 
     def tool_names(self) -> set[str]:
         """Every name a model may call, hidden delegations included."""
@@ -92,7 +98,14 @@ class AgentRuntime(ToolCalls):
             if tool.name in self._by_name:
                 raise ValueError(f"tool name {tool.name!r} is taken")
             self._by_name[tool.name] = tool
-            self._schemas.append(tool_schema(tool.name, tool.description, tool.parameters))
+            self._schemas.append(self._schema(tool))
+
+    def _schema(self, tool: Tool) -> dict[str, Any]:
+        schema = tool_schema(tool.name, tool.description, tool.parameters)
+        # Only the built-in models (in this process) hear that a tool changes things.
+        if getattr(tool, "changes_state", False) and self.model.model.startswith(BUILTIN_PREFIX):
+            schema["function"][CHANGES_STATE] = True
+        return schema
 
     async def invoke(self, delegation: Delegation, *, flush: bool = True) -> AgentResult:
         """Run the tool loop for one delegation and report how it ended.

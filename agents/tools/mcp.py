@@ -262,6 +262,9 @@ class McpTool:
     remote_name: str
     description: str
     parameters: dict[str, Any]
+    # The server's annotations say the tool writes (readOnlyHint false) or destroys
+    # (destructiveHint true); tools that say nothing are not assumed either way.
+    changes_state: bool = False
 
     @property
     def name(self) -> str:
@@ -299,6 +302,12 @@ class McpTool:
         return ToolOutput(result_text(result), is_error=bool(result.is_error))
 
 
+def _changes_state(annotations: types.ToolAnnotations | None) -> bool:
+    if annotations is None:
+        return False
+    return annotations.read_only_hint is False or annotations.destructive_hint is True
+
+
 async def open_mcp_tools(
     specs: tuple[McpServerSpec, ...],
     environ: Mapping[str, str] | None = None,
@@ -325,6 +334,7 @@ async def open_mcp_tools(
                 t.name,
                 t.description or t.name,
                 t.input_schema or {"type": "object", "properties": {}},
+                _changes_state(t.annotations),
             )
             for t in outcome
         )

@@ -303,3 +303,38 @@ async def test_a_call_that_times_out_is_an_error_in_every_span_that_records_it()
     assert tool["status_message"] == "error: MCP server testsrv did not answer within 0.5s"
     # The MCP client library's own span of the request says so too (it is not "OK").
     assert spans["MCP send tools/call nap"]["status"] == "ERROR"
+
+
+async def test_the_offline_model_reads_schemas_and_spares_destructive_tools() -> None:
+    spec = stdio_spec(include=["erase_notes", "list_notes"])
+    servers, tools, problems = await open_mcp_tools((spec,), {})
+    try:
+        assert problems == {}
+        flags = {t.name: t.changes_state for t in tools}
+        assert flags == {"erase_notes": True, "list_notes": False}  # the server's annotations
+
+        async def first_calls(task: str) -> dict[str, dict[str, object]]:
+            runtime = AgentRuntime(
+                AgentSpec(name="clerk"), LiteLLMClient(ModelSpec(name="baton/offline")), tools
+            )
+            reply = await runtime.model.complete(
+                [{"role": "user", "content": task}], runtime._schemas
+            )
+            return {c.name: json.loads(c.arguments) for c in reply.tool_calls}
+
+        # Both match "notes in a folder"; only the read-only one is called, with its enum's
+        # first value and the base folder, not the task's text.
+        calls = await first_calls("tidy up the notes in the folder")
+        assert calls == {"list_notes": {"folder": ".", "order": "newest"}}
+        # Named by the task, the destructive one is called too.
+        assert "erase_notes" in await first_calls("erase_notes in the folder, then list them")
+        # A real model is offered every tool as the server describes it, with no Baton key.
+        real = AgentRuntime(
+            AgentSpec(name="clerk"), LiteLLMClient(ModelSpec(name="openai/gpt-4o-mini")), tools
+        )
+        assert all(
+            set(s["function"]) == {"name", "description", "parameters"} for s in real._schemas
+        )
+    finally:
+        for server in servers:
+            await server.close()
