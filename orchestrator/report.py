@@ -184,11 +184,12 @@ def print_runs(console: Console, page: RunPage) -> None:
         f"{len(page.runs)} of {page.total} runs, newest first · all {page.total}: "
         f"{page.usage.total_tokens} tokens, ${page.usage.cost_usd:.4f}"
     )
-    if not console.is_terminal:  # a pipe: every column, whole, one line a run
-        console.print("\t".join(_RUN_COLUMNS), markup=False, highlight=False, soft_wrap=True)
-        for row in rows:
-            line = "\t".join(row[c] for c in _RUN_COLUMNS)
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not console.is_terminal:  # a pipe: every column, whole, one line a run (tabs kept)
+        lines = [
+            "\t".join(_RUN_COLUMNS),
+            *("\t".join(row[c] for c in _RUN_COLUMNS) for row in rows),
+        ]
+        console.file.write("".join(f"{line}\n" for line in lines))
         return
     table = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
     table.title = summary

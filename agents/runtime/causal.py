@@ -23,9 +23,10 @@ from agents.core.events import AgentFinished, AgentStarted, Event, ToolFinished,
 
 __all__ = ["CausalOrder"]
 
-# Long enough for a batch on its way from another process (they leave every few ms), short
-# enough that a lost cause does not stall a live view noticeably.
-HOLD_S = 1.0
+# Long enough for a batch from a busy process (batches leave every 50 ms, but a process whose
+# event loop a tool blocks sends nothing until it is free), short enough that a cause that never
+# comes (its process died) holds a live view back only briefly.
+HOLD_S = 3.0
 
 # A call is named by the chain of the agent that made it and the model's call id (call ids are
 # unique within one invocation's conversation only).

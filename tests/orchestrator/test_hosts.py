@@ -141,7 +141,7 @@ agents:
               - {name: delegate_to_h1, arguments: {task: one}}
               - {name: delegate_to_h2, arguments: {task: two}}
               - {name: delegate_to_h3, arguments: {task: three}}
-              - {name: block_loop, arguments: {seconds: 0.4}}
+              - {name: block_loop, arguments: {seconds: 0.25}}
           - {content: done}
   - {name: h1, description: helper}
   - {name: h2, description: helper}
@@ -154,7 +154,8 @@ async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_
 ) -> None:
     # The boss's process is busy (its event loop blocked) right after it delegated to three
     # helpers in another process: their events reach the ledger before the boss's own
-    # `tool_started` do. Several runs at once; every consumer reads the ledger's order.
+    # `tool_started` do. Several runs at once (their blocks add up: 1 s, within the ledger's
+    # 3 s hold on a loaded machine); every consumer reads the ledger's order.
     engine = Engine(parse_config(BUSY_BOSS, "busy.yaml"), namespace="baton-tests")
     engine.start()
     try:

@@ -68,7 +68,7 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     assert re.search(r"\d{1,2}:\d{2}:\d{2}", rows["started"])
     assert "UNSET" not in details.inner_text()
     roles = texts(page, "#span-details .chat .role")
-    assert roles[:2] == ["system", "user"] and roles[-1].startswith("assistant ·")
+    assert "user" in roles[:2] and roles[-1].startswith("assistant ·")
     assert "calculate 6 * 7" in details.locator(".chat").first.inner_text()
     details.locator(".places a", has_text="invoke_agent").first.click()
     assert page.inner_text("#span-details h3").startswith("invoke_agent ")

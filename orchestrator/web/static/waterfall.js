@@ -110,9 +110,10 @@ export class Waterfall {
     this.apply();
   }
 
+  // Returns how many rows are shown.
   filter(query) {
     this.query = query.trim().toLowerCase();
-    this.apply();
+    return this.apply();
   }
 
   // Show a row when no ancestor is folded and, with a filter, when it or a row below matches.
