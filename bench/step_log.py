@@ -34,8 +34,7 @@ from agents.core.messages import RunStatus
 from bench._common import interleaved_medians, start, system
 from bench.delegation_overhead import chain_yaml
 from orchestrator.engine import Engine
-from orchestrator.serving import journal_url
-from orchestrator.store import RunStore
+from orchestrator.store import RunStore, absolute_store_url
 
 REPEATS = 40
 WARMUP = 5
@@ -79,7 +78,7 @@ def _contender(engine: Engine, ids: list[str]) -> Callable[[], Awaitable[object]
 async def _measure(name: str, yaml_text: str, store: RunStore, url: str) -> tuple[float, float]:
     """Median seconds per run without and with the step log."""
     plain = _engine(yaml_text.replace("name: ", "name: plain", 1), None)
-    logged = _engine(yaml_text.replace("name: ", "name: logged", 1), journal_url(url))
+    logged = _engine(yaml_text.replace("name: ", "name: logged", 1), absolute_store_url(url))
     ids = await _runs(store, WARMUP + REPEATS)
     without, with_log = await interleaved_medians(
         [_contender(plain, [uuid.uuid4().hex for _ in ids]), _contender(logged, ids)],

@@ -17,24 +17,10 @@ from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
-from orchestrator.store import RunStore
+from orchestrator.store import RunStore, absolute_store_url
 from tracing import OtlpExport, configure_tracing
 
-__all__ = ["agent_env", "journal_url", "open_service", "open_service_from_settings"]
-
-
-def journal_url(store_url: str) -> str | None:
-    """The store's URL as the ledger actor opens it (a relative SQLite path made absolute).
-
-    None for an in-memory SQLite store, which no other process can reach: its runs keep no
-    step log, and cannot resume.
-    """
-    scheme, sep, path = store_url.partition(":///")
-    if not scheme.startswith("sqlite") or not sep:
-        return store_url
-    if not path or path.startswith(":memory:"):
-        return None
-    return f"{scheme}:///{os.path.abspath(path)}" if not path.startswith("/") else store_url
+__all__ = ["agent_env", "open_service", "open_service_from_settings"]
 
 
 def agent_env(system: AgentSystem, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -109,7 +95,7 @@ async def open_service(
             export=export,
             detached=detached,
             forbid_remote_models=forbid_remote_models,
-            journal_url=journal_url(store_url),
+            journal_url=absolute_store_url(store_url),
         )
         service = RunService(system, engine, store, owner=owner, limits=limits)
         await service.start()

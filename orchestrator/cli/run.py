@@ -29,6 +29,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.client import ApiError, BatonClient
 from orchestrator.config import AgentSystem
+from orchestrator.discovery import find_server
 from orchestrator.errors import ServiceError
 from orchestrator.report import print_run_view
 from orchestrator.routing import AUTO
@@ -168,6 +169,12 @@ def run(
             "instead of running here; its key comes from $BATON_API_KEY."
         ),
     ] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local", help="Run here even when a `baton serve` of this config and store runs."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
     verbose: Annotated[
         bool,
@@ -178,8 +185,9 @@ def run(
 ) -> None:
     """Run a task and print the answer and the delegation tree.
 
-    Here: on Ray (a local instance unless RAY_ADDRESS is set), recorded in the run store; with
-    --server: on that service.
+    On a `baton serve` running on this machine with the same config and run store, if there is
+    one (its agents are warm); else here: on Ray (a local instance unless RAY_ADDRESS is set),
+    recorded in the run store. With --server: on that service.
     """
     settings = Settings()
     body = {"task": task, "agent": agent, "token_budget": budget, "deadline_s": deadline}
@@ -192,11 +200,16 @@ def run(
         raise typer.Exit(2) from None
     progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
     server = server or settings.server
+    system = None if server else load_system(config, settings)
+    if system is not None and not local:
+        server = find_server(system, settings.store_url, settings.api_key is not None)
+        if server and not as_json:
+            err.print(f"using the baton serve running at {server} (--local: run here)")
     if server:
         body = request.model_dump(exclude_none=True)
         view = asyncio.run(_run_there(server, settings.api_key, lambda c: c.submit(body), progress))
     else:
-        system = load_system(config, settings)
+        assert system is not None
         if agent and agent != AUTO and agent not in system.topology.graph:
             err.print(
                 f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"

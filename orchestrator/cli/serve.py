@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,6 +13,7 @@ import typer
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
 from orchestrator.cli.run import local_service
 from orchestrator.config import AgentSystem
+from orchestrator.discovery import announce
 from orchestrator.settings import Settings, is_loopback
 from tracing import configure_tracing
 
@@ -143,4 +144,9 @@ def serve(
     server_config = uvicorn.Config(
         api, host=host, port=port, log_level="info", timeout_graceful_shutdown=int(wrap_up)
     )
-    DrainingServer(server_config).run()
+    # `baton run` on this machine, with this config and store, uses this server's agents.
+    local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = f"http://[{local}]:{port}" if ":" in local else f"http://{local}:{port}"
+    noted = announce(url, system, settings.store_url, bool(keys)) if port else nullcontext()
+    with noted:
+        DrainingServer(server_config).run()

@@ -13,6 +13,7 @@ from orchestrator.store.records import (
     DuplicateIdempotencyKey,
     RunPage,
     StoredRun,
+    absolute_store_url,
 )
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ __all__ = [
     "RunPage",
     "RunStore",
     "StoredRun",
+    "absolute_store_url",
 ]
 
 

@@ -5,6 +5,7 @@ The CLI and the API's schemas use these; only code that opens a store loads the 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,3 +65,17 @@ class RunPage(BaseModel):
     runs: list[StoredRun]
     total: int
     usage: Usage = Field(default_factory=Usage, description="Of every run that matched.")
+
+
+def absolute_store_url(store_url: str) -> str | None:
+    """The store's URL as another process opens it (a relative SQLite path made absolute).
+
+    None for an in-memory SQLite store, which no other process can reach: its runs keep no
+    step log, and cannot resume.
+    """
+    scheme, sep, path = store_url.partition(":///")
+    if not scheme.startswith("sqlite") or not sep:
+        return store_url
+    if not path or path.startswith(":memory:"):
+        return None
+    return f"{scheme}:///{os.path.abspath(path)}" if not path.startswith("/") else store_url

@@ -3,10 +3,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -196,3 +198,25 @@ def test_a_missing_api_keys_file_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"cannot read BATON_API_KEYS_FILE {missing}: No such file or directory" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.ray
+def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
+    api: str, service_dir: Path
+) -> None:
+    env = {
+        **os.environ,
+        "BATON_STORE_URL": f"sqlite+aiosqlite:///{service_dir / 'api'}.db",  # the server's
+        "COLUMNS": "160",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "calculate 6 * 7", "--agent", "analyst",
+         "--config", str(service_dir / "svc.yaml")],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # Its warm agents ran the task: no Ray or agents started here.
+    assert f"using the baton serve running at {api}" in done.stderr
+    assert "calculate: 42" in done.stdout
+    [run_id] = re.findall(r"run ([0-9a-f]{32}) · succeeded", done.stdout)
+    assert httpx.get(f"{api}/v1/runs/{run_id}").json()["status"] == "succeeded"

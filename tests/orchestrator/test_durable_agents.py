@@ -49,7 +49,7 @@ async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
     ray_cluster: Any, tmp_path: Path, loss: str
 ) -> None:
     from orchestrator.engine import Engine
-    from orchestrator.serving import journal_url
+    from orchestrator.store import absolute_store_url
     from tests.testkit import config
 
     calls, parcels = tmp_path / "calls.txt", tmp_path / "parcels.txt"
@@ -64,7 +64,7 @@ async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
         system,
         namespace="baton-tests",
         env={"PARCELS_FILE": str(parcels)},
-        journal_url=journal_url(store_url),
+        journal_url=absolute_store_url(store_url),
     )
     try:
         engine.start()

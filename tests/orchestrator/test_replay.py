@@ -77,7 +77,7 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
     ray_cluster: Any, tmp_path: Path
 ) -> None:
     from orchestrator.engine import Engine
-    from orchestrator.serving import journal_url
+    from orchestrator.store import absolute_store_url
     from tests.testkit import config
     from tracing.sequence import sequence_diagram
 
@@ -88,7 +88,7 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
         Engine(
             config(FORKED.format(calls=calls[v], instructions=text)),
             namespace="baton-tests",
-            journal_url=journal_url(store_url),
+            journal_url=absolute_store_url(store_url),
         )
         for v, text in (("before", "Be brief."), ("after", "Show your working, step by step."))
     ]
