@@ -12,7 +12,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agents.core.errors import ConfigIssue
-from agents.core.messages import AgentResult, RunStatus
+from agents.core.messages import AgentResult, RunStatus, Usage
 from agents.core.placement import own_actors_reason
 from agents.core.spec import AgentSpec
 from orchestrator.config import AgentSystem
@@ -105,7 +105,7 @@ def _label(node: AgentResult) -> Text:
     label.append(
         f"  {node.status.value}  {node.duration_s * 1000:.0f} ms  "
         f"{node.steps} model call{'' if node.steps == 1 else 's'}  "
-        f"tokens {node.usage.input_tokens}/{node.usage.output_tokens}{_cost(node.usage.cost_usd)}",
+        f"tokens {node.usage.input_tokens}/{node.usage.output_tokens}{_cost(node.usage)}",
         style="dim",
     )
     if node.error:
@@ -113,8 +113,15 @@ def _label(node: AgentResult) -> Text:
     return label
 
 
-def _cost(usd: float | None) -> str:
-    return f"  ${usd:.4f}" if usd else ""
+def _money(usage: Usage) -> str:
+    """A cost as people read it: a dash when unknown (no price), "≥ $x" when partly unknown."""
+    if usage.unpriced_calls and not usage.cost_usd:
+        return "\N{EN DASH}"
+    return f"{'≥ ' if usage.unpriced_calls else ''}${usage.cost_usd:.4f}"
+
+
+def _cost(usage: Usage) -> str:
+    return f"  {_money(usage)}" if usage.cost_usd or usage.unpriced_calls else ""
 
 
 def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
@@ -144,6 +151,10 @@ _MIN_TASK = 10  # the least a task is cut to
 _WANT_TASK = 30  # other columns come only while the task keeps this much
 
 
+def _usage_of(run: StoredRun) -> Usage:
+    return Usage(cost_usd=run.cost_usd, unpriced_calls=run.unpriced_calls)
+
+
 def _run_cells(run: StoredRun) -> dict[str, str]:
     return {
         "id": run.id,
@@ -153,7 +164,7 @@ def _run_cells(run: StoredRun) -> dict[str, str]:
         "entry": run.entry_agent or run.requested_agent or "-",
         "duration": f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
         "tokens in/out": f"{run.input_tokens}/{run.output_tokens}",
-        "cost": f"${run.cost_usd:.4f}",
+        "cost": _money(_usage_of(run)),
     }
 
 
@@ -182,7 +193,7 @@ def print_runs(console: Console, page: RunPage) -> None:
     rows = [_run_cells(run) for run in page.runs]
     summary = (
         f"{len(page.runs)} of {page.total} runs, newest first · all {page.total}: "
-        f"{page.usage.total_tokens} tokens, ${page.usage.cost_usd:.4f}"
+        f"{page.usage.total_tokens} tokens, {_money(page.usage)}"
     )
     if not console.is_terminal:  # a pipe: every column, whole, one line a run (tabs kept)
         lines = [
@@ -235,7 +246,7 @@ def print_run_view(console: Console, run: RunView) -> None:
             Group(
                 Text(
                     f"delegation tree · {usage.model_calls} model calls · tokens "
-                    f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage.cost_usd)}",
+                    f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage)}",
                     style="bold",
                 ),
                 result_tree(run.tree),
@@ -254,7 +265,8 @@ def _span_label(node: SpanTree, origin_ns: int) -> Text:
             f"{attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS, 0)}",
             style="dim",
         )
-    label.append(_cost(attributes.get(attr.BATON_USAGE_COST)), style="dim")
+    cost = attributes.get(attr.BATON_USAGE_COST)
+    label.append(_cost(Usage(cost_usd=float(cost))) if cost else "", style="dim")
     if node.failed and span.get("status_message"):
         label.append(f"  {str(span['status_message'])[:160]}", style="red")
     for event in span.get("events", []):

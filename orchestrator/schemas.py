@@ -334,6 +334,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
             output_tokens=run.output_tokens,
             model_calls=run.model_calls,
             cost_usd=run.cost_usd,
+            unpriced_calls=run.unpriced_calls,
         ),
         created_at=run.created_at,
         started_at=run.started_at,

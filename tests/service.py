@@ -110,8 +110,13 @@ class ServiceProcess:
 
     def start(self, timeout_s: float = 180, headers: dict[str, str] | None = None) -> None:
         with self.log.open("ab") as out:
+            # A process group of its own, as a terminal gives a command (a Ctrl-C reaches it all).
             self._process = subprocess.Popen(
-                self._args, env=self._env, stdout=out, stderr=subprocess.STDOUT
+                self._args,
+                env=self._env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

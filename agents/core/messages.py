@@ -54,8 +54,12 @@ class Usage(BaseModel):
     model_calls: int = 0
     cost_usd: float = Field(
         default=0.0,
-        description="From litellm's local price tables; calls to models it has no price for "
-        "count as 0.",
+        description="From litellm's local price tables, of the calls it has a price for.",
+    )
+    unpriced_calls: int = Field(
+        default=0,
+        description="Model calls litellm has no price for: their cost is unknown (not in "
+        "`cost_usd`). Baton's built-in models are free, so priced.",
     )
 
     @property
@@ -69,6 +73,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             model_calls=self.model_calls + other.model_calls,
             cost_usd=self.cost_usd + other.cost_usd,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
 

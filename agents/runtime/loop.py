@@ -330,6 +330,7 @@ class AgentRuntime(ToolCalls):
             output_tokens=reply.output_tokens,
             model_calls=1,
             cost_usd=reply.cost_usd or 0.0,
+            unpriced_calls=int(reply.cost_usd is None),
         )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)

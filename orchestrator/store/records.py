@@ -40,6 +40,7 @@ class StoredRun(BaseModel):
     output_tokens: int
     model_calls: int
     cost_usd: float
+    unpriced_calls: int = 0
     created_at: float
     started_at: float | None
     finished_at: float | None

@@ -84,6 +84,8 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 
 _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
+# The usage columns of a run, summed over a filter by `list`.
+_USAGE_COLUMNS = ("input_tokens", "output_tokens", "model_calls", "cost_usd")
 
 
 def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
@@ -208,6 +210,7 @@ class RunStore(Ownership):
             output_tokens=result.usage.output_tokens,
             model_calls=result.usage.model_calls,
             cost_usd=result.usage.cost_usd,
+            unpriced_calls=result.usage.unpriced_calls,
             started_at=result.started_at,
             finished_at=result.started_at + result.duration_s,
             duration_s=result.duration_s,
@@ -306,10 +309,16 @@ class RunStore(Ownership):
         matched = query.subquery()
         sums = [
             func.coalesce(func.sum(getattr(matched.c, name)), 0)
-            for name in ("input_tokens", "output_tokens", "model_calls", "cost_usd")
+            for name in (
+                "input_tokens",
+                "output_tokens",
+                "model_calls",
+                "cost_usd",
+                "unpriced_calls",
+            )
         ]
         async with self._sessions() as session:
-            total, inp, out, calls, cost = (
+            total, inp, out, calls, cost, unpriced = (
                 await session.execute(select(func.count(), *sums).select_from(matched))
             ).one()
             rows = await session.scalars(
@@ -319,6 +328,10 @@ class RunStore(Ownership):
                 runs=[StoredRun.model_validate(r) for r in rows],
                 total=total or 0,
                 usage=Usage(
-                    input_tokens=inp, output_tokens=out, model_calls=calls, cost_usd=float(cost)
+                    input_tokens=inp,
+                    output_tokens=out,
+                    model_calls=calls,
+                    cost_usd=float(cost),
+                    unpriced_calls=unpriced,
                 ),
             )

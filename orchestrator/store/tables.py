@@ -46,6 +46,7 @@ class RunRow(Base):
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     model_calls: Mapped[int] = mapped_column(Integer, default=0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    unpriced_calls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float)
     finished_at: Mapped[float | None] = mapped_column(Float)

@@ -1,5 +1,5 @@
 """`baton serve` on a local Ray of its own, as an operator runs it: what it exposes, and what
-SIGTERM leaves behind (runs recorded to the end, no process)."""
+SIGTERM or a Ctrl-C leaves behind (runs recorded to the end, no process)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,10 @@ def _intrude(address: str, home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_sigterm_records_runs_in_flight_and_leaves_no_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["sigterm", "ctrl-c"])
+async def test_a_stop_records_runs_in_flight_and_leaves_no_process(
+    tmp_path: Path, stop: str
+) -> None:
     (tmp_path / "alone.yaml").write_text(CONFIG)
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     service = ServiceProcess(
@@ -75,13 +78,15 @@ async def test_sigterm_records_runs_in_flight_and_leaves_no_process(tmp_path: Pa
     service.start()
     assert service._process is not None
     try:
-        await _check_and_stop(service, store_url, tmp_path)
+        await _check_and_stop(service, store_url, tmp_path, stop)
     finally:
         for process in _tree(service._process.pid) if service._process.poll() is None else []:
             process.kill()
 
 
-async def _check_and_stop(service: ServiceProcess, store_url: str, tmp_path: Path) -> None:
+async def _check_and_stop(
+    service: ServiceProcess, store_url: str, tmp_path: Path, stop: str
+) -> None:
     assert service._process is not None
     runs = [(await submit(service.url, {"task": f"wait {i}"})).json()["id"] for i in range(3)]
     for run_id in runs:  # each is mid-way: its tool call has started
@@ -105,9 +110,13 @@ async def _check_and_stop(service: ServiceProcess, store_url: str, tmp_path: Pat
         if process.name() in ("gcs_server", "raylet"):
             assert process.environ().get("RAY_AUTH_MODE", "token") == "token"
 
-    service._process.send_signal(signal.SIGTERM)
-    # Ended by the signal once done (uvicorn re-raises it), as an operator expects.
-    assert service._process.wait(timeout=90) == -signal.SIGTERM
+    if stop == "sigterm":  # what a process manager sends
+        service._process.send_signal(signal.SIGTERM)
+        # Ended by the signal once done (uvicorn re-raises it), as an operator expects.
+        assert service._process.wait(timeout=90) == -signal.SIGTERM
+    else:  # a terminal's Ctrl-C: SIGINT to the whole process group, Ray's processes included
+        os.killpg(service._process.pid, signal.SIGINT)
+        service._process.wait(timeout=90)
     assert "Finished server process" in service.log.read_text()
     _, alive = psutil.wait_procs(processes, timeout=30)
     assert alive == [], [(p.pid, p.name()) for p in alive]

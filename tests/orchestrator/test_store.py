@@ -43,7 +43,9 @@ def _result(run_id: str, status: RunStatus = RunStatus.SUCCEEDED) -> RunResult:
         status=status,
         output="42" if status == RunStatus.SUCCEEDED else None,
         error=None if status == RunStatus.SUCCEEDED else "budget spent",
-        usage=Usage(input_tokens=30, output_tokens=12, model_calls=2, cost_usd=0.0125),
+        usage=Usage(
+            input_tokens=30, output_tokens=12, model_calls=2, cost_usd=0.0125, unpriced_calls=1
+        ),
         started_at=time.time(),
         duration_s=0.25,
         tree=tree,
@@ -66,7 +68,7 @@ async def test_a_run_round_trips_through_the_store(store_url: str) -> None:
     assert run is not None
     assert (run.status, run.output, run.entry_agent) == ("succeeded", "42", "coordinator")
     assert (run.input_tokens, run.output_tokens, run.model_calls) == (30, 12, 2)
-    assert run.cost_usd == pytest.approx(0.0125)
+    assert run.cost_usd == pytest.approx(0.0125) and run.unpriced_calls == 1
     assert run.config == {"name": "x"}
     assert run.tree is not None and run.tree["agent"] == "coordinator"
     assert run.duration_s == pytest.approx(0.25)
@@ -87,6 +89,7 @@ async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> 
     # Usage totals cover every matching run, not only the page's.
     assert (page.usage.input_tokens, page.usage.output_tokens) == (150, 60)
     assert page.usage.model_calls == 10 and page.usage.cost_usd == pytest.approx(0.0625)
+    assert page.usage.unpriced_calls == 5  # calls whose cost is unknown, kept apart
     failed = await store.list(status="failed")
     assert [r.id for r in failed.runs] == ["r4", "r2", "r0"]
     assert failed.usage.input_tokens == 90 and failed.usage.cost_usd == pytest.approx(0.0375)

@@ -100,10 +100,12 @@ function when(epoch) {
   return new Date(epoch * 1000).toLocaleString();
 }
 
-// Free (a built-in or self-hosted model) is $0.00; "–" only where the cost is unknown.
-function cost(usd) {
-  if (usd === null || usd === undefined) return "–";
-  return `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
+// Free (a built-in model) is $0.00; "–" where the cost is unknown (calls to a model litellm has
+// no price for), "≥ $x" where part of it is.
+function cost(usd, unpriced = 0) {
+  if (usd === null || usd === undefined || (unpriced && !usd)) return "–";
+  const shown = `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
+  return unpriced ? `≥ ${shown}` : shown;
 }
 
 function askForKey() {
@@ -167,7 +169,7 @@ async function runsPage() {
         el("td", {}, when(run.created_at)),
         el("td", {}, duration(run.duration_s)),
         el("td", {}, `${run.usage.input_tokens}/${run.usage.output_tokens}`),
-        el("td", {}, cost(run.usage.cost_usd)),
+        el("td", {}, cost(run.usage.cost_usd, run.usage.unpriced_calls)),
         el("td", { class: "task" }, run.task.slice(0, 140)),
       ),
     );
@@ -177,7 +179,7 @@ async function runsPage() {
     const all = page.usage;
     $("runs-total").textContent = page.total
       ? `All ${page.total} matching runs: tokens ${all.input_tokens}/${all.output_tokens}, ` +
-        `${all.model_calls} model calls, cost ${cost(all.cost_usd)}`
+        `${all.model_calls} model calls, cost ${cost(all.cost_usd, all.unpriced_calls)}`
       : "";
     $("prev").disabled = offset === 0;
     $("next").disabled = last >= page.total;
@@ -376,7 +378,7 @@ async function runPage(runId) {
         `duration ${duration(run.duration_s)}`,
         `tokens ${run.usage.input_tokens}/${run.usage.output_tokens}`,
         `model calls ${run.usage.model_calls}`,
-        `cost ${cost(run.usage.cost_usd)}`,
+        `cost ${cost(run.usage.cost_usd, run.usage.unpriced_calls)}`,
       ].join(" · ");
       $("run-task").textContent = run.task;
       const failed = run.status !== "succeeded" && FINAL.has(run.status);

@@ -20,23 +20,29 @@ function statusOf(span) {
   return ["unset", "·", "outcome not recorded"];
 }
 
-function money(usd) {
-  return `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
+// "–": no model call under it has a known price; "≥": some have none.
+function money(usd, unpriced) {
+  if (unpriced && !usd) return "–";
+  const shown = `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
+  return unpriced ? `≥ ${shown}` : shown;
 }
 
 // Tokens and cost of a span's subtree, from its model calls (each counted once).
 function usage(span) {
-  const own = span.name.startsWith("chat ") ? span.attributes : {};
+  const chat = span.name.startsWith("chat ");
+  const own = chat ? span.attributes : {};
   const total = {
     input: Number(own["gen_ai.usage.input_tokens"] || 0),
     output: Number(own["gen_ai.usage.output_tokens"] || 0),
     cost: Number(own["baton.usage.cost_usd"] || 0),
+    unpriced: chat && span.end_ns !== null && own["baton.usage.cost_usd"] === undefined ? 1 : 0,
   };
   for (const child of span.children) {
     const sub = usage(child);
     total.input += sub.input;
     total.output += sub.output;
     total.cost += sub.cost;
+    total.unpriced += sub.unpriced;
   }
   span.usage = total;
   return total;
@@ -77,7 +83,7 @@ export class Waterfall {
           onclick: (event) => { event.stopPropagation(); this.fold(span.span_id); },
         }, this.collapsed.has(span.span_id) ? "▸" : "▾")
         : el("span", { class: "fold" });
-      const { input, output, cost } = span.usage;
+      const { input, output, cost, unpriced } = span.usage;
       const row = el(
         "div",
         {
@@ -92,7 +98,7 @@ export class Waterfall {
         el("span", { class: "span-bar-track" },
           el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
         el("span", { class: "span-usage", title: "tokens in/out and cost of this span and those under it" },
-          input + output ? `${input}/${output} · ${money(cost)}` : ""),
+          input + output ? `${input}/${output} · ${money(cost, unpriced)}` : ""),
         el("span", { class: "span-time" }, took(span.duration_ms)),
       );
       this.rows.set(span.span_id, { row, span, parent, toggle, text: `${span.name} ${JSON.stringify(span.attributes)}`.toLowerCase() });
