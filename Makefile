@@ -71,5 +71,6 @@ bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/fanout.py
 	$(PY) bench/http_throughput.py
 	$(PY) bench/diagram_generation.py
+	$(PY) bench/ui_waterfall.py
 	$(PY) bench/step_log.py
 	$(PY) bench/scale_out.py
