@@ -43,26 +43,21 @@ PART = {
     ],
 }
 ROLES = ["system", "user", "assistant", "tool"]
-INPUT_MESSAGES = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": ["role", "parts"],
-        "properties": {"role": {"enum": ROLES}, "parts": {"type": "array", "items": PART}},
-    },
-}
-OUTPUT_MESSAGES = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": ["role", "parts", "finish_reason"],
-        "properties": {
-            "role": {"type": "string"},
-            "parts": {"type": "array", "items": PART},
-            "finish_reason": {"enum": ["stop", "length", "content_filter", "tool_call", "error"]},
-        },
-    },
-}
+
+
+def _array_of(required: list[str], **properties: Any) -> dict[str, Any]:
+    item = {"type": "object", "required": required, "properties": properties}
+    return {"type": "array", "items": item}
+
+
+PARTS = {"type": "array", "items": PART}
+INPUT_MESSAGES = _array_of(["role", "parts"], role={"enum": ROLES}, parts=PARTS)
+OUTPUT_MESSAGES = _array_of(
+    ["role", "parts", "finish_reason"],
+    role={"type": "string"},
+    parts=PARTS,
+    finish_reason={"enum": ["stop", "length", "content_filter", "tool_call", "error"]},
+)
 SYSTEM_INSTRUCTIONS = {"type": "array", "items": PART}
 TOOL_DEFINITIONS = {
     "type": "array",
