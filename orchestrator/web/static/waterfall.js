@@ -1,10 +1,15 @@
 // The run's spans as a waterfall: one row a span, indented under its parent, with its status,
-// its kind, its bar in time, and the tokens and cost of its subtree. Subtrees collapse; a filter
-// keeps the rows that match and the rows above them. Thousands of rows stay fluid: rows are
-// built once per trace and hidden or shown, never rebuilt for a filter or a fold.
+// its kind, its bar in time, and the tokens and cost of its subtree. Subtrees fold; a filter
+// keeps the rows that match and the rows above them. Thousands of rows stay fluid: which rows
+// are shown is worked out in one pass over the spans, and a long list puts in the page only the
+// rows in view (plus a margin), as trace viewers do; a row is built once and reused.
 
 import { el } from "./dom.js";
 import { took } from "./span_view.js";
+
+// Up to this many shown rows, all are in the page; beyond, only those in view.
+const ALL_AT_ONCE = 300;
+const MARGIN = 40; // rows drawn above and below the view
 
 const KINDS = {
   invoke_workflow: ["run", "R"],
@@ -52,68 +57,83 @@ export class Waterfall {
   constructor(container, onSelect) {
     this.container = container;
     this.onSelect = onSelect;
-    this.rows = new Map(); // span id -> { row, span, depth, parent, toggle }
+    this.entries = []; // every span in tree order: { span, depth, parent, row, text }
+    this.byId = new Map();
+    this.shown = []; // the entries shown now
     this.collapsed = new Set();
     this.query = "";
+    this.selected = null;
+    this.rowHeight = 0;
+    container.addEventListener("scroll", () => {
+      if (this.shown.length > ALL_AT_ONCE && !this.pending) {
+        this.pending = requestAnimationFrame(() => { this.pending = null; this.render(); });
+      }
+    });
   }
 
   draw(trace) {
-    const flat = [];
+    const now = Date.now() * 1e6;
+    this.entries = [];
+    this.byId = new Map();
     const walk = (nodes, depth, parent) => {
-      for (const node of nodes) {
-        flat.push([node, depth, parent]);
-        walk(node.children, depth + 1, node.span_id);
+      for (const span of nodes) {
+        const entry = { span, depth, parent, row: null, text: null };
+        this.entries.push(entry);
+        this.byId.set(span.span_id, entry);
+        walk(span.children, depth + 1, span.span_id);
       }
     };
     for (const root of trace.spans) usage(root);
     walk(trace.spans, 0, null);
-    const now = Date.now() * 1e6;
-    const start = Math.min(...flat.map(([s]) => s.start_ns));
-    const end = Math.max(...flat.map(([s]) => s.end_ns || now));
-    const total = Math.max(end - start, 1);
-    this.rows = new Map();
-    const built = flat.map(([span, depth, parent]) => {
-      const left = ((span.start_ns - start) / total) * 100;
-      const width = Math.max((((span.end_ns || now) - span.start_ns) / total) * 100, 0.4);
-      const [state, icon, said] = statusOf(span);
-      const [kindName, kindMark] = KINDS[span.attributes["gen_ai.operation.name"]] || ["span", "·"];
-      const toggle = span.children.length
-        ? el("button", {
-          type: "button", class: "fold", "aria-label": "collapse or expand",
-          onclick: (event) => { event.stopPropagation(); this.fold(span.span_id); },
-        }, this.collapsed.has(span.span_id) ? "▸" : "▾")
-        : el("span", { class: "fold" });
-      const { input, output, cost, unpriced } = span.usage;
-      const row = el(
-        "div",
-        {
-          class: `span-row ${state}`, role: "listitem", "data-span": span.span_id, tabindex: 0,
-          onclick: () => this.onSelect(span.span_id),
-        },
-        el("span", { class: "span-name", style: `padding-left:${depth * 14}px` },
-          toggle,
-          el("span", { class: `status-icon ${state}`, title: said }, icon),
-          el("span", { class: "kind-icon", title: kindName }, kindMark),
-          span.name),
-        el("span", { class: "span-bar-track" },
-          el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
-        el("span", { class: "span-usage", title: "tokens in/out and cost of this span and those under it" },
-          input + output ? `${input}/${output} · ${money(cost, unpriced)}` : ""),
-        el("span", { class: "span-time" }, took(span.duration_ms)),
-      );
-      this.rows.set(span.span_id, { row, span, parent, toggle, text: `${span.name} ${JSON.stringify(span.attributes)}`.toLowerCase() });
-      return row;
-    });
-    this.container.replaceChildren(...built);
-    this.apply();
+    const starts = this.entries.map((e) => e.span.start_ns);
+    this.start = Math.min(...starts);
+    this.total = Math.max(Math.max(...this.entries.map((e) => e.span.end_ns || now)) - this.start, 1);
+    this.now = now;
+    return this.apply();
   }
 
+  row(entry) {
+    if (entry.row) return entry.row;
+    const { span, depth } = entry;
+    const left = ((span.start_ns - this.start) / this.total) * 100;
+    const width = Math.max((((span.end_ns || this.now) - span.start_ns) / this.total) * 100, 0.4);
+    const [state, icon, said] = statusOf(span);
+    const [kindName, kindMark] = KINDS[span.attributes["gen_ai.operation.name"]] || ["span", "·"];
+    const toggle = span.children.length
+      ? el("button", {
+        type: "button", class: "fold", "aria-label": "collapse or expand",
+        onclick: (event) => { event.stopPropagation(); this.fold(span.span_id); },
+      }, this.collapsed.has(span.span_id) ? "▸" : "▾")
+      : el("span", { class: "fold" });
+    const { input, output, cost, unpriced } = span.usage;
+    entry.toggle = toggle;
+    entry.row = el(
+      "div",
+      {
+        class: `span-row ${state}`, role: "listitem", "data-span": span.span_id, tabindex: 0,
+        onclick: () => this.onSelect(span.span_id),
+      },
+      el("span", { class: "span-name", style: `padding-left:${depth * 14}px` },
+        toggle,
+        el("span", { class: `status-icon ${state}`, title: said }, icon),
+        el("span", { class: "kind-icon", title: kindName }, kindMark),
+        span.name),
+      el("span", { class: "span-bar-track" },
+        el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
+      el("span", { class: "span-usage", title: "tokens in/out and cost of this span and those under it" },
+        input + output ? `${input}/${output} · ${money(cost, unpriced)}` : ""),
+      el("span", { class: "span-time" }, took(span.duration_ms)),
+    );
+    return entry.row;
+  }
+
+  // Returns how many rows are shown.
   fold(spanId) {
     if (this.collapsed.has(spanId)) this.collapsed.delete(spanId);
     else this.collapsed.add(spanId);
-    const entry = this.rows.get(spanId);
-    if (entry) entry.toggle.textContent = this.collapsed.has(spanId) ? "▸" : "▾";
-    this.apply();
+    const entry = this.byId.get(spanId);
+    if (entry && entry.toggle) entry.toggle.textContent = this.collapsed.has(spanId) ? "▸" : "▾";
+    return this.apply();
   }
 
   // Returns how many rows are shown.
@@ -122,33 +142,78 @@ export class Waterfall {
     return this.apply();
   }
 
-  // Show a row when no ancestor is folded and, with a filter, when it or a row below matches.
+  // One pass in tree order (a parent before its children): a row is shown when no row above it
+  // is folded and, with a filter, when it or a row below it matches.
   apply() {
     const matched = new Set();
     if (this.query) {
-      for (const [id, entry] of this.rows) {
+      for (const entry of this.entries) {
+        const { name, span_id: id, attributes } = entry.span;
+        entry.text ??= `${name} ${id} ${JSON.stringify(attributes)}`.toLowerCase();
         if (!entry.text.includes(this.query)) continue;
-        for (let at = id; at && !matched.has(at); at = this.rows.get(at)?.parent) matched.add(at);
+        for (let at = entry.span.span_id; at && !matched.has(at); at = this.byId.get(at)?.parent) {
+          matched.add(at);
+        }
       }
     }
-    let shown = 0;
-    for (const [id, entry] of this.rows) {
-      let hidden = this.query !== "" && !matched.has(id);
-      for (let up = entry.parent; up && !hidden; up = this.rows.get(up)?.parent) {
-        hidden = this.collapsed.has(up);
-      }
-      entry.row.hidden = hidden;
-      if (!hidden) shown += 1;
+    const hiddenBelow = new Set(); // spans whose children are hidden (folded, or hidden)
+    this.shown = [];
+    for (const entry of this.entries) {
+      const id = entry.span.span_id;
+      const hidden = (entry.parent !== null && hiddenBelow.has(entry.parent))
+        || (this.query !== "" && !matched.has(id));
+      if (hidden || this.collapsed.has(id)) hiddenBelow.add(id);
+      if (!hidden) this.shown.push(entry);
     }
-    return shown;
+    this.render();
+    return this.shown.length;
+  }
+
+  // The shown rows in the page: all of them, or those in view when there are many.
+  render() {
+    if (this.shown.length <= ALL_AT_ONCE) {
+      this.container.replaceChildren(...this.shown.map((e) => this.row(e)));
+    } else {
+      if (!this.rowHeight) {
+        this.container.replaceChildren(this.row(this.shown[0]));
+        this.rowHeight = this.shown[0].row.offsetHeight || 24;
+      }
+      const view = Math.ceil(this.container.clientHeight / this.rowHeight);
+      const first = Math.max(0, Math.floor(this.container.scrollTop / this.rowHeight) - MARGIN);
+      const last = Math.min(this.shown.length, first + view + 2 * MARGIN);
+      const spacer = (rows) => el("div", { class: "spacer", style: `height:${rows * this.rowHeight}px` });
+      this.container.replaceChildren(
+        spacer(first),
+        ...this.shown.slice(first, last).map((e) => this.row(e)),
+        spacer(this.shown.length - last),
+      );
+    }
+    for (const entry of this.shown) {
+      if (entry.row) entry.row.classList.toggle("selected", entry.span.span_id === this.selected);
+    }
   }
 
   select(spanId) {
-    for (let up = this.rows.get(spanId)?.parent; up; up = this.rows.get(up)?.parent) {
-      if (this.collapsed.has(up)) this.fold(up); // bring a selected span into view
+    this.selected = spanId;
+    let unfolded = false;
+    for (let up = this.byId.get(spanId)?.parent; up; up = this.byId.get(up)?.parent) {
+      if (!this.collapsed.has(up)) continue;
+      this.collapsed.delete(up); // into view
+      const above = this.byId.get(up);
+      if (above.toggle) above.toggle.textContent = "▾";
+      unfolded = true;
     }
-    for (const [id, entry] of this.rows) entry.row.classList.toggle("selected", id === spanId);
-    const entry = this.rows.get(spanId);
-    if (entry) entry.row.scrollIntoView({ block: "nearest" });
+    if (unfolded) this.apply();
+    const index = this.shown.findIndex((e) => e.span.span_id === spanId);
+    if (index < 0) return;
+    if (this.shown.length > ALL_AT_ONCE) {
+      const top = index * this.rowHeight;
+      const bottom = this.container.scrollTop + this.container.clientHeight;
+      if (top < this.container.scrollTop || top + this.rowHeight > bottom) {
+        this.container.scrollTop = Math.max(0, top - this.container.clientHeight / 2);
+      }
+    }
+    this.render();
+    this.shown[index].row?.scrollIntoView({ block: "nearest" });
   }
 }
