@@ -11,7 +11,6 @@ from typing import Any
 
 from agents.core.steps import step_number
 from orchestrator.admission import Admission
-from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.errors import NotReady, NotReplayable, NotResumable
 from orchestrator.store import RunStore, StoredRun
@@ -26,13 +25,11 @@ logger = logging.getLogger(__name__)
 class Durability:
     """A part of `RunService`: runs carried on from their step log (`agents.core.steps`)."""
 
-    system: AgentSystem
     engine: Engine
     store: RunStore
     owner: str
     limits: Any  # ServiceLimits
     admission: Admission
-    _config: dict[str, Any]
     _stopping: bool
     _tasks: dict[str, asyncio.Task[None]]
 
@@ -46,6 +43,10 @@ class Durability:
         request: Submission,
         lineage: Lineage | None = None,
     ) -> Coroutine[Any, Any, None]:
+        raise NotImplementedError
+
+    async def _add_run(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
+        """Record a new run (see `RunService._add_run`)."""
         raise NotImplementedError
 
     def _start(self, run_id: str, work: Coroutine[Any, Any, None]) -> None:
@@ -83,17 +84,7 @@ class Durability:
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
         with self.admission.place():  # a new run like any other: within the bounds
-            run = await self.store.add(
-                new_id,
-                original.task,
-                agent=request.agent,
-                system=self.system.config.name,
-                config=self._config,
-                owner=self.owner,
-                options=request.options(),
-                replay_of=run_id,
-                fork=fork,
-            )
+            run = await self._add_run(new_id, request, replay_of=run_id, fork=fork)
             lineage = Lineage(replay_of=run_id, fork=fork, fork_from=fork_from)
             self._start(new_id, self._execute(new_id, request, lineage))
         return run

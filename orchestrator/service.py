@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
@@ -214,16 +214,8 @@ class RunService(RunViews, Durability):
             raise NotReady(self.startup_error)
         with self.admission.place():
             try:
-                run = await self.store.add(
-                    run_id,
-                    request.task,
-                    agent=request.agent,
-                    system=self.system.config.name,
-                    config=self._config,
-                    owner=self.owner,
-                    idempotency_key=scoped,
-                    request_hash=digest,
-                    options=request.options(),
+                run = await self._add_run(
+                    run_id, request, idempotency_key=scoped, request_hash=digest
                 )
             except DuplicateIdempotencyKey:
                 # A concurrent twin got there first: it is the run.
@@ -231,11 +223,21 @@ class RunService(RunViews, Durability):
                 if existing is None:
                     raise
                 return _replay(existing, digest), False
-            # A fresh context: the run is a trace of its own, not part of this request's.
-            self._tasks[run_id] = asyncio.create_task(
-                self._execute(run_id, request), context=contextvars.Context()
-            )
+            self._start(run_id, self._execute(run_id, request))
         return run, True
+
+    async def _add_run(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
+        """Record a new run of this system, owned here (the caller holds an admission place)."""
+        return await self.store.add(
+            run_id,
+            request.task,
+            agent=request.agent,
+            system=self.system.config.name,
+            config=self._config,
+            owner=self.owner,
+            options=request.options(),
+            **record,
+        )
 
     async def get(self, run_id: str) -> StoredRun:
         """A stored run, or `RunNotFound`."""
