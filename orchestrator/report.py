@@ -151,10 +151,6 @@ _MIN_TASK = 10  # the least a task is cut to
 _WANT_TASK = 30  # other columns come only while the task keeps this much
 
 
-def _usage_of(run: StoredRun) -> Usage:
-    return Usage(cost_usd=run.cost_usd, unpriced_calls=run.unpriced_calls)
-
-
 def _run_cells(run: StoredRun) -> dict[str, str]:
     return {
         "id": run.id,
@@ -164,7 +160,7 @@ def _run_cells(run: StoredRun) -> dict[str, str]:
         "entry": run.entry_agent or run.requested_agent or "-",
         "duration": f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
         "tokens in/out": f"{run.input_tokens}/{run.output_tokens}",
-        "cost": _money(_usage_of(run)),
+        "cost": _money(run.usage),
     }
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agents.core.messages import AgentResult, RunStatus, Usage
-from orchestrator.store import StoredRun
+from orchestrator.store import RunPage, StoredRun
 from orchestrator.submission import Submission
 from tracing import SpanRecord
 from tracing.tree import SpanTree
@@ -34,6 +34,7 @@ __all__ = [
     "SpanNode",
     "TopologyView",
     "TraceView",
+    "run_page_view",
     "run_view",
     "span_forest",
 ]
@@ -329,13 +330,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         routing=run.routing,
         output=run.output,
         error=run.error,
-        usage=Usage(
-            input_tokens=run.input_tokens,
-            output_tokens=run.output_tokens,
-            model_calls=run.model_calls,
-            cost_usd=run.cost_usd,
-            unpriced_calls=run.unpriced_calls,
-        ),
+        usage=run.usage,
         created_at=run.created_at,
         started_at=run.started_at,
         finished_at=run.finished_at,
@@ -353,6 +348,17 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
             cancel=f"{base}/cancel",
             resume=f"{base}/resume",
         ),
+    )
+
+
+def run_page_view(page: RunPage, limit: int, offset: int) -> RunPageView:
+    """A page of stored runs as the API answers it."""
+    return RunPageView(
+        runs=[run_view(r) for r in page.runs],
+        total=page.total,
+        limit=limit,
+        offset=offset,
+        usage=page.usage,
     )
 
 

@@ -10,7 +10,7 @@ import typer
 
 from orchestrator.cli.common import RunIdArgument, app, console, err, open_store
 from orchestrator.report import print_run_view, print_runs, print_trace
-from orchestrator.schemas import RunPageView, run_view
+from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun
 
@@ -37,14 +37,7 @@ def runs(
 
     page = asyncio.run(fetch())
     if as_json:
-        views = RunPageView(
-            runs=[run_view(r) for r in page.runs],
-            total=page.total,
-            limit=limit,
-            offset=0,
-            usage=page.usage,
-        )
-        typer.echo(views.model_dump_json(indent=2))
+        typer.echo(run_page_view(page, limit, 0).model_dump_json(indent=2))
         return
     print_runs(console, page)
 

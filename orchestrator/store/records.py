@@ -59,6 +59,17 @@ class StoredRun(BaseModel):
         """Whether the run is over."""
         return self.status.finished
 
+    @property
+    def usage(self) -> Usage:
+        """Its tokens, model calls and cost, as one record."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            model_calls=self.model_calls,
+            cost_usd=self.cost_usd,
+            unpriced_calls=self.unpriced_calls,
+        )
+
 
 class RunPage(BaseModel):
     """A page of runs, and how many match in all."""

@@ -22,6 +22,7 @@ from orchestrator.schemas import (
     RunSubmission,
     RunView,
     TraceView,
+    run_page_view,
     run_view,
     span_forest,
 )
@@ -82,13 +83,7 @@ async def list_runs(
 ) -> RunPageView:
     """Runs, newest first, filtered by status and entry agent."""
     page = await service.list_runs(status=status, agent=agent, limit=limit, offset=offset)
-    return RunPageView(
-        runs=[run_view(r) for r in page.runs],
-        total=page.total,
-        limit=limit,
-        offset=offset,
-        usage=page.usage,
-    )
+    return run_page_view(page, limit, offset)
 
 
 @router.get("/runs/{run_id}", responses=NOT_FOUND)
