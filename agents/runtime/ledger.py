@@ -65,7 +65,8 @@ class RunLedger:
         by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
         means "from now on".
         """
-        self._release_overdue()
+        for run_id, book in self._runs.items():
+            self._release_late(run_id, book)
         if cursor < 0:
             return [], self._fed, False
         if cursor > self._fed:  # a position of a ledger before this one
@@ -291,15 +292,15 @@ class RunLedger:
         book = self._open_book(run_id)
         if isinstance(event, AgentStarted):
             book.started += 1
-        late = book.order.overdue() if book.order.holding else []
-        for released in late + book.order.admit(event):
+        self._release_late(run_id, book)
+        for released in book.order.admit(event):
             self._append(run_id, book, released)
 
-    def _release_overdue(self) -> None:
-        for run_id, book in self._runs.items():
-            if book.order.holding:
-                for released in book.order.overdue():
-                    self._append(run_id, book, released)
+    def _release_late(self, run_id: str, book: _RunBook) -> None:
+        """Let out the run's events held past the wait for their cause."""
+        if book.order.holding:
+            for released in book.order.overdue():
+                self._append(run_id, book, released)
 
     def _append(self, run_id: str, book: _RunBook, event: Event) -> None:
         if len(book.events) >= MAX_EVENTS_PER_RUN:
