@@ -3,6 +3,7 @@
 
 import { firstDifference, markArrow } from "./compare.js";
 import { el } from "./dom.js";
+import { cost } from "./format.js";
 import { spanDetails } from "./span_view.js";
 import { Waterfall } from "./waterfall.js";
 
@@ -98,14 +99,6 @@ function duration(seconds) {
 
 function when(epoch) {
   return new Date(epoch * 1000).toLocaleString();
-}
-
-// Free (a built-in model) is $0.00; "–" where the cost is unknown (calls to a model litellm has
-// no price for), "≥ $x" where part of it is.
-function cost(usd, unpriced = 0) {
-  if (usd === null || usd === undefined || (unpriced && !usd)) return "–";
-  const shown = `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
-  return unpriced ? `≥ ${shown}` : shown;
 }
 
 function askForKey() {

@@ -3,6 +3,7 @@
 // conventions' shapes ({role, parts}), shown as a chat.
 
 import { el } from "./dom.js";
+import { clock, took } from "./format.js";
 
 // Attributes shown in their own sections, not again in the table.
 const SHOWN = new Set([
@@ -10,17 +11,6 @@ const SHOWN = new Set([
   "gen_ai.tool.definitions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
   "input.value", "output.value", "error.type",
 ]);
-
-export function clock(ns) {
-  const at = new Date(ns / 1e6);
-  return `${at.toLocaleString()}.${String(at.getMilliseconds()).padStart(3, "0")}`;
-}
-
-export function took(ms) {
-  if (ms === null || ms === undefined) return "running";
-  if (ms < 1) return `${(ms * 1000).toFixed(0)} µs`;
-  return ms < 10000 ? `${ms.toFixed(1)} ms` : `${(ms / 1000).toFixed(2)} s`;
-}
 
 function parsed(value) {
   if (typeof value !== "string") return value;

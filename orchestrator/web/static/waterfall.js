@@ -5,7 +5,7 @@
 // rows in view (plus a margin), as trace viewers do; a row is built once and reused.
 
 import { el } from "./dom.js";
-import { took } from "./span_view.js";
+import { cost as money, took } from "./format.js";
 
 // Up to this many shown rows, all are in the page; beyond, only those in view.
 const ALL_AT_ONCE = 300;
@@ -23,13 +23,6 @@ function statusOf(span) {
   if (span.status === "ERROR") return ["error", "✗", `error: ${span.status_message || ""}`];
   if (span.status === "OK") return ["ok", "✓", "ok"];
   return ["unset", "·", "outcome not recorded"];
-}
-
-// "–": no model call under it has a known price; "≥": some have none.
-function money(usd, unpriced) {
-  if (unpriced && !usd) return "–";
-  const shown = `$${usd > 0 && usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
-  return unpriced ? `≥ ${shown}` : shown;
 }
 
 // Tokens and cost of a span's subtree, from its model calls (each counted once).
