@@ -84,8 +84,8 @@ class CausalOrder:
             for call, waiting in self._waiting.items():
                 if item in waiting:
                     waiting.remove(item)
-                    self._calls.add(call)
-                    self._ended.add(call)
+                    # The cause it waited for: its caller's start of the call, or its callee's end.
+                    (self._calls if isinstance(event, AgentStarted) else self._ended).add(call)
         items.sort(key=lambda h: (h.since, h.event.seq))
         return self._flow(items, forced=True)
 
