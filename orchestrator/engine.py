@@ -26,7 +26,7 @@ from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
 from orchestrator.live_trace import adopt_orphans
-from orchestrator.results import RunResult, final_event
+from orchestrator.results import RunResult, events_sent, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
 from orchestrator.submission import Lineage
 from tracing import (
@@ -281,7 +281,7 @@ class Engine:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
             if finish:
-                await self.ledger.finish(run_id, final_event(result, entry))
+                await self.ledger.finish(run_id, final_event(result, entry), events_sent(result))
         return result
 
     async def _dispatch_entry(

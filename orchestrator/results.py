@@ -9,7 +9,7 @@ from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.routing import RoutingDecision
 from tracing import SpanRecord
 
-__all__ = ["RunResult", "final_event"]
+__all__ = ["RunResult", "events_sent", "final_event"]
 
 
 class RunResult(BaseModel):
@@ -44,3 +44,11 @@ def final_event(result: RunResult | None, entry: str, error: str | None = None) 
         usage=result.usage,
         duration_s=result.duration_s,
     )
+
+
+def events_sent(result: RunResult | None) -> tuple[str, int] | None:
+    """The entry agent's process and how many events of the run it sent.
+
+    The ledger closes the run's event log once it has them (see `AgentResult.events_sent`).
+    """
+    return result.tree.events_sent if result is not None and result.tree is not None else None

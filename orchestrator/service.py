@@ -28,7 +28,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
 from orchestrator.feed import EventFeed
 from orchestrator.recorder import Recorder
-from orchestrator.results import RunResult, final_event
+from orchestrator.results import RunResult, events_sent, final_event
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.submission import Lineage, Submission
 from orchestrator.upkeep import Orphans, keep_leases
@@ -340,7 +340,8 @@ class RunService(RunViews, Durability):
             # Recorded first, announced after: whoever sees `run_finished` finds the record
             # (unless the store is unavailable: then it is recorded once the store is back).
             entry = result.entry_agent if result else (request.agent or self.system.entry)
-            events = await self.engine.ledger.finish(run_id, final_event(result, entry, error))
+            final = final_event(result, entry, error)
+            events = await self.engine.ledger.finish(run_id, final, events_sent(result))
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )

@@ -170,6 +170,17 @@ async def block_loop(seconds: float) -> str:
     return "unblocked"
 
 
+async def slow_ledger_mail(seconds: float) -> str:
+    """Misbehave: this process's batches of events and spans reach the ledger `seconds` late
+    from now on (as over a congested link), after the results they come before."""
+    from agents.ray.ledger_client import LedgerClient
+
+    send = LedgerClient._send
+    loop = asyncio.get_running_loop()
+    LedgerClient._send = lambda self: loop.call_later(seconds, send, self)  # type: ignore[method-assign]
+    return "slowed"
+
+
 def fail_loudly(reason: str) -> str:
     """Always fail, saying why (a tool whose error a test can look for)."""
     raise ValueError(f"cannot comply: {reason}")

@@ -210,6 +210,11 @@ class AgentResult(BaseModel):
         description="Some of the entry invocation's spans went to the ledger as its steps ended: "
         "which process sent them, and how many shipments it had sent for the run by its end.",
     )
+    events_sent: tuple[str, int] | None = Field(
+        default=None,
+        description="The entry invocation's process, and how many events of the run it had sent "
+        "by its end (its last ones may reach the ledger after the result reaches the caller).",
+    )
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

@@ -6,6 +6,7 @@ Kept apart from `agents.ray.host` so that the ledger's worker process does not i
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -17,6 +18,12 @@ from agents.runtime.ledger import RunLedger
 from agents.runtime.ports import Decision, RunState, SpanShipment
 
 __all__ = ["LedgerActor"]
+
+logger = logging.getLogger(__name__)
+
+# Longest wait at a run's end for the entry process's last events (they are on their way: it
+# sent them before its result).
+EVENTS_WAIT_S = 5.0
 
 
 @ray.remote(num_cpus=0)
@@ -114,11 +121,22 @@ class LedgerActor:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
 
-    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
+    async def finish(
+        self, run_id: str, final: Event, sent: tuple[str, int] | None = None
+    ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
+        `sent`: a process and how many events of the run it sent; they are waited for (a
+        while): the caller may have its result before this actor has that process's last batch.
         With a journal they are stored by now (none to return, unless writing failed).
         """
+        if sent is not None:
+            sender, count = sent
+            until = time.monotonic() + EVENTS_WAIT_S
+            while self._ledger.received(run_id, sender) < count:
+                if not await self._wait_for_change(run_id, until):
+                    logger.warning("run %s: closed without its last events from %s", run_id, sender)
+                    break
         events = self._ledger.finish(run_id, final)
         self._steps.pop(run_id, None)
         self._changed(run_id)
@@ -270,7 +288,7 @@ class LedgerActor:
             self._keep(run_id, step)
         changed = set()
         for run_id, event in events:
-            self._ledger.emit(run_id, event)
+            self._ledger.emit(run_id, event, sender)
             changed.add(run_id)
         for run_id, number, records in spans:
             self._ledger.keep_spans(run_id, records, sender, number)

@@ -41,6 +41,9 @@ class LedgerClient:
         # tell when every one has arrived (an async actor may run two calls out of order).
         self._sender = uuid.uuid4().hex
         self._shipments: OrderedDict[str, int] = OrderedDict()
+        # Events of each run queued here so far: the ledger's `finish` waits until it has them
+        # all (the last batch and the run's end come from different callers, in any order).
+        self._emitted: OrderedDict[str, int] = OrderedDict()
         # Copies of what was shipped for runs whose entry runs in this process (`remember`).
         self._copies: dict[str, list[SpanRecord]] = {}
 
@@ -93,10 +96,7 @@ class LedgerClient:
     def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
         """Queue finished spans of a run; they go out with the next flush."""
         if spans:
-            number = self._shipments.pop(run_id, 0) + 1
-            self._shipments[run_id] = number
-            if len(self._shipments) > MAX_RUNS_NUMBERED:
-                self._shipments.popitem(last=False)
+            number = _count(self._shipments, run_id)
             self._spans.append((run_id, number, spans))
             copies = self._copies.get(run_id)
             if copies is not None:
@@ -105,6 +105,10 @@ class LedgerClient:
     def shipped(self, run_id: str) -> tuple[str, int]:
         """This process's name, and how many span shipments it has made for the run so far."""
         return self._sender, self._shipments.get(run_id, 0)
+
+    def emitted(self, run_id: str) -> tuple[str, int]:
+        """This process's name, and how many events of the run it has sent (or queued) so far."""
+        return self._sender, self._emitted.get(run_id, 0)
 
     def remember(self, run_id: str) -> None:
         """Keep copies of the run's span shipments from now on (its entry runs here)."""
@@ -135,6 +139,7 @@ class LedgerClient:
     def emit(self, run_id: str, event: Event) -> None:
         """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
         self._batch.append((run_id, event))
+        _count(self._emitted, run_id)
         self._arm()
 
     def _arm(self) -> None:
@@ -186,9 +191,15 @@ class LedgerClient:
         """
         await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
-    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
-        """Add the run's last event and close it; return its events the store still lacks."""
-        events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final)
+    async def finish(
+        self, run_id: str, final: Event, sent: tuple[str, int] | None = None
+    ) -> list[tuple[int, Event]]:
+        """Add the run's last event and close it; return its events the store still lacks.
+
+        `sent`: a process and how many events of the run it sent (the entry agent's, see
+        `emitted`): they come first.
+        """
+        events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final, sent)
         return events
 
     async def events(
@@ -249,3 +260,12 @@ class LedgerClient:
     async def ping(self, timeout_s: float) -> None:
         """Raise unless the ledger actor answers within `timeout_s`."""
         await asyncio.wait_for(self._handle.events.remote("-"), timeout_s)
+
+
+def _count(counts: OrderedDict[str, int], run_id: str) -> int:
+    """Add one to the run's count, keeping the newest `MAX_RUNS_NUMBERED` runs; the new count."""
+    number = counts.pop(run_id, 0) + 1
+    counts[run_id] = number
+    if len(counts) > MAX_RUNS_NUMBERED:
+        counts.popitem(last=False)
+    return number

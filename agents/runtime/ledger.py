@@ -38,6 +38,7 @@ class _RunBook:
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
     shipments: dict[str, tuple[int, int]] = field(default_factory=dict)  # sender -> got, highest
+    received: dict[str, int] = field(default_factory=dict)  # sender -> events that came from it
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
     approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
@@ -108,6 +109,7 @@ class RunLedger:
         if book is not None:
             fresh.events, fresh.dropped, fresh.base = book.events, book.dropped, book.base
             fresh.approvals, fresh.decisions = book.approvals, book.decisions
+            fresh.received = book.received
         else:
             fresh.base = base
         self._runs[run_id] = fresh
@@ -251,6 +253,11 @@ class RunLedger:
         book.agent_spans += own
         book.lost_spans += lost
 
+    def received(self, run_id: str, sender: str) -> int:
+        """How many of the run's events have come from the process `sender`."""
+        book = self._book(run_id)
+        return book.received.get(sender, 0) if book is not None else 0
+
     def shipments_from(self, run_id: str, sender: str) -> int:
         """How many of the run's span shipments from `sender` have come."""
         book = self._book(run_id)
@@ -281,15 +288,18 @@ class RunLedger:
         spans, book.spans = book.spans, []
         return spans
 
-    def emit(self, run_id: str, event: Event) -> None:
+    def emit(self, run_id: str, event: Event, sender: str = "") -> None:
         """Record a progress event of the run (bounded per run; dropped once it is closed).
 
         Events go out (numbered, on the feed) in causal order: one whose cause is still on its
-        way from another process waits for it (`agents.runtime.causal`).
+        way from another process waits for it (`agents.runtime.causal`). `sender` names the
+        process that sent it (see `received`).
         """
         if run_id in self._closed:
             return
         book = self._open_book(run_id)
+        if sender:
+            book.received[sender] = book.received.get(sender, 0) + 1
         if isinstance(event, AgentStarted):
             book.started += 1
         self._release_late(run_id, book)

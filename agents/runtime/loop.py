@@ -209,6 +209,8 @@ class AgentRuntime(ToolCalls):
                 shipped = self.events.shipped(ctx.run_id)
                 if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
                     result.spans_sent = shipped
+                # The ledger closes the run once it has them all.
+                result.events_sent = self.events.emitted(ctx.run_id)
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
         if self.events is not None and flush:

@@ -91,6 +91,9 @@ class EventSink(Protocol):
     def shipped(self, run_id: str) -> tuple[str, int]:
         """This process's name, and how many span shipments it has made for the run so far."""
 
+    def emitted(self, run_id: str) -> tuple[str, int]:
+        """This process's name, and how many events of the run it has sent so far."""
+
     def remember(self, run_id: str) -> None:
         """Keep copies of the run's span shipments from now on (its entry runs here)."""
 

@@ -168,3 +168,44 @@ async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_
             assert causal_breaks(events) == [], result.run_id
     finally:
         engine.stop()
+
+
+LATE_MAIL = """
+name: late
+agents:
+  - name: solo
+    tools: [tests.testkit:slow_ledger_mail]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_ledger_mail, arguments: {seconds: 1}}]}
+          - {content: done}
+"""
+
+
+async def test_a_run_is_closed_only_once_its_last_events_have_come(ray_address: str) -> None:
+    # The agent's last batch of events reaches the ledger after its result reaches the engine:
+    # the run's event log is closed (and `run_finished` sent) once that batch is in.
+    engine = Engine(parse_config(LATE_MAIL, "late.yaml"), namespace="baton-tests")
+    engine.start()
+    try:
+        result = await engine.run("go")
+        assert result.status == RunStatus.SUCCEEDED, result.error
+        found, state = await engine.ledger.events(result.run_id)
+        kinds = [e.type for _, e in found]
+        assert state == "closed"
+        assert kinds == [
+            "run_started",
+            "agent_started",
+            "model_started",
+            "model_finished",
+            "tool_started",
+            "tool_finished",
+            "model_started",
+            "model_finished",
+            "agent_finished",
+            "run_finished",
+        ]
+    finally:
+        engine.stop()
