@@ -46,9 +46,14 @@ def final_event(result: RunResult | None, entry: str, error: str | None = None) 
     )
 
 
-def events_sent(result: RunResult | None) -> tuple[str, int] | None:
-    """The entry agent's process and how many events of the run it sent.
+def events_sent(result: RunResult | None) -> dict[str, int]:
+    """How many events of the run each agent process sent, by process.
 
     The ledger closes the run's event log once it has them (see `AgentResult.events_sent`).
     """
-    return result.tree.events_sent if result is not None and result.tree is not None else None
+    sent: dict[str, int] = {}
+    for node in result.tree.walk() if result is not None and result.tree is not None else []:
+        if node.events_sent is not None:
+            sender, count = node.events_sent
+            sent[sender] = max(count, sent.get(sender, 0))
+    return sent

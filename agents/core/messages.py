@@ -212,8 +212,9 @@ class AgentResult(BaseModel):
     )
     events_sent: tuple[str, int] | None = Field(
         default=None,
-        description="The entry invocation's process, and how many events of the run it had sent "
-        "by its end (its last ones may reach the ledger after the result reaches the caller).",
+        description="The invocation's process, and how many events of the run it had sent by "
+        "the invocation's end (the last ones may reach the ledger after the result reaches the "
+        "caller).",
     )
 
     def total_usage(self) -> Usage:

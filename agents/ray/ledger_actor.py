@@ -21,8 +21,8 @@ __all__ = ["LedgerActor"]
 
 logger = logging.getLogger(__name__)
 
-# Longest wait at a run's end for the entry process's last events (they are on their way: it
-# sent them before its result).
+# Longest wait at a run's end for agent processes' last events (on their way: each process sent
+# them before its result).
 EVENTS_WAIT_S = 5.0
 
 
@@ -122,17 +122,16 @@ class LedgerActor:
             self._changed(run_id)
 
     async def finish(
-        self, run_id: str, final: Event, sent: tuple[str, int] | None = None
+        self, run_id: str, final: Event, sent: dict[str, int] | None = None
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
-        `sent`: a process and how many events of the run it sent; they are waited for (a
-        while): the caller may have its result before this actor has that process's last batch.
+        `sent`: how many events of the run each agent process sent; they are waited for (a
+        while): the caller may have its result before this actor has a process's last batch.
         With a journal they are stored by now (none to return, unless writing failed).
         """
-        if sent is not None:
-            sender, count = sent
-            until = time.monotonic() + EVENTS_WAIT_S
+        until = time.monotonic() + EVENTS_WAIT_S
+        for sender, count in (sent or {}).items():
             while self._ledger.received(run_id, sender) < count:
                 if not await self._wait_for_change(run_id, until):
                     logger.warning("run %s: closed without its last events from %s", run_id, sender)

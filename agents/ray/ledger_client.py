@@ -192,12 +192,12 @@ class LedgerClient:
         await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
     async def finish(
-        self, run_id: str, final: Event, sent: tuple[str, int] | None = None
+        self, run_id: str, final: Event, sent: dict[str, int] | None = None
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
-        `sent`: a process and how many events of the run it sent (the entry agent's, see
-        `emitted`): they come first.
+        `sent`: how many events of the run each agent process sent (see `emitted`); they come
+        first.
         """
         events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final, sent)
         return events

@@ -209,10 +209,11 @@ class AgentRuntime(ToolCalls):
                 shipped = self.events.shipped(ctx.run_id)
                 if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
                     result.spans_sent = shipped
-                # The ledger closes the run once it has them all.
-                result.events_sent = self.events.emitted(ctx.run_id)
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
+        if result is not None and self.span_source is not None and self.events is not None:
+            # The ledger closes the run once it has every process's events.
+            result.events_sent = self.events.emitted(ctx.run_id)
         if self.events is not None and flush:
             self.events.flush()
 

@@ -172,40 +172,51 @@ async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_
 
 LATE_MAIL = """
 name: late
+tracing: {enabled: false}
 agents:
-  - name: solo
+  - name: boss
+    ray: {isolate: true}
+    delegates: [helper]
     tools: [tests.testkit:slow_ledger_mail]
     model:
       name: baton/scripted
       params:
         replies:
-          - {tool_calls: [{name: slow_ledger_mail, arguments: {seconds: 1}}]}
+          - {tool_calls: [{name: slow_ledger_mail, arguments: {seconds: 0.5}}]}
+          - {tool_calls: [{name: delegate_to_helper, arguments: {task: help}}]}
           - {content: done}
+  - name: helper
+    description: helps
+    tools: [tests.testkit:slow_ledger_mail]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_ledger_mail, arguments: {seconds: 2}}]}
+          - {content: helped}
 """
 
 
 async def test_a_run_is_closed_only_once_its_last_events_have_come(ray_address: str) -> None:
-    # The agent's last batch of events reaches the ledger after its result reaches the engine:
-    # the run's event log is closed (and `run_finished` sent) once that batch is in.
+    # Both agents' processes (the entry's and a sub-agent's in another host) send their last
+    # events to the ledger after their results (the sub-agent's last of all): the run's event
+    # log is closed (and `run_finished` sent) once they are in, tracing off (no waiting for
+    # spans either).
     engine = Engine(parse_config(LATE_MAIL, "late.yaml"), namespace="baton-tests")
     engine.start()
     try:
         result = await engine.run("go")
         assert result.status == RunStatus.SUCCEEDED, result.error
         found, state = await engine.ledger.events(result.run_id)
-        kinds = [e.type for _, e in found]
         assert state == "closed"
-        assert kinds == [
-            "run_started",
-            "agent_started",
-            "model_started",
-            "model_finished",
-            "tool_started",
-            "tool_finished",
-            "model_started",
-            "model_finished",
-            "agent_finished",
-            "run_finished",
-        ]
+        events = [e for _, e in found]
+        # Each agent: its start and end, a model call per step, a tool call between steps.
+        expected = Counter({"run_started": 1, "run_finished": 1})
+        for steps in (3, 2):  # boss, helper
+            expected.update(agent_started=1, agent_finished=1, model_started=steps)
+            expected.update(model_finished=steps, tool_started=steps - 1, tool_finished=steps - 1)
+        assert Counter(e.type for e in events) == expected
+        assert events[-1].type == "run_finished"
+        assert causal_breaks(events) == []
     finally:
         engine.stop()
