@@ -56,7 +56,8 @@ def _intrude(address: str, home: Path) -> subprocess.CompletedProcess[str]:
     code = f"import ray; ray.init(address={address!r}); print('connected')"
     return subprocess.run(
         [sys.executable, "-c", code],
-        env={**env, "HOME": str(home), "RAY_gcs_rpc_server_connect_timeout_s": "3"},
+        # One attempt: refused for its missing token, not retried for 20 s.
+        env={**env, "HOME": str(home), "RAY_NUM_REDIS_GET_RETRIES": "1"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -106,6 +107,7 @@ async def _check_and_stop(
     gcs_port = next(port for _, port, name in sockets if name == "gcs_server")
     intruder = _intrude(f"{node_ip.split('=', 1)[1]}:{gcs_port}", tmp_path)
     assert "connected" not in intruder.stdout and intruder.returncode != 0, intruder.stdout
+    assert "AuthenticationError" in intruder.stderr, intruder.stderr[-2000:]
     for process in processes:
         if process.name() in ("gcs_server", "raylet"):
             assert process.environ().get("RAY_AUTH_MODE", "token") == "token"
