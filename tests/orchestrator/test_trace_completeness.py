@@ -27,9 +27,12 @@ _BATCH = (
     + ", ".join(f"{{name: delegate_to_worker, arguments: {{task: part {i}}}}}" for i in range(FAN))
     + "]"
 )
+BIG_STEPS = 100  # 100 steps of 50 delegations: 5,000 in one run
+_HUGE = ", ".join([f"{{tool_calls: {_BATCH}}}"] * BIG_STEPS)
+# `hub` makes STEPS delegating steps, `bighub` BIG_STEPS; both to the same worker replicas.
 WIDE = f"""
 name: wide
-limits: {{max_steps: 10, max_parallel_tools: 16}}
+limits: {{max_steps: {BIG_STEPS + 1}, max_parallel_tools: 16, deadline_s: 600}}
 agents:
   - name: hub
     delegates: [worker]
@@ -37,6 +40,9 @@ agents:
       name: baton/scripted
       params:
         replies: [{", ".join([f"{{tool_calls: {_BATCH}}}"] * STEPS)}, {{content: all done}}]
+  - name: bighub
+    delegates: [worker]
+    model: {{name: baton/scripted, params: {{replies: [{_HUGE}, {{content: done}}]}}}}
   - name: worker
     description: does one part
     ray: {{replicas: 2}}
@@ -61,7 +67,7 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
             await store.add(run_id, "fan out", agent=None, system="wide", config={})
 
         async def run_and_record(run_id: str) -> RunResult:
-            result = await wide_engine.run("fan out", run_id=run_id)
+            result = await wide_engine.run("fan out", agent="hub", run_id=run_id)
             await store.finish(result)  # the runs are written concurrently
             return result
 
@@ -120,37 +126,17 @@ async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_s
     assert result.duration_s < 1.0  # no wait for spans that will never come
 
 
-BIG_STEPS = 100  # 100 steps of 50 delegations: 5,000 in one run
-
-
 async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
-    ray_address: str, tmp_path: Path
+    wide_engine: Engine, tmp_path: Path
 ) -> None:
-    replies = ", ".join([f"{{tool_calls: {_BATCH}}}"] * BIG_STEPS)
-    engine = Engine(
-        config(f"""
-        name: huge
-        limits: {{max_steps: {BIG_STEPS + 1}, max_parallel_tools: 16, deadline_s: 600}}
-        agents:
-          - name: hub
-            delegates: [worker]
-            model: {{name: baton/scripted, params: {{replies: [{replies}, {{content: done}}]}}}}
-          - name: worker
-            description: does one part
-            ray: {{replicas: 2}}
-        """),
-        namespace="baton-tests",
-    )
-    engine.start()
     store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path}/runs.db")
     try:
         await store.add("huge", "fan out", agent=None, system="huge", config={})
-        result = await engine.run("fan out", run_id="huge")
+        result = await wide_engine.run("fan out", agent="bighub", run_id="huge")
         await store.finish(result)
         kept = await store.spans("huge")
     finally:
         await store.close()
-        engine.stop()
     assert result.status == RunStatus.SUCCEEDED, result.error
     workers = [s for s in kept if s["name"] == "invoke_agent worker"]
     calls = {s["span_id"]: s for s in kept if s["name"] == "execute_tool delegate_to_worker"}
