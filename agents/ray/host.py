@@ -26,7 +26,6 @@ from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
-from agents.tools.mcp import McpServer, admit_mcp_tools, open_mcp_tools
 from tracing import attributes as attr
 from tracing import (
     configure_tracing,
@@ -36,6 +35,7 @@ from tracing import (
 
 if TYPE_CHECKING:
     from agents.models.client import LiteLLMClient
+    from agents.tools.mcp import McpServer
 
 __all__ = ["AgentHost"]
 
@@ -64,6 +64,9 @@ class _Hosted:
     async def _connect_mcp(self) -> None:
         if not self.spec.mcp:
             return
+        # Imported here: the MCP client costs a host 0.6 s of start-up, paid only when used.
+        from agents.tools.mcp import admit_mcp_tools, open_mcp_tools
+
         self.mcp_servers, tools, problems = await open_mcp_tools(self.spec.mcp)
         for server, problem in problems.items():
             self.tool_problems.append(f"MCP server {server}: {problem}")
