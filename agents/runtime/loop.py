@@ -193,7 +193,8 @@ class AgentRuntime(ToolCalls):
 
         Nothing stays buffered in a process that may die. The entry agent's travel in its result
         (with copies of those sent after each step); a sub-agent's go to the ledger with its last
-        events.
+        events. The result also says how many events of the run this process has sent, so that
+        the ledger closes the run only once they are all in.
         """
         ctx = inv.ctx
         spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
