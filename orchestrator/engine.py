@@ -195,6 +195,7 @@ class Engine:
         deadline_s: float | None = None,
         finish: bool = True,
         lineage: Lineage | None = None,
+        stream: bool = False,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -209,6 +210,7 @@ class Engine:
                 whoever sees the `run_finished` event finds the run recorded).
             lineage: a resumed run, a replay or a fork: where its steps come from besides its
                 own execution (see `journal_url`). None: a new run.
+            stream: models stream their output (`model_delta` events for followers).
         """
         self.start()
         lineage = lineage or Lineage()
@@ -227,6 +229,7 @@ class Engine:
             deadline=started + limits.deadline_s,
             limits=limits,
             journal=self.journaled,
+            stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,
             fork_from=lineage.fork_from[0] if lineage.fork_from else None,

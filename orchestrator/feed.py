@@ -42,7 +42,8 @@ class EventFeed:
     ) -> AsyncIterator[tuple[int, Event] | None]:
         """The run's events with ids above `after`, as they happen, ending with `run_finished`.
 
-        `None` marks a quiet heartbeat period.
+        `None` marks a quiet heartbeat period. Events that are not stored (`model_delta`, id 0)
+        come only to those following when they happen.
         """
         last = after
         async for item in self._until_ready(run.id, after):
@@ -93,7 +94,7 @@ class EventFeed:
                 ask, quiet = not isinstance(got, tuple), got == "quiet"
                 if isinstance(got, tuple):
                     yield got
-                    last = got[0]
+                    last = max(last, got[0])
                     if isinstance(got[1], RunFinished):
                         return
 
@@ -108,7 +109,7 @@ class EventFeed:
                 return "quiet"
             if item is None or item[0] > last + 1:  # missed some: the ledger has them
                 return "ask"
-            if item[0] > last:
+            if item[0] > last or not item[0]:  # new, or not stored (streamed text)
                 return item
 
     async def _over(

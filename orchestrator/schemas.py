@@ -76,6 +76,11 @@ class RunRequest(BaseModel):
     deadline_s: Annotated[float, Field(gt=0, le=MAX_DEADLINE_S), _NUMBER_ONLY] | None = Field(
         default=None, description="Wall-clock limit of the run, in seconds."
     )
+    stream: Annotated[bool, Field(strict=True)] = Field(
+        default=False,
+        description="Models stream their output: the events carry `model_delta` text as it is "
+        "produced (not stored; the record keeps whole messages).",
+    )
 
     def submission(self) -> Submission:
         """The request as the run service takes it."""
@@ -84,6 +89,7 @@ class RunRequest(BaseModel):
             agent=self.agent,
             token_budget=self.token_budget,
             deadline_s=self.deadline_s,
+            stream=self.stream,
         )
 
 

@@ -322,6 +322,7 @@ class RunService(RunViews, Durability):
                 token_budget=request.token_budget,
                 deadline_s=request.deadline_s,
                 finish=False,
+                stream=request.stream,
                 lineage=lineage,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:

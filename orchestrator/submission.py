@@ -18,6 +18,7 @@ class Submission:
     agent: str | None = None
     token_budget: int | None = None
     deadline_s: float | None = None
+    stream: bool = False  # models stream their output: `model_delta` events
 
     def fingerprint(self) -> str:
         """Identifies the submission, for idempotent retries."""
@@ -26,7 +27,11 @@ class Submission:
 
     def options(self) -> dict[str, Any]:
         """Everything but the task that was set, as the store keeps it."""
-        return {k: v for k, v in asdict(self).items() if k != "task" and v is not None}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k != "task" and v is not None and v is not False
+        }
 
 
 @dataclass(frozen=True)

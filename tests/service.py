@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-__all__ = ["APPROVAL_AGENTS", "CLERK", "KEYS", "SERVICE_CONFIG", "ServiceProcess", "free_port"]
+from orchestrator.client import parse_sse
+
+__all__ = [
+    "APPROVAL_AGENTS",
+    "CLERK",
+    "KEYS",
+    "SERVICE_CONFIG",
+    "STORY",
+    "ServiceProcess",
+    "all_events",
+    "follow",
+    "free_port",
+    "submit",
+]
 
 # The API keys of the tests' guarded service.
 KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
@@ -52,7 +68,20 @@ APPROVAL_AGENTS = (
 """
 )
 
-# Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way.
+# What `narrator` says: 40 words, streamed 50 ms apart (2 s).
+STORY = " ".join(f"word{i:02}" for i in range(40))
+
+NARRATOR = f"""
+  - name: narrator
+    description: Tells a story, a word at a time (when the run streams).
+    capabilities: [story]
+    model:
+      name: baton/scripted
+      params: {{chunk_ms: 50, replies: [{{content: "{STORY}"}}]}}
+"""
+
+# Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
+# `narrator` streams its answer slowly.
 SERVICE_CONFIG = (
     """
 name: svc
@@ -78,6 +107,7 @@ agents:
           - {tool_calls: [{name: slow_step, arguments: {seconds: 3}}]}
           - {content: rested}
 """
+    + NARRATOR
     + APPROVAL_AGENTS
 )
 
@@ -143,3 +173,33 @@ class ServiceProcess:
                 self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+async def submit(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        return await client.post("/v1/runs", json=body, headers=headers)
+
+
+async def follow(
+    url: str, run_id: str, *, last_event_id: int | None = None, **headers: str
+) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
+    """The run's events (id, type, data) until the server ends the stream (bounded)."""
+    if last_event_id is not None:
+        headers["Last-Event-ID"] = str(last_event_id)
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=60) as client,
+        client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for event in parse_sse(response.aiter_lines()):
+            yield int(event.id or 0), event.event, event.json()
+
+
+async def all_events(
+    url: str, run_id: str, **options: Any
+) -> list[tuple[int, str, dict[str, Any]]]:
+    async def collect() -> list[tuple[int, str, dict[str, Any]]]:
+        return [item async for item in follow(url, run_id, **options)]
+
+    return await asyncio.wait_for(collect(), 60)

@@ -30,6 +30,7 @@ __all__ = [
     "DelegationRefused",
     "Event",
     "EventBase",
+    "ModelDelta",
     "ModelFinished",
     "ModelStarted",
     "RunFinished",
@@ -64,6 +65,8 @@ class EventBase(BaseModel):
 
     # "progress": shown by `baton run` by default; "detail": with --verbose only.
     level: ClassVar[Literal["progress", "detail"]] = "detail"
+    # False: streamed to followers as it happens, never numbered nor stored.
+    stored: ClassVar[bool] = True
 
     def describe(self) -> str:
         """One line for a terminal (rich markup)."""
@@ -168,6 +171,19 @@ class ModelStarted(EventBase):
             attr.chat_span_name(self.model),
             **{attr.GEN_AI_REQUEST_MODEL: self.model},
         )
+
+
+class ModelDelta(EventBase):
+    """Text a streaming model produced since the last delta (runs submitted with `stream`).
+
+    Coalesced (at most one per invocation every 50 ms) and not stored: the record keeps the
+    whole message. Carries no id on the SSE stream: a reconnecting client gets none again.
+    """
+
+    type: Literal["model_delta"] = "model_delta"
+    step: int
+    text: str
+    stored: ClassVar[bool] = False
 
 
 class ModelFinished(EventBase):
@@ -345,6 +361,7 @@ Event = Annotated[
     RunStarted
     | AgentStarted
     | ModelStarted
+    | ModelDelta
     | ModelFinished
     | ToolStarted
     | ToolFinished

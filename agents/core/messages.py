@@ -97,6 +97,10 @@ class RunContext(BaseModel):
         description="Each step is recorded in the run's step log (durable runs: see "
         "`agents.core.steps`).",
     )
+    stream: bool = Field(
+        default=False,
+        description="Models stream their output: followers see `model_delta` events.",
+    )
     replay_only: bool = Field(
         default=False,
         description="The run replays another run's step log: nothing is done live (no model "

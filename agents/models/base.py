@@ -6,6 +6,7 @@ that only carry records import it cheaply.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ __all__ = [
     "CHANGES_STATE",
     "ModelClient",
     "ModelReply",
+    "TextSink",
     "ToolCall",
     "tool_schema",
 ]
@@ -23,6 +25,10 @@ BUILTIN_PREFIX = "baton/"
 # A key of a tool's function entry, for built-in models only: the tool declares that it writes or
 # destroys (MCP annotations), so the offline model calls it only when the task names it.
 CHANGES_STATE = "x-baton-changes-state"
+
+
+# Takes each piece of text a streaming model produces, as it comes.
+TextSink = Callable[[str], None]
 
 
 def tool_schema(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +80,14 @@ class ModelClient:
     model: str
 
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextSink | None = None,
     ) -> ModelReply:
-        """Answer the conversation `messages`, offered `tools` (OpenAI's function shape)."""
+        """Answer the conversation `messages`, offered `tools` (OpenAI's function shape).
+
+        With `on_text`, the model streams: each piece of its text goes there as it comes (the
+        reply still holds the whole message).
+        """
         raise NotImplementedError

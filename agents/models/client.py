@@ -14,7 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm
 
 from agents.core.spec import ModelSpec
-from agents.models.base import ModelClient, ModelReply, ToolCall
+from agents.models.base import ModelClient, ModelReply, TextSink, ToolCall
 from agents.models.safety import check_model_allowed
 
 __all__ = ["LiteLLMClient", "configure_litellm"]
@@ -52,7 +52,10 @@ class LiteLLMClient(ModelClient):
 
     @override
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextSink | None = None,
     ) -> ModelReply:
         check_model_allowed(self.spec)
         kwargs: dict[str, Any] = dict(self.spec.params)
@@ -64,7 +67,10 @@ class LiteLLMClient(ModelClient):
         # the (callback-less) success handlers ~0.3 ms; `Router.acompletion` 3.4 ms; the sync
         # `completion` 1.5 ms but it blocks the event loop (and a thread adds the hand-off back).
         # bench/delegation_overhead.py's floors make the same calls, so this cost is in them.
-        response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
+        if on_text is not None:
+            response = await self._streamed(messages, kwargs, on_text)
+        else:
+            response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
         message = response.choices[0].message
         calls = [
             ToolCall(
@@ -78,10 +84,33 @@ class LiteLLMClient(ModelClient):
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost")
         return ModelReply(
-            content=message.content,
+            content=message.content or None,  # a streamed reply has "" where others have None
             tool_calls=calls,
             input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             finish_reason=response.choices[0].finish_reason,
         )
+
+    async def _streamed(
+        self, messages: list[dict[str, Any]], kwargs: dict[str, Any], on_text: TextSink
+    ) -> Any:
+        """Stream the reply, handing on its text as it comes; the whole reply, rebuilt.
+
+        litellm's chunk builder joins tool calls sent in pieces, and takes the token counts from
+        the last chunk (`include_usage`: providers report usage only when asked to).
+        """
+        stream = await litellm.acompletion(
+            model=self.spec.name,
+            messages=messages,
+            stream=True,
+            stream_options={"include_usage": True},
+            **kwargs,
+        )
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            text = chunk.choices[0].delta.content if chunk.choices else None
+            if text:
+                on_text(text)
+        return litellm.stream_chunk_builder(chunks, messages=messages)

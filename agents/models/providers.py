@@ -7,8 +7,10 @@ provider.
 - `baton/scripted`: replies from a list in the model params (`replies`, `repeat_last`); a test
   double that works in any process because its script travels with the config.
 
-Both accept `latency_ms` to simulate a slow model, and `calls_file`: a file to which each
-answered call appends one line (to count calls across processes and restarts).
+Both accept `latency_ms` to simulate a slow model, `chunk_ms` to pause between the pieces of a
+streamed reply, and `calls_file`: a file to which each answered call appends one line (to count
+calls across processes and restarts). Streamed, text comes a word at a time and each tool call in
+two pieces, as providers send them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import litellm
@@ -25,6 +29,7 @@ from litellm.types.utils import (
     ChatCompletionMessageToolCall,
     Choices,
     Function,
+    GenericStreamingChunk,
     Message,
     ModelResponse,
     Usage,
@@ -80,6 +85,56 @@ def _response(
     return response
 
 
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _pieces(response: ModelResponse) -> list[GenericStreamingChunk]:
+    """A whole reply as a provider streams it: words of text, tool calls in two pieces each."""
+    message = response.choices[0].message
+    pieces: list[GenericStreamingChunk] = [
+        {"text": word, "is_finished": False, "finish_reason": "", "usage": None, "index": 0}
+        for word in _WORD.findall(message.content or "")
+    ]
+    calls: list[ChatCompletionMessageToolCall] = message.tool_calls or []  # type: ignore[assignment]
+    for i, call in enumerate(calls):
+        arguments = call.function.arguments or ""
+        half = len(arguments) // 2
+        for part, (name, text) in enumerate(
+            ((call.function.name, arguments[:half]), (None, arguments[half:]))
+        ):
+            tool_use = {
+                "id": call.id if part == 0 else None,
+                "type": "function",
+                "function": {"name": name, "arguments": text},
+                "index": i,
+            }
+            pieces.append(
+                {
+                    "text": "",
+                    "tool_use": tool_use,  # type: ignore[typeddict-item]
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
+            )
+    usage = response.usage  # type: ignore[attr-defined]
+    pieces.append(
+        {
+            "text": "",
+            "is_finished": True,
+            "finish_reason": response.choices[0].finish_reason or "stop",
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+            "index": 0,
+        }
+    )
+    return pieces
+
+
 def _latency_s(optional_params: dict[str, Any]) -> float:
     return float(optional_params.get("latency_ms", 0)) / 1000
 
@@ -128,6 +183,27 @@ class BuiltinModels(CustomLLM):
         reply = _reply(model, messages, optional_params)
         _count(optional_params, messages)
         return _response(model, reply, messages, model_response)
+
+    async def astreaming(  # type: ignore[override]
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        optional_params: dict[str, Any],
+        model_response: ModelResponse,
+        **_: Any,
+    ) -> AsyncIterator[GenericStreamingChunk]:
+        whole = await self.acompletion(
+            model=model,
+            messages=messages,
+            optional_params=optional_params,
+            model_response=model_response,
+        )
+        pause = float(optional_params.get("chunk_ms", 0)) / 1000
+        for i, piece in enumerate(_pieces(whole)):
+            if pause and i:
+                await asyncio.sleep(pause)
+            yield piece
 
 
 def register_builtin_models() -> None:

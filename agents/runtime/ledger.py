@@ -62,6 +62,8 @@ class RunLedger:
     def feed(self, cursor: int) -> tuple[list[tuple[str, int, Event]], int, bool]:
         """Every run's events after position `cursor` of the feed, as (run, id, event).
 
+        Events that are not stored (`model_delta`) are on the feed only, with id 0.
+
         Returns them, the new position, and whether some were missed: the caller fell behind
         by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
         means "from now on".
@@ -300,6 +302,10 @@ class RunLedger:
         book = self._open_book(run_id)
         if sender:
             book.received[sender] = book.received.get(sender, 0) + 1
+        if not event.stored:  # streamed text: straight to the followers, unnumbered (id 0)
+            self._fed += 1
+            self._feed.append((run_id, 0, event))
+            return
         if isinstance(event, AgentStarted):
             book.started += 1
         self._release_late(run_id, book)

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import socket
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
 from pydantic import ValidationError
-from rich.status import Status
 
-from agents.core.events import ApprovalRequested, Event
+from agents.core.events import Event
 from orchestrator.cli.common import (
     ConfigOption,
     app,
@@ -27,6 +24,7 @@ from orchestrator.cli.common import (
     open_export,
     open_store,
 )
+from orchestrator.cli.follow import QUIET, Display, follow
 from orchestrator.client import ApiError, BatonClient
 from orchestrator.config import AgentSystem
 from orchestrator.discovery import find_server
@@ -41,46 +39,6 @@ if TYPE_CHECKING:
     from orchestrator.store import StoredRun
 
 __all__ = ["local_service", "replay", "resume", "run"]
-
-
-# What `baton run` prints as a run goes: nothing (--json), agents' progress, or every event.
-Progress = Literal["quiet", "progress", "verbose"]
-
-
-def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
-    """A call waits for approval: ask at the terminal, or deny when there is none."""
-    if not sys.stdin.isatty():
-        return False, "no one to approve: baton run is not attached to a terminal"
-    status.stop()
-    try:
-        console.print(
-            f"[yellow]?[/] {event.agent} wants to call [bold]{event.tool}[/] with {event.arguments}"
-        )
-        approved = typer.confirm("approve this call?", default=False)
-        message = "" if approved else typer.prompt("why not (told to the model)", default="")
-        return approved, message
-    finally:
-        status.start()
-
-
-# Records a person's decision on a pending call (call id, approved, message).
-_Decide = Callable[[str, bool, str], Awaitable[object]]
-
-
-async def _follow(
-    events: AsyncIterator[Event | None], status: Status, progress: Progress, decide: _Decide
-) -> None:
-    """Show a run's events as they come, and ask for the approvals it waits for."""
-    async for event in events:
-        if event is None:
-            continue
-        status.update("running…")
-        if progress != "quiet" and (progress == "verbose" or event.level == "progress"):
-            console.print(event.describe(), soft_wrap=True)
-        if isinstance(event, ApprovalRequested):
-            approved, why = _ask_person(event, status)
-            with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
-                await decide(event.call_id, approved, why)
 
 
 def local_service(
@@ -105,7 +63,7 @@ async def _run_here(
     settings: Settings,
     system: AgentSystem,
     start: Callable[[RunService], Awaitable[StoredRun]],
-    progress: Progress,
+    display: Display,
 ) -> RunView:
     """Run through an in-process run service: the same life cycle and record as `baton serve`."""
     from orchestrator.service import ServiceLimits  # Ray: a slow import
@@ -123,7 +81,7 @@ async def _run_here(
             return await service.approvals.decide(await service.get(run.id), call_id, approved, why)
 
         with console.status("starting Ray and the agents…") as status:
-            await _follow(events(), status, progress, decide)
+            await follow(events(), status, display, decide)
         return run_view(await service.get(run.id))
 
 
@@ -131,7 +89,7 @@ async def _run_there(
     server: str,
     api_key: str | None,
     start: Callable[[BatonClient], Awaitable[dict[str, Any]]],
-    progress: Progress,
+    display: Display,
 ) -> RunView:
     """Submit to (or resume on) a running service and follow its events."""
     async with BatonClient(server, api_key) as client:
@@ -142,7 +100,7 @@ async def _run_there(
                 return await client.decide(run["id"], call_id, approved, why)
 
             with console.status("running…") as status:
-                await _follow(client.events(run["id"]), status, progress, decide)
+                await follow(client.events(run["id"]), status, display, decide)
             return RunView.model_validate(await client.get(run["id"]))
         except ApiError as exc:
             err.print(f"{server}: {exc}", style="red")
@@ -182,6 +140,13 @@ def run(
             "--verbose", "-v", help="Show every event (model calls, tools), not only agents'."
         ),
     ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(help="Print the entry agent's answer as its model writes it."),
+    ] = True,
+    stream_all: Annotated[
+        bool, typer.Option("--stream-all", help="Print every agent's model text as it comes.")
+    ] = False,
 ) -> None:
     """Run a task and print the answer and the delegation tree.
 
@@ -190,7 +155,17 @@ def run(
     recorded in the run store. With --server: on that service.
     """
     settings = Settings()
-    body = {"task": task, "agent": agent, "token_budget": budget, "deadline_s": deadline}
+    display = Display(
+        "quiet" if as_json else "verbose" if verbose else "progress",
+        "none" if as_json or not (stream or stream_all) else "all" if stream_all else "entry",
+    )
+    body = {
+        "task": task,
+        "agent": agent,
+        "token_budget": budget,
+        "deadline_s": deadline,
+        "stream": display.streams,
+    }
     try:
         request = RunRequest.model_validate(body)
     except ValidationError as exc:
@@ -198,7 +173,6 @@ def run(
             f"invalid run: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", style="red"
         )
         raise typer.Exit(2) from None
-    progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
     server = server or settings.server
     system = None if server else load_system(config, settings)
     if system is not None and not local:
@@ -207,7 +181,7 @@ def run(
             err.print(f"using the baton serve running at {server} (--local: run here)")
     if server:
         body = request.model_dump(exclude_none=True)
-        view = asyncio.run(_run_there(server, settings.api_key, lambda c: c.submit(body), progress))
+        view = asyncio.run(_run_there(server, settings.api_key, lambda c: c.submit(body), display))
     else:
         assert system is not None
         if agent and agent != AUTO and agent not in system.topology.graph:
@@ -220,7 +194,7 @@ def run(
         async def submit(service: RunService) -> StoredRun:
             return (await service.submit(submission))[0]
 
-        view = asyncio.run(_run_here(settings, system, submit, progress))
+        view = asyncio.run(_run_here(settings, system, submit, display))
     _print_and_exit(view, as_json)
 
 
@@ -242,11 +216,11 @@ def resume(
     Finished model and tool calls are taken from the record, not made again.
     """
     settings = Settings()
-    progress: Progress = "quiet" if as_json else "verbose" if verbose else "progress"
+    display = QUIET if as_json else Display("verbose" if verbose else "progress")
     server = server or settings.server
     if server:
         view = asyncio.run(
-            _run_there(server, settings.api_key, lambda c: c.resume(run_id), progress)
+            _run_there(server, settings.api_key, lambda c: c.resume(run_id), display)
         )
     else:
         system = load_system(config, settings)
@@ -258,7 +232,7 @@ def resume(
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None
 
-        view = asyncio.run(_run_here(settings, system, reopen, progress))
+        view = asyncio.run(_run_here(settings, system, reopen, display))
     _print_and_exit(view, as_json)
 
 
@@ -302,9 +276,7 @@ def replay(
     server = server or settings.server
     if server:
         view = asyncio.run(
-            _run_there(
-                server, settings.api_key, lambda c: c.replay(run_id, fork, from_span), "quiet"
-            )
+            _run_there(server, settings.api_key, lambda c: c.replay(run_id, fork, from_span), QUIET)
         )
         texts = asyncio.run(_diagrams_there(server, settings.api_key, [run_id, view.id]))
     else:
@@ -317,7 +289,7 @@ def replay(
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None
 
-        view = asyncio.run(_run_here(settings, system, start, "quiet"))
+        view = asyncio.run(_run_here(settings, system, start, QUIET))
         texts = asyncio.run(_stored_diagrams(settings, [run_id, view.id]))
     if as_json:
         typer.echo(view.model_dump_json(indent=2))

@@ -14,40 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator.client import parse_sse
-from tests.service import KEYS, ServiceProcess
+from tests.service import KEYS, STORY, ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
-
-
-async def submit(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        return await client.post("/v1/runs", json=body, headers=headers)
-
-
-async def follow(
-    url: str, run_id: str, *, last_event_id: int | None = None, **headers: str
-) -> AsyncIterator[tuple[int, str, dict[str, Any]]]:
-    """The run's events (id, type, data) until the server ends the stream (bounded)."""
-    if last_event_id is not None:
-        headers["Last-Event-ID"] = str(last_event_id)
-    async with (
-        httpx.AsyncClient(base_url=url, timeout=60) as client,
-        client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as response,
-    ):
-        assert response.status_code == 200, await response.aread()
-        assert response.headers["content-type"].startswith("text/event-stream")
-        async for event in parse_sse(response.aiter_lines()):
-            yield int(event.id or 0), event.event, event.json()
-
-
-async def all_events(
-    url: str, run_id: str, **options: Any
-) -> list[tuple[int, str, dict[str, Any]]]:
-    async def collect() -> list[tuple[int, str, dict[str, Any]]]:
-        return [item async for item in follow(url, run_id, **options)]
-
-    return await asyncio.wait_for(collect(), 60)
 
 
 async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str) -> None:
@@ -63,6 +32,7 @@ async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str)
     assert ids == list(range(1, len(ids) + 1))  # monotonic, nothing skipped
     kinds = [kind for _, kind, _ in events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert "model_delta" not in kinds  # not submitted with `stream`
     assert {"agent_started", "model_finished", "tool_started", "tool_finished"} <= set(kinds)
     started = {data["agent"]: data for _, kind, data in events if kind == "agent_started"}
     assert started["analyst"]["caller"] == "coordinator"
@@ -271,6 +241,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "coordinator",
         "analyst",
         "sleeper",
+        "narrator",
         "lead",
         "clerk",
         "vault",
@@ -353,6 +324,32 @@ async def test_events_reach_followers_as_they_happen_not_at_heartbeats(
     events = await all_events(guarded.url, answer.json()["id"], **key)
     assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "succeeded"
     assert time.monotonic() - began < 12  # a run queued behind another included
+
+
+async def test_a_streamed_run_sends_its_text_as_it_is_written_and_stores_only_the_whole(
+    api: str,
+) -> None:
+    answer = await submit(api, {"task": "tell it", "agent": "narrator", "stream": True})
+    assert answer.status_code == 202, answer.text
+    run_id = answer.json()["id"]
+    seen: list[tuple[float, int, str, dict[str, Any]]] = []
+
+    async def collect() -> None:
+        async for seq, kind, data in follow(api, run_id):
+            seen.append((time.monotonic(), seq, kind, data))
+
+    await asyncio.wait_for(collect(), 60)
+    deltas = [(at, data) for at, _, kind, data in seen if kind == "model_delta"]
+    assert "".join(d["text"] for _, d in deltas) == STORY == seen[-1][3]["output"]
+    # As it was written (40 words over 2 s), not all at the end; none has an id to resume from.
+    assert len(deltas) >= 10 and seen[-1][0] - deltas[0][0] > 1.0
+    assert {seq for _, seq, kind, _ in seen if kind == "model_delta"} == {0}
+    assert {d["agent"] for _, d in deltas} == {"narrator"}
+    # Stored: the numbered events only, and the whole message in the run's record.
+    again = await all_events(api, run_id)
+    assert "model_delta" not in {kind for _, kind, _ in again}
+    assert [seq for seq, _, _ in again] == list(range(1, len(again) + 1))
+    assert [s for _, s, k, _ in seen if k != "model_delta"] == [s for s, _, _ in again]
 
 
 def test_every_operation_answers_as_its_openapi_document_says(api: str, tmp_path: Path) -> None:

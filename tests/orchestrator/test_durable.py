@@ -14,8 +14,7 @@ import psutil
 import pytest
 
 from orchestrator.store import RunStore
-from tests.orchestrator.test_api import all_events, follow, submit
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 

@@ -11,8 +11,8 @@ import pytest
 from agents.core.messages import RunStatus
 from orchestrator.store import RunStore
 from orchestrator.submission import Lineage
-from tests.orchestrator.test_api import submit
 from tests.orchestrator.test_durable import _answer
+from tests.service import submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 

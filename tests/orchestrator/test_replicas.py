@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import _fresh_postgres_database
-from tests.orchestrator.test_api import all_events, follow, submit
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 

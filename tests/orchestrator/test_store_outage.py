@@ -12,9 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.orchestrator.test_api import all_events, follow, submit
 from tests.postgres import PostgresServer, find_pg_bin
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 

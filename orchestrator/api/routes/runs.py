@@ -181,8 +181,9 @@ async def events(
     """Server-Sent Events while the run goes on, each named by its `type`.
 
     The schema lists every kind; the last is `run_finished` (status, answer or error, usage).
-    Each has an increasing id; reconnect with `Last-Event-ID` to miss nothing. Comments keep an
-    idle connection alive.
+    Each has an increasing id; reconnect with `Last-Event-ID` to miss nothing. A run submitted
+    with `stream` also sends `model_delta` text as the models produce it: those have no id and
+    are not stored. Comments keep an idle connection alive.
     """
     start = max(after, int(last_event_id) if last_event_id else 0)
     async for item in service.feed.follow(run, start):
@@ -190,8 +191,8 @@ async def events(
         if item is None:
             yield ServerSentEvent(comment="heartbeat")  # type: ignore[misc]
         else:
-            seq, event = item
-            yield ServerSentEvent(data=event, event=event.type, id=str(seq))  # type: ignore[misc]
+            seq, event = item  # an event that is not stored (seq 0) has no id to resume from
+            yield ServerSentEvent(data=event, event=event.type, id=str(seq) if seq else None)  # type: ignore[misc]
 
 
 @router.get(

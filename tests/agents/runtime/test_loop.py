@@ -12,7 +12,7 @@ import pytest
 from agents.core.limits import Limits
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec, Timeouts
-from agents.models.base import ModelReply
+from agents.models.base import ModelReply, TextSink
 from agents.models.client import LiteLLMClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import FunctionTool, load_function_tool
@@ -28,10 +28,13 @@ class RecordingClient(LiteLLMClient):
     seen: list[list[dict[str, Any]]] = field(default_factory=list)
 
     async def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: TextSink | None = None,
     ) -> ModelReply:
         self.seen.append([dict(m) for m in messages])
-        return await super().complete(messages, tools)
+        return await super().complete(messages, tools, on_text)
 
 
 def scripted(*replies: dict[str, Any], repeat_last: bool = False, **params: Any) -> RecordingClient:

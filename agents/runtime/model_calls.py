@@ -1,0 +1,173 @@
+"""The model half of the tool loop: one model step, asked or taken from the run's record.
+
+A run submitted with `stream` asks the model to stream; its text goes to followers as
+`model_delta` events while the reply comes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from agents.core.events import ModelDelta, ModelFinished, ModelStarted
+from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.steps import model_key, request_fingerprint
+from agents.models.base import ModelClient, ModelReply
+from agents.runtime.calls import Invocation, ToolCalls
+from agents.runtime.deltas import Deltas
+from agents.runtime.replay import reply_data, reply_of
+from tracing import attributes as attr
+from tracing import chat_span, genai, set_outcome, span_ids
+
+__all__ = ["ModelCalls"]
+
+
+class ModelCalls(ToolCalls):
+    """Model steps and how an invocation ends, for `AgentRuntime` (which provides these fields)."""
+
+    model: ModelClient
+    actor_id: str
+    _schemas: list[dict[str, Any]]
+
+    def _end(
+        self,
+        inv: Invocation,
+        status: RunStatus,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+    ) -> AgentResult:
+        return AgentResult(
+            agent=self.spec.name,
+            status=status,
+            output=self.redactor.text(output) if output is not None else None,
+            error=self.redactor.text(error) if error is not None else None,
+            usage=inv.usage,
+            steps=inv.steps,
+            started_at=inv.started_at,
+            duration_s=time.perf_counter() - inv.clock,
+            call_id=inv.delegation.call_id,
+            actor=self.actor_id,
+            children=inv.children,
+            refusals=inv.refusals,
+        )
+
+    async def _call_model(
+        self, inv: Invocation, messages: list[dict[str, Any]]
+    ) -> ModelReply | AgentResult:
+        ctx = inv.ctx
+        key = model_key(inv.steps)
+        fingerprint = ""
+        if self._journaled(inv):
+            fingerprint = request_fingerprint(self.model.model, messages, self._schemas)
+        recorded = inv.record.model(key, fingerprint) if inv.record.loaded else None
+        if recorded is None and ctx.replay_only:
+            return self._end(
+                inv,
+                RunStatus.FAILED,
+                error=f"replay: the record has no reply to this request ({key} of "
+                f"{self.spec.name}: the run ended before it, or the request differs)",
+            )
+        with chat_span(self.model.model) as span:
+            if fingerprint:
+                span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
+            if recorded is not None:  # answered before this run was interrupted: reuse it
+                reply = reply_of(recorded)
+                span.set_attribute(attr.BATON_REPLAYED, True)
+            else:
+                self._emit(
+                    inv, ModelStarted, model=self.model.model, step=inv.steps, **span_ids(span)
+                )
+                reply_or_stop = await self._ask_model(inv, messages, span)
+                if isinstance(reply_or_stop, AgentResult):
+                    return reply_or_stop
+                reply = reply_or_stop
+                if fingerprint and self.journal is not None:
+                    step = self._step(inv, key, "model", reply_data(reply, fingerprint))
+                    self.journal.record(ctx.run_id, step)
+            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
+            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+            if reply.finish_reason:
+                span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
+            if reply.cost_usd is not None:
+                span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
+            output = genai.output_messages(reply.as_message(), reply.finish_reason)
+            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
+            set_outcome(span, None)
+        inv.usage = inv.usage + Usage(
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            model_calls=1,
+            cost_usd=reply.cost_usd or 0.0,
+            unpriced_calls=int(reply.cost_usd is None),
+        )
+        if ctx.limits.token_budget is not None and self.ledger is not None:
+            self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
+        if recorded is None:
+            self._emit(
+                inv,
+                ModelFinished,
+                model=self.model.model,
+                step=inv.steps,
+                tool_calls=len(reply.tool_calls),
+                tokens=reply.input_tokens + reply.output_tokens,
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
+                **span_ids(span),
+            )
+        self._send_finished_spans(inv)
+        return reply
+
+    async def _ask_model(
+        self, inv: Invocation, messages: list[dict[str, Any]], span: Any
+    ) -> ModelReply | AgentResult:
+        ctx = inv.ctx
+        timeout = min(self.spec.timeouts.model, ctx.time_left())
+        self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
+        if self._schemas:
+            tools = genai.tool_definitions(self._schemas)
+            self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
+        deltas = self._deltas(inv, span) if ctx.stream else None
+        try:
+            return await asyncio.wait_for(
+                self.model.complete(messages, self._schemas, deltas.add if deltas else None),
+                timeout,
+            )
+        except TimeoutError:
+            set_outcome(span, "timeout", "timeout")
+            if ctx.time_left() <= 0:
+                return self._end(
+                    inv,
+                    RunStatus.LIMIT_EXCEEDED,
+                    error=f"run deadline ({ctx.limits.deadline_s:g}s) passed during a model call",
+                )
+            return self._end(
+                inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
+            )
+        except Exception as exc:
+            set_outcome(span, f"{type(exc).__name__}: {exc}", type(exc).__name__)
+            return self._end(
+                inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
+            )
+        finally:
+            if deltas is not None:
+                deltas.close()
+
+    def _deltas(self, inv: Invocation, span: Any) -> Deltas:
+        """Where a streamed reply's text goes: `model_delta` events (unnumbered, not stored)."""
+        ids, step = span_ids(span), inv.steps
+
+        def send(text: str) -> None:
+            if self.events is not None:
+                delta = ModelDelta(
+                    agent=self.spec.name,
+                    chain=list(inv.ctx.chain),
+                    invocation=inv.id,
+                    step=step,
+                    text=self.redactor.text(text),
+                    **ids,
+                )
+                self.events.emit(inv.ctx.run_id, delta)
+
+        return Deltas(send)

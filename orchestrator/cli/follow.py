@@ -1,0 +1,108 @@
+"""What `baton run` shows while a run goes: its events, the streamed answer, approvals to give."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import typer
+from rich.status import Status
+
+from agents.core.events import ApprovalRequested, Event, ModelDelta
+from orchestrator.cli.common import console
+from orchestrator.client import ApiError
+from orchestrator.errors import ServiceError
+
+__all__ = ["Decide", "Display", "follow"]
+
+# Records a person's decision on a pending call (call id, approved, message).
+Decide = Callable[[str, bool, str], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class Display:
+    """What is printed as a run goes.
+
+    Attributes:
+        events: none (--json), agents' progress, or every event (--verbose).
+        text: streamed model text shown: none, the entry agent's answer, or every agent's.
+    """
+
+    events: Literal["quiet", "progress", "verbose"] = "progress"
+    text: Literal["none", "entry", "all"] = "entry"
+
+    @property
+    def streams(self) -> bool:
+        """Whether the run should stream its models' text (someone will read it)."""
+        return self.text != "none"
+
+
+QUIET = Display("quiet", "none")
+
+
+class _Text:
+    """Streamed text as it comes, under a heading per invocation; other lines end it first."""
+
+    def __init__(self, status: Status) -> None:
+        self._status = status
+        self._open: str | None = None  # the invocation whose text is being written
+
+    def write(self, delta: ModelDelta) -> None:
+        if self._open != delta.invocation:
+            self.end()
+            self._status.stop()
+            console.print(f"[bold cyan]{delta.agent} ▸[/] ", end="")
+            self._open = delta.invocation
+        console.print(delta.text, end="", markup=False, highlight=False, soft_wrap=True)
+
+    def end(self) -> None:
+        if self._open is not None:
+            console.print()
+            self._open = None
+            self._status.start()
+
+
+def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
+    """A call waits for approval: ask at the terminal, or deny when there is none."""
+    if not sys.stdin.isatty():
+        return False, "no one to approve: baton run is not attached to a terminal"
+    status.stop()
+    try:
+        console.print(
+            f"[yellow]?[/] {event.agent} wants to call [bold]{event.tool}[/] with {event.arguments}"
+        )
+        approved = typer.confirm("approve this call?", default=False)
+        message = "" if approved else typer.prompt("why not (told to the model)", default="")
+        return approved, message
+    finally:
+        status.start()
+
+
+async def follow(
+    events: AsyncIterator[Event | None], status: Status, display: Display, decide: Decide
+) -> None:
+    """Show a run's events as they come, and ask for the approvals it waits for."""
+    text = _Text(status)
+    try:
+        async for event in events:
+            if event is None:
+                continue
+            if isinstance(event, ModelDelta):
+                if display.text == "all" or (display.text == "entry" and len(event.chain) == 1):
+                    text.write(event)
+                continue
+            text.end()
+            status.update("running…")
+            if display.events == "verbose" or (
+                display.events == "progress" and event.level == "progress"
+            ):
+                console.print(event.describe(), soft_wrap=True)
+            if isinstance(event, ApprovalRequested):
+                approved, why = _ask_person(event, status)
+                with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
+                    await decide(event.call_id, approved, why)
+    finally:
+        text.end()
