@@ -260,6 +260,7 @@ def test_baton_run_submits_to_a_server_and_follows_it(api: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "→ analyst (from coordinator)" in done.stdout  # progress, from the event stream
+    assert "coordinator ▸ Answer to: calculate 7 * 6" in done.stdout  # streamed
     assert "calculate: 42" in done.stdout and "succeeded" in done.stdout
 
 

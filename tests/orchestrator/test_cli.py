@@ -90,6 +90,9 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     assert "→ researcher (from coordinator)" in out
     assert "→ fact_checker (from researcher)" in out
     assert "analyst asks baton/offline (step 1)" in out  # --verbose: every event
+    # The entry agent's answer as its model wrote it (sub-agents' text: only with --stream-all).
+    assert "coordinator ▸ Answer to: Research the history of Ray" in out
+    assert "researcher ▸" not in out
     assert asyncio.run(_lost_run_left_alone(store_url))
 
     # The run is in the store: `baton runs` lists it and `baton show` prints its tree.

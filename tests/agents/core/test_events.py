@@ -11,9 +11,17 @@ from typing import Any, get_args
 
 import pytest
 
-from agents.core.events import EVENTS, AgentStarted, Event, ModelStarted, events_json_schema
+from agents.core.events import (
+    EVENTS,
+    AgentStarted,
+    Event,
+    ModelDelta,
+    ModelStarted,
+    events_json_schema,
+)
 from orchestrator.api import create_app
-from orchestrator.cli import run as cli_run
+from orchestrator.cli.common import console
+from orchestrator.cli.follow import Display, follow
 from orchestrator.live_trace import live_spans
 from tests.testkit import EventList, config, local_trace
 from tests.tracing.test_sequence import DEFAULT_TEAM
@@ -65,10 +73,16 @@ async def test_a_model_call_under_way_is_an_open_chat_span_in_the_live_trace() -
     assert all(s["end_ns"] is not None for s in finished if s["name"].startswith("chat "))
 
 
-async def test_the_cli_shows_progress_events_and_with_verbose_every_event() -> None:
+async def test_the_cli_shows_progress_events_the_streamed_answer_and_with_verbose_all() -> None:
+    def delta(chain: list[str], text: str) -> ModelDelta:
+        return ModelDelta(agent=chain[-1], chain=chain, invocation=chain[-1], step=1, text=text)
+
     shown = [
         AgentStarted(agent="analyst", caller="coordinator"),
+        delta(["coordinator", "analyst"], "sub-agent thinking "),
         ModelStarted(agent="analyst", model="baton/offline", step=1),
+        delta(["coordinator"], "The answer "),
+        delta(["coordinator"], "is 42."),
     ]
 
     async def stream() -> AsyncIterator[Event | None]:
@@ -80,10 +94,15 @@ async def test_the_cli_shows_progress_events_and_with_verbose_every_event() -> N
         raise AssertionError("nothing waits for approval")
 
     printed = {}
-    for progress in ("progress", "verbose"):
-        with cli_run.console.capture() as captured, cli_run.console.status("…") as status:
-            await cli_run._follow(stream(), status, progress, decide)  # type: ignore[arg-type]
-        printed[progress] = captured.get()
+    for display in (Display("progress"), Display("verbose", "all"), Display("quiet", "none")):
+        with console.capture() as captured, console.status("…") as status:
+            await follow(stream(), status, display, decide)
+        printed[display.events] = captured.get()
     assert "→ analyst (from coordinator)" in printed["progress"]
     assert "asks baton/offline" not in printed["progress"]
+    # The entry agent's streamed text on one line, whole; a sub-agent's only when asked for.
+    assert "coordinator ▸ The answer is 42.\n" in printed["progress"]
+    assert "thinking" not in printed["progress"]
     assert "asks baton/offline (step 1)" in printed["verbose"]
+    assert "analyst ▸ sub-agent thinking \n" in printed["verbose"]
+    assert printed["quiet"] == ""
