@@ -68,16 +68,21 @@ APPROVAL_AGENTS = (
 """
 )
 
-# What `narrator` says: 40 words, streamed 50 ms apart (2 s).
+# What `narrator` says once its tool is done: 40 words, streamed 50 ms apart (2 s).
 STORY = " ".join(f"word{i:02}" for i in range(40))
 
 NARRATOR = f"""
   - name: narrator
-    description: Tells a story, a word at a time (when the run streams).
+    description: Thinks for 3 s, then tells a story a word at a time (when the run streams).
     capabilities: [story]
+    tools: [tests.testkit:slow_step]
     model:
       name: baton/scripted
-      params: {{chunk_ms: 50, replies: [{{content: "{STORY}"}}]}}
+      params:
+        chunk_ms: 50
+        replies:
+          - {{tool_calls: [{{name: slow_step, arguments: {{seconds: 3}}}}]}}
+          - {{content: "{STORY}"}}
 """
 
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;

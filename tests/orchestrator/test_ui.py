@@ -8,6 +8,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.service import STORY
+
 pytestmark = [pytest.mark.ray, pytest.mark.browser]
 
 
@@ -105,6 +107,23 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     assert re.fullmatch(shape, totals), totals
 
 
+def test_a_streamed_answer_grows_on_the_run_page_as_it_is_written(api: str, page: Page) -> None:
+    page.goto(f"{api}/")
+    page.wait_for_selector("#agent option[value=narrator]", state="attached")
+    page.fill("#task", "tell a story")
+    page.select_option("#agent", "narrator")
+    page.click("#run-button")  # the form asks for streaming
+    page.wait_for_url(re.compile(r"/runs/[0-9a-f]{32}$"))
+    text = page.locator("#streams .stream pre")
+    expect(text).to_contain_text("word05", timeout=20_000)
+    partial = text.inner_text()
+    assert STORY.startswith(partial) and "word39" not in partial  # still being written
+    assert page.locator("body[data-state=live]").count() == 1
+    page.wait_for_selector("body[data-state=finished]", timeout=30_000)
+    assert text.inner_text() == STORY == page.inner_text("#run-answer")
+    assert page.inner_text("#streams .stream h3") == "narrator · step 2"
+
+
 def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
     page.goto(f"{api}/agents")
     page.wait_for_selector("#topology svg")
@@ -114,6 +133,7 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "coordinator (entry)",
         "analyst",
         "sleeper",
+        "narrator",
         "lead",
         "clerk",
         "vault",

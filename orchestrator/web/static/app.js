@@ -185,7 +185,7 @@ async function runsPage() {
   $("submit-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     $("submit-error").textContent = "";
-    const body = { task: $("task").value };
+    const body = { task: $("task").value, stream: true };
     if ($("agent").value) body.agent = $("agent").value;
     if ($("token_budget").value) body.token_budget = Number($("token_budget").value);
     if ($("deadline_s").value) body.deadline_s = Number($("deadline_s").value);
@@ -403,9 +403,11 @@ async function runPage(runId) {
     document.body.dataset.compared = compareWith ? "yes" : "no";
     return;
   }
-  // Live: the diagram and the waterfall grow with each event (at most a few redraws a second).
+  // Live: the diagram and the waterfall grow with each event (at most a few redraws a second);
+  // streamed model text grows under the diagram, one block per model call.
   let timer = null;
   for await (const event of events(`/v1/runs/${runId}/events`)) {
+    if (event.type === "model_delta") { showText(event.data); continue; }
     $("run-status").textContent = event.type === "run_finished" ? event.data.status : "running";
     if (event.type === "run_finished") break;
     if (event.type === "approval_requested" || event.type === "approval_decided") drawApprovals();
@@ -416,6 +418,20 @@ async function runPage(runId) {
   document.body.dataset.state = "finished";
   if (compareWith) await drawComparison(compareWith);
   document.body.dataset.compared = compareWith ? "yes" : "no";
+}
+
+// A streamed model call's text so far: appended to its block (made on its first delta).
+function showText(delta) {
+  const key = `${delta.invocation}/${delta.step}`;
+  let block = [...$("streams").children].find((b) => b.dataset.key === key);
+  if (!block) {
+    block = el("div", { class: "stream", "data-key": key },
+      el("h3", {}, delta.agent, el("span", { class: "meta" }, ` · step ${delta.step}`)),
+      el("pre", { class: "text" }));
+    $("streams").append(block);
+    $("live-text").hidden = false;
+  }
+  block.querySelector("pre").append(delta.text);
 }
 
 // --- Agents page ---------------------------------------------------------------------------
