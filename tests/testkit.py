@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import textwrap
 import time
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EventList",
-    "FakeOpenAI",
     "OtlpReceiver",
     "block_loop",
     "causal_breaks",
@@ -59,96 +57,6 @@ def start(engines: list[Engine], yaml_text: str) -> Engine:
     engine.start()
     engines.append(engine)
     return engine
-
-
-class FakeOpenAI:
-    """An OpenAI-compatible chat server on 127.0.0.1, so litellm is exercised over real HTTP.
-
-    It asks for `tool` with `arguments` first; once a tool result is in the conversation it
-    answers with text that quotes the result. With `reject_after_tool`, it answers that second
-    request as a provider rejecting a key does: 401, quoting the key and the tool result back.
-    """
-
-    def __init__(
-        self, tool: str, arguments: dict[str, object], *, reject_after_tool: bool = False
-    ) -> None:
-        import http.server
-        import threading
-
-        self.requests: list[dict[str, object]] = []
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(
-                    {
-                        "path": self.path,
-                        "auth": self.headers.get("Authorization"),
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "body": body,
-                    }
-                )
-                echo = f"{self.path} {self.headers.get('X-Api-Key', '')}"
-                status, payload = fake.respond(body, self.headers.get("Authorization") or "", echo)
-                reply = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.tool, self.arguments, self.reject_after_tool = tool, arguments, reject_after_tool
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def respond(self, body: dict, authorization: str, echo: str = "") -> tuple[int, dict]:
-        """The answer; a rejection quotes the key, the request (`echo`) and the tool result."""
-        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-        if results and self.reject_after_tool:
-            key = authorization.removeprefix("Bearer ")
-            message = f"Incorrect API key provided: {key} ({echo}). While handling: {results[-1]}"
-            return 401, {"error": {"message": message, "type": "invalid_request_error"}}
-        return 200, self.reply(body)
-
-    def reply(self, body: dict) -> dict:
-        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-        if results:
-            message = {"role": "assistant", "content": f"The tool said {results[-1]}"}
-            finish = "stop"
-        else:
-            message = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_fake_1",
-                        "type": "function",
-                        "function": {"name": self.tool, "arguments": json.dumps(self.arguments)},
-                    }
-                ],
-            }
-            finish = "tool_calls"
-        return {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        }
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 async def slow_touch(path: str, seconds: float) -> str:

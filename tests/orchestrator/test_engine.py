@@ -16,8 +16,9 @@ import ray
 from agents.core.messages import AgentResult, RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
+from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
-from tests.testkit import FakeOpenAI, config
+from tests.testkit import config
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -250,12 +251,12 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
                   params: {{api_base: "{fake.base_url}", api_key: sk-test}}
         """)
         )
-        result = await engine.run("what is two to the tenth?")
+        result = await engine.run("what is two to the tenth?", stream=True)
     finally:
         fake.close()
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert result.output == "The tool said 1024"
-    assert len(fake.requests) == 2
+    assert [r["body"]["stream"] for r in fake.requests] == [True, True]  # streamed, joined
     first = fake.requests[0]
     assert first["path"] == "/v1/chat/completions" and first["auth"] == "Bearer sk-test"
     tools = first["body"]["tools"]  # type: ignore[index]

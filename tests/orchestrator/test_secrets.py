@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import ray
 
-from tests.testkit import FakeOpenAI, OtlpReceiver
+from tests.openai_server import FakeOpenAI
+from tests.testkit import OtlpReceiver
 
 pytestmark = pytest.mark.ray
 

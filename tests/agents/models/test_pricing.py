@@ -14,7 +14,7 @@ from agents.models.client import LiteLLMClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import load_function_tool
 from orchestrator.report import _money
-from tests.testkit import FakeOpenAI
+from tests.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
 

@@ -1,6 +1,6 @@
 """A model provider that fails, as a real HTTP server on 127.0.0.1 behind an `openai/...` model:
 bounded retries with backoff, then the invocation fails cleanly with the provider's error, and
-a provider that never answers is cut off by the model timeout. Nothing hangs."""
+a provider that never answers is cut off by the model timeout, streamed or not. Nothing hangs."""
 
 from __future__ import annotations
 
@@ -67,26 +67,29 @@ def provider(request: pytest.FixtureRequest) -> Iterator[FaultyProvider]:
 
 
 async def invoke(
-    provider: FaultyProvider, model_timeout_s: float = 30
+    provider: FaultyProvider, model_timeout_s: float = 30, stream: bool = False
 ) -> tuple[float, AgentResult]:
     spec = AgentSpec(name="asker", timeouts=Timeouts(model=model_timeout_s))
     model = LiteLLMClient(
         ModelSpec(name="openai/gpt-4o-mini", params={"api_base": provider.url, "api_key": "k"})
     )
-    context = RunContext(run_id="faulty", chain=("asker",), deadline=time.time() + 60)
+    context = RunContext(
+        run_id="faulty", chain=("asker",), deadline=time.time() + 60, stream=stream
+    )
     began = time.monotonic()
     result = await AgentRuntime(spec, model).invoke(Delegation(task="hi", context=context))
     return time.monotonic() - began, result
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize(
     ("provider", "error"), [(429, "RateLimitError"), (500, "InternalServerError")],
     indirect=["provider"],
 )  # fmt: skip
 async def test_a_failing_provider_is_retried_with_backoff_then_the_call_fails_with_its_error(
-    provider: FaultyProvider, error: str
+    provider: FaultyProvider, error: str, stream: bool
 ) -> None:
-    took, result = await invoke(provider)
+    took, result = await invoke(provider, stream=stream)
     assert result.status == RunStatus.FAILED
     assert result.error is not None
     assert error in result.error and "provider says" in result.error
@@ -96,11 +99,12 @@ async def test_a_failing_provider_is_retried_with_backoff_then_the_call_fails_wi
     assert took < 15
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 @pytest.mark.parametrize("provider", [None], indirect=True)
 async def test_a_provider_that_never_answers_is_cut_off_by_the_model_timeout(
-    provider: FaultyProvider,
+    provider: FaultyProvider, stream: bool
 ) -> None:
-    took, result = await invoke(provider, model_timeout_s=1.5)
+    took, result = await invoke(provider, model_timeout_s=1.5, stream=stream)
     assert result.status == RunStatus.FAILED
     assert result.error == "model call timed out after 1.5s"
     assert took < 5 and len(provider.hits) == 1

@@ -1,0 +1,160 @@
+"""An OpenAI-compatible chat server on 127.0.0.1, so litellm is exercised over real HTTP."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from typing import Any
+
+__all__ = ["FakeOpenAI"]
+
+
+class FakeOpenAI:
+    """Speaks the Chat Completions protocol, plain or streamed (Server-Sent Events).
+
+    It asks for `tool` with `arguments` first; once a tool result is in the conversation it
+    answers with text that quotes the result. With `reject_after_tool`, it answers that second
+    request as a provider rejecting a key does: 401, quoting the key and the tool result back.
+    Streamed, text comes a word at a time and a tool call in three pieces (its id and name in
+    the first only), usage in a last chunk when asked for (`stream_options.include_usage`), as
+    OpenAI sends them; `cut_stream_after` chunks, the connection drops mid-stream.
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        arguments: dict[str, object],
+        *,
+        reject_after_tool: bool = False,
+        cut_stream_after: int | None = None,
+    ) -> None:
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(
+                    {
+                        "path": self.path,
+                        "auth": self.headers.get("Authorization"),
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
+                echo = f"{self.path} {self.headers.get('X-Api-Key', '')}"
+                status, payload = fake.respond(body, self.headers.get("Authorization") or "", echo)
+                if status == 200 and body.get("stream"):
+                    self._stream(fake.chunks(payload, body))
+                    return
+                reply = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def _stream(self, chunks: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                lines = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks]
+                for i, line in enumerate([*lines, b"data: [DONE]\n\n"]):
+                    if i == fake.cut_stream_after:
+                        self.close_connection = True
+                        return  # the connection drops mid-body
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.tool, self.arguments, self.reject_after_tool = tool, arguments, reject_after_tool
+        self.cut_stream_after = cut_stream_after
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def respond(self, body: dict, authorization: str, echo: str = "") -> tuple[int, dict]:
+        """The answer; a rejection quotes the key, the request (`echo`) and the tool result."""
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if results and self.reject_after_tool:
+            key = authorization.removeprefix("Bearer ")
+            message = f"Incorrect API key provided: {key} ({echo}). While handling: {results[-1]}"
+            return 401, {"error": {"message": message, "type": "invalid_request_error"}}
+        return 200, self.reply(body)
+
+    def reply(self, body: dict) -> dict:
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if results:
+            message = {"role": "assistant", "content": f"The tool said {results[-1]}"}
+            finish = "stop"
+        else:
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_fake_1",
+                        "type": "function",
+                        "function": {"name": self.tool, "arguments": json.dumps(self.arguments)},
+                    }
+                ],
+            }
+            finish = "tool_calls"
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+
+    def chunks(self, reply: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+        """A reply as the chunks of a stream."""
+        message, finish = reply["choices"][0]["message"], reply["choices"][0]["finish_reason"]
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        if message.get("content"):
+            words = message["content"].split(" ")
+            deltas += [{"content": f"{w} "} for w in words[:-1]] + [{"content": words[-1]}]
+        for i, call in enumerate(message.get("tool_calls") or []):
+            arguments = call["function"]["arguments"]
+            third = len(arguments) // 3
+            first = {"id": call["id"], "type": "function"}
+            pieces = (arguments[:third], arguments[third : 2 * third], arguments[2 * third :])
+            for n, piece in enumerate(pieces):
+                function = {"arguments": piece}
+                if n == 0:
+                    function["name"] = call["function"]["name"]
+                deltas.append(
+                    {
+                        "tool_calls": [
+                            {"index": i, **(first if n == 0 else {}), "function": function}
+                        ]
+                    }
+                )
+        base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"]}
+        base["model"] = reply["model"]
+        out = [
+            {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+        ]
+        out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            out.append({**base, "choices": [], "usage": reply["usage"]})
+        return out
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
