@@ -89,6 +89,14 @@ class AgentSystem:
         return redactor.mapping(self.config.model_dump(mode="json"))
 
     @property
+    def needs_approvals(self) -> bool:
+        """Whether any tool, MCP server or delegation of the system waits for approval."""
+        return any(
+            a.confirm or any(t.confirm for t in a.tools) or any(m.confirm for m in a.mcp)
+            for a in self.config.agents
+        )
+
+    @property
     def fingerprint(self) -> str:
         """Short hash of the config: actors of different configs never share names."""
         return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]

@@ -1,8 +1,5 @@
-"""The run lifecycle: pick the entry agent, run the task on its actor, collect the result.
-
-The engine opens the run's budget and root span, hands the task to the entry agent's actor,
-and collects the result tree and the spans.
-"""
+"""The run lifecycle: pick the entry agent, open the run's budget and root span, hand the task
+to the entry agent's actor, and collect the result tree and the spans."""
 
 from __future__ import annotations
 
@@ -28,7 +25,7 @@ from orchestrator.config import AgentSystem
 from orchestrator.live_trace import adopt_orphans
 from orchestrator.results import RunResult, events_sent, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
-from orchestrator.submission import Lineage
+from orchestrator.submission import Lineage, Origin
 from tracing import (
     OtlpExport,
     Redactor,
@@ -37,6 +34,7 @@ from tracing import (
     agent_span_counts,
     configure_tracing,
     end_workflow,
+    extract_context,
     inject_context,
     lost_agent_span,
     span_ids,
@@ -156,14 +154,6 @@ class Engine:
         """Each agent's replicas, asked now (see `AgentPool.ask`)."""
         return await self.pool.ask(timeout_s)
 
-    @property
-    def needs_approvals(self) -> bool:
-        """Whether any tool, MCP server or delegation of the system waits for approval."""
-        return any(
-            a.confirm or any(t.confirm for t in a.tools) or any(m.confirm for m in a.mcp)
-            for a in self.system.config.agents
-        )
-
     def stop(self) -> None:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
         if self._pool is None:
@@ -196,6 +186,7 @@ class Engine:
         finish: bool = True,
         lineage: Lineage | None = None,
         stream: bool = False,
+        origin: Origin | None = None,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -211,9 +202,10 @@ class Engine:
             lineage: a resumed run, a replay or a fork: where its steps come from besides its
                 own execution (see `journal_url`). None: a new run.
             stream: models stream their output (`model_delta` events for followers).
+            origin: another agent system's delegation this run carries on (A2A).
         """
         self.start()
-        lineage = lineage or Lineage()
+        lineage, origin = lineage or Lineage(), origin or Origin()
         run_id = run_id or uuid.uuid4().hex
         limits = self.system.config.limits
         overrides: dict[str, Any] = {}
@@ -226,6 +218,8 @@ class Engine:
         started, clock = time.time(), time.perf_counter()
         ctx = RunContext(
             run_id=run_id,
+            chain=origin.chain,
+            systems=(*origin.systems, self.system.config.name),
             deadline=started + limits.deadline_s,
             limits=limits,
             journal=self.journaled,
@@ -239,7 +233,12 @@ class Engine:
         self._active.add(run_id)
         try:
             with workflow_span(
-                run_id, entry, self.system.config.name, record=recorded, epoch=lineage.epoch
+                run_id,
+                entry,
+                self.system.config.name,
+                record=recorded,
+                epoch=lineage.epoch,
+                parent=extract_context(origin.trace_context),
             ) as span:
                 trace_id = span.get_span_context().trace_id
                 first = RunStarted(

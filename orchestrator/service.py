@@ -311,7 +311,7 @@ class RunService(RunViews, Durability):
         error: str | None = None
         tracker = (
             asyncio.create_task(self.approvals.track(run_id))
-            if self.engine.needs_approvals
+            if self.system.needs_approvals
             else None
         )
         try:
@@ -323,6 +323,7 @@ class RunService(RunViews, Durability):
                 deadline_s=request.deadline_s,
                 finish=False,
                 stream=request.stream,
+                origin=request.origin,
                 lineage=lineage,
             )
             if self._stopping and result.status == RunStatus.CANCELLED:

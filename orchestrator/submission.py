@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["Lineage", "Submission"]
+__all__ = ["Lineage", "Origin", "Submission"]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Another agent system's delegation that this run carries on (A2A).
+
+    Attributes:
+        trace_context: the caller's W3C trace context: the run's root span is its child, so
+            one request is one trace across both systems.
+        chain: the delegation chain so far, each name qualified by its system (`A/coordinator`):
+            the run's depth counts it.
+        systems: the agent systems (config names) the chain went through, in order; a system
+            on it refuses the delegation (a cycle across systems).
+    """
+
+    trace_context: dict[str, str] = field(default_factory=dict)
+    chain: tuple[str, ...] = ()
+    systems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -19,6 +37,13 @@ class Submission:
     token_budget: int | None = None
     deadline_s: float | None = None
     stream: bool = False  # models stream their output: `model_delta` events
+    origin: Origin | None = None  # asked by another agent system (A2A)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.origin, dict):  # read back from the store
+            origin = Origin(**self.origin)
+            origin = replace(origin, chain=tuple(origin.chain), systems=tuple(origin.systems))
+            object.__setattr__(self, "origin", origin)
 
     def fingerprint(self) -> str:
         """Identifies the submission, for idempotent retries."""

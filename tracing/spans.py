@@ -95,9 +95,17 @@ def set_outcome(span: Span, error: str | None, error_type: str | None = None) ->
 
 @contextmanager
 def workflow_span(
-    run_id: str, entry_agent: str, workflow: str, *, record: bool = True, epoch: int = 0
+    run_id: str,
+    entry_agent: str,
+    workflow: str,
+    *,
+    record: bool = True,
+    epoch: int = 0,
+    parent: Context | None = None,
 ) -> Iterator[Span]:
     """The root span of a run (`epoch`: how many times it was resumed).
+
+    `parent`: the context of a caller in another system (A2A), whose trace the run joins.
 
     With `record=False` the run gets an unsampled trace context: every span below it, in every
     process, is a no-op (the W3C flags carry the decision).
@@ -114,6 +122,7 @@ def workflow_span(
         return
     with _tracer.start_as_current_span(
         attr.WORKFLOW_SPAN,
+        context=parent,
         kind=SpanKind.INTERNAL,
         attributes={
             attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_WORKFLOW,

@@ -84,6 +84,10 @@ class RunContext(BaseModel):
 
     run_id: str
     chain: tuple[str, ...] = ()
+    systems: tuple[str, ...] = Field(
+        default=(),
+        description="The agent systems the chain went through (A2A), this one last.",
+    )
     deadline: float = Field(description="Wall-clock epoch seconds at which the run must stop.")
     limits: Limits = Field(default_factory=Limits)
     trace_context: dict[str, str] = Field(default_factory=dict)
