@@ -1,5 +1,4 @@
-"""The run lifecycle: pick the entry agent, open the run's budget and root span, hand the task
-to the entry agent's actor, and collect the result tree and the spans."""
+"""The run lifecycle: entry agent, budget and root span, the entry's actor, result and spans."""
 
 from __future__ import annotations
 

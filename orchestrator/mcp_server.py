@@ -1,7 +1,7 @@
 """Baton as an MCP server: a team of agents as tools for MCP clients (IDEs, desktop assistants).
 
 The same tools over streamable HTTP (mounted on the API at `/mcp`, behind the API's keys and an
-Origin check: `orchestrator.api.guards.McpGuard`) and over stdio (`baton mcp`): submit a task
+Origin check: `orchestrator.api.guards.ProtocolGuard`) and over stdio (`baton mcp`): submit a task
 (and wait a while for its answer), get a run, get a run's diagram, list the agents.
 """
 

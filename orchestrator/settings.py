@@ -39,6 +39,11 @@ class Settings(BaseSettings):
 
     # The HTTP service (`baton serve`).
     host: str = "127.0.0.1"
+    public_url: str | None = Field(
+        default=None,
+        description="Where A2A clients reach this service, as its agent card says (default: "
+        "http://HOST:PORT).",
+    )
     port: int = Field(default=8000, ge=0, le=65535)
     api_keys: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Accepted bearer keys, comma-separated."

@@ -21,11 +21,13 @@ class Origin:
             the run's depth counts it.
         systems: the agent systems (config names) the chain went through, in order; a system
             on it refuses the delegation (a cycle across systems).
+        context_id: the A2A conversation the caller put the task in.
     """
 
     trace_context: dict[str, str] = field(default_factory=dict)
     chain: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
+    context_id: str | None = None
 
 
 @dataclass(frozen=True)

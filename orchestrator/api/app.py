@@ -13,9 +13,10 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
 from orchestrator import __version__
+from orchestrator.a2a import a2a_routes
 from orchestrator.api.deps import caller_guard
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
-from orchestrator.api.guards import BodyLimit, KeyRing, McpGuard, RateLimiter
+from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimiter
 from orchestrator.api.routes import agents, approvals, health, runs
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.config import AgentSystem
@@ -37,7 +38,8 @@ class ApiOptions:
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
     mermaid_dist: FilePath | None = None  # the npm mermaid package for the UI (setup's)
-    mcp_origins: tuple[str, ...] = ()  # Origins allowed at /mcp besides loopback ones
+    mcp_origins: tuple[str, ...] = ()  # Origins allowed at /mcp and /a2a besides loopback ones
+    public_url: str = "http://127.0.0.1:8000"  # where A2A clients reach it (the agent card's URL)
 
 
 def create_app(
@@ -86,7 +88,17 @@ def create_app(
         app.router.routes.append(
             Route(
                 route.path,
-                endpoint=McpGuard(route.endpoint, keys, limiter, options.mcp_origins),
+                endpoint=ProtocolGuard(route.endpoint, keys, limiter, options.mcp_origins),
+            )
+        )
+    card_routes, rpc_routes = a2a_routes(system, current_service, options.public_url, keys.enabled)
+    app.router.routes.extend(card_routes)  # the card is public: it says how to authenticate
+    for route in rpc_routes:  # `/a2a`: Baton as an A2A agent, behind the same keys
+        app.router.routes.append(
+            Route(
+                route.path,
+                endpoint=ProtocolGuard(route.app, keys, limiter, options.mcp_origins),
+                methods=["POST"],
             )
         )
     mount_ui(app, options.mermaid_dist or default_mermaid_dist())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_ORIGINS", "BodyLimit", "KeyRing", "McpGuard", "RateLimiter"]
+__all__ = ["LOOPBACK_ORIGINS", "BodyLimit", "KeyRing", "ProtocolGuard", "RateLimiter"]
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -165,14 +165,14 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-class McpGuard:
-    """In front of `/mcp`: Origin and Host checks, the API keys, and the per-caller rate limit.
+class ProtocolGuard:
+    """In front of `/mcp` and `/a2a`: Origin and Host checks, API keys, the per-caller rate limit.
 
     The Origin check stops browsers' cross-site requests and DNS rebinding; the Host check applies
     to a loopback-only service.
 
     Args:
-        app: the MCP endpoint.
+        app: the protocol's endpoint (MCP's, A2A's JSON-RPC).
         keys: the API's keys (none: only loopback may be served, and the Host is checked).
         limiter: the API's rate limiter (shared: one budget per caller).
         origins: allowed Origin values besides loopback ones (scheme://host[:port]).

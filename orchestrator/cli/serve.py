@@ -135,6 +135,7 @@ def serve(
             max_body_bytes=settings.max_body_bytes,
             mermaid_dist=settings.mermaid_dist,
             mcp_origins=settings.allowed_origins,
+            public_url=settings.public_url or f"http://{host}:{port}",
         ),
     )
     # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and

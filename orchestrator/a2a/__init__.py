@@ -1,0 +1,31 @@
+"""Baton as an A2A agent (Agent2Agent protocol): its card, and its JSON-RPC methods over runs.
+
+`a2a_routes` gives the routes `baton serve` adds; `agents.remote` is the client side (an agent
+of a system that is another system reached over A2A).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from starlette.routing import Route
+
+from orchestrator.a2a.card import RPC_PATH, agent_card
+from orchestrator.a2a.handler import BatonRequestHandler
+from orchestrator.config import AgentSystem
+from orchestrator.service import RunService
+
+__all__ = ["RPC_PATH", "a2a_routes", "agent_card"]
+
+
+def a2a_routes(
+    system: AgentSystem,
+    current: Callable[[], Awaitable[RunService]],
+    base_url: str,
+    secured: bool,
+) -> tuple[list[Route], list[Route]]:
+    """The agent card's route (public), and the JSON-RPC endpoint's (to guard like `/v1`)."""
+    card = agent_card(system, base_url, secured)
+    handler = BatonRequestHandler(system, current)
+    return create_agent_card_routes(card), create_jsonrpc_routes(handler, RPC_PATH)
