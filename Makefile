@@ -64,7 +64,7 @@ lock: setup ## Resolve the newest versions pyproject.toml allows into requiremen
 	$(MAKE) test
 
 schema: setup ## Regenerate the UI's copy of the event schema from agents/core/events.py
-	$(PY) -m agents.core.events > $(WEB)/static/events.schema.json
+	$(PY) -m agents.core.event_schema > $(WEB)/static/events.schema.json
 
 bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/delegation_overhead.py

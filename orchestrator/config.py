@@ -193,11 +193,11 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                     )
                 )
             names[tool.name] = path
-        issues += _check_mcp(src, config, i, agent)
+        issues += _check_connections(src, config, i, agent)
     return issues
 
 
-def _check_mcp(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> list[ConfigIssue]:
+def _check_connections(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> list[ConfigIssue]:
     issues = []
     seen: dict[str, int] = {}
     for j, server in enumerate(agent.mcp):
@@ -223,6 +223,15 @@ def _check_mcp(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> 
                         "variables forwarded to agent actors)",
                     )
                 )
+    for header, variable in (agent.a2a.headers if agent.a2a else {}).items():
+        if variable not in config.env:
+            issues.append(
+                src.issue(
+                    ("agents", i, "a2a", "headers", header),
+                    f"{variable} must also be listed under the top-level env: (the variables "
+                    "forwarded to agent actors)",
+                )
+            )
     return issues
 
 

@@ -32,6 +32,8 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 __all__ = [
     "AGENT_SPAN_PREFIX",
+    "BATON_A2A_STATE",
+    "BATON_A2A_TASK_ID",
     "BATON_AGENT_LOST",
     "BATON_APPROVAL_ID",
     "BATON_DELEGATION_CHAIN",
@@ -79,7 +81,10 @@ __all__ = [
     "OP_INVOKE_AGENT",
     "OP_INVOKE_WORKFLOW",
     "OUTPUT_VALUE",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
     "TOOL_SPAN_PREFIX",
+    "URL_FULL",
     "WORKFLOW_SPAN",
     "agent_span_name",
     "chat_span_name",
@@ -108,6 +113,12 @@ BATON_RUN_EPOCH = "baton.run.epoch"
 # Resource attributes: which process (and Ray node) recorded a span.
 BATON_PROCESS_ROLE = "baton.process.role"
 BATON_RAY_NODE_ID = "baton.ray.node_id"
+# A remote agent (A2A): where it is served (OTel's `server.address`/`url.full`), and its task.
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+URL_FULL = "url.full"
+BATON_A2A_TASK_ID = "baton.a2a.task_id"
+BATON_A2A_STATE = "baton.a2a.state"
 # Span events (not spans) that the runtime records on tool spans.
 EVENT_DELEGATION_REFUSED = "delegation_refused"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

@@ -33,11 +33,11 @@ __all__ = [
     "ModelDelta",
     "ModelFinished",
     "ModelStarted",
+    "RemoteUpdate",
     "RunFinished",
     "RunStarted",
     "ToolFinished",
     "ToolStarted",
-    "events_json_schema",
 ]
 
 # Spans rebuilt from events, by span id (see `apply`).
@@ -305,6 +305,21 @@ class AgentFinished(EventBase):
             record["attributes"][attr.GEN_AI_USAGE_OUTPUT_TOKENS] = self.output_tokens
 
 
+class RemoteUpdate(EventBase):
+    """An agent of another system (A2A) reported how its task goes."""
+
+    type: Literal["remote_update"] = "remote_update"
+    url: str = Field(description="The remote agent's service.")
+    task_id: str = Field(description="Its task there (a run, for a Baton service).")
+    state: str = Field(description="The task's A2A state: working, completed, failed...")
+    text: str = ""
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return f"[magenta]⇢[/] {self.agent} {self.state}" + (f": {self.text}" if self.text else "")
+
+
 class ApprovalRequested(EventBase):
     """A call waits for a person's decision."""
 
@@ -367,6 +382,7 @@ Event = Annotated[
     | ToolFinished
     | DelegationRefused
     | AgentFinished
+    | RemoteUpdate
     | ApprovalRequested
     | ApprovalDecided
     | RunFinished,
@@ -374,14 +390,3 @@ Event = Annotated[
 ]
 # Parses stored or received events (`EVENTS.validate_python(data)`).
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
-
-
-def events_json_schema() -> dict[str, Any]:
-    """The JSON Schema of every event kind (what the UI's copy is generated from)."""
-    return EVENTS.json_schema(mode="serialization")
-
-
-if __name__ == "__main__":  # `make schema`: the UI's copy, generated, never edited by hand
-    import json
-
-    print(json.dumps(events_json_schema(), indent=2, sort_keys=True))

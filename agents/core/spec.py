@@ -20,6 +20,7 @@ __all__ = [
     "McpServerSpec",
     "ModelSpec",
     "RayOptions",
+    "RemoteSpec",
     "Timeouts",
     "ToolRef",
 ]
@@ -149,6 +150,31 @@ class McpServerSpec(_Strict):
         return self
 
 
+class RemoteSpec(_Strict):
+    """An agent that is another agent system (or any A2A agent), reached over A2A.
+
+    Delegating to it sends the task as an A2A message (with the trace context, the delegation
+    chain and the time left); its task's updates become the run's events.
+    """
+
+    url: str = Field(description="The agent's service: its card is at `/.well-known/...`.")
+    headers: dict[Annotated[str, Field(pattern=_HEADER_NAME)], str] = Field(
+        default_factory=dict,
+        description="Header name -> the environment variable holding its value (an API key).",
+    )
+    agent: str | None = Field(
+        default=None, description="A Baton service's entry agent to ask (default: its own)."
+    )
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"url {url!r} must start with http:// or https://")
+        return url.rstrip("/")
+
+
 class FileToolsSpec(_Strict):
     """Read-only file tools over one directory tree."""
 
@@ -180,6 +206,20 @@ class AgentSpec(AgentCard):
     files: FileToolsSpec | None = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
     ray: RayOptions = Field(default_factory=RayOptions)
+    a2a: RemoteSpec | None = Field(
+        default=None, description="A remote agent (A2A): it has no model, tools or delegates."
+    )
+
+    @model_validator(mode="after")
+    def _remote_is_a_leaf(self) -> AgentSpec:
+        if self.a2a is not None:
+            own = [k for k in ("model", "instructions", "tools", "delegates", "mcp", "files")
+                   if k in self.model_fields_set]  # fmt: skip
+            if own:
+                raise ValueError(
+                    f"a remote agent (a2a) does its work elsewhere: remove {', '.join(own)}"
+                )
+        return self
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -25,6 +25,7 @@ from agents.models.safety import forbid_remote_models
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
+from agents.runtime.remote import RemoteAgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import attributes as attr
 from tracing import (
@@ -139,7 +140,11 @@ class AgentHost:
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
             tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
-            runtime = AgentRuntime(
+            # A remote agent (A2A) is an agent whose one step is a message to another system.
+            kind = (
+                functools.partial(RemoteAgentRuntime, remote=spec.a2a) if spec.a2a else AgentRuntime
+            )
+            runtime = kind(
                 spec=spec,
                 model=LiteLLMClient(spec.model),
                 tools=tools,

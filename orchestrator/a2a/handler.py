@@ -43,10 +43,10 @@ from a2a.types import (
     UnsupportedOperationError,
 )
 
+from agents.core.a2a_meta import META_AGENT
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.a2a.tasks import (
-    META_AGENT,
     origin_of,
     run_state,
     stored_task,

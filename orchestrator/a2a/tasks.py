@@ -6,7 +6,6 @@ A2A's types are protocol buffers (a2a-sdk 1.x); this module only builds and read
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from a2a.types import (
     Artifact,
@@ -20,9 +19,17 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.struct_pb2 import Struct
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from agents.core.a2a_meta import (
+    META_AGENT,
+    META_CHAIN,
+    META_DEADLINE,
+    META_SYSTEMS,
+    META_USAGE,
+    TRACE_KEYS,
+    struct,
+)
 from agents.core.events import (
     AgentFinished,
     AgentStarted,
@@ -39,24 +46,12 @@ from orchestrator.submission import Origin
 __all__ = [
     "ANSWER",
     "FINAL_STATES",
-    "META_AGENT",
-    "META_CHAIN",
-    "META_DEADLINE",
-    "META_SYSTEMS",
-    "META_TRACEPARENT",
-    "message_metadata",
     "origin_of",
     "run_state",
     "stored_task",
     "task_update",
 ]
 
-# Keys of a message's metadata that carry a delegation across systems (see `Origin`).
-META_CHAIN = "baton.chain"
-META_SYSTEMS = "baton.systems"
-META_TRACEPARENT = "traceparent"  # and `tracestate`, as W3C names them
-META_AGENT = "baton.agent"  # the entry agent asked for (default: the system's)
-META_DEADLINE = "baton.deadline_s"  # seconds the caller still has
 # The artifact that holds a run's answer.
 ANSWER = "answer"
 
@@ -115,7 +110,7 @@ def stored_task(run: StoredRun, history_length: int | None = None) -> Task:
         id=run.id,
         context_id=context_id,
         status=_status(run_state(run.status), ended, run.id, context_id),
-        metadata=_struct({"baton.status": run.status.value, "baton.entry_agent": run.entry_agent}),
+        metadata=struct({"baton.status": run.status.value, "baton.entry_agent": run.entry_agent}),
     )
     if run.status == RunStatus.SUCCEEDED and run.output is not None:
         task.artifacts.append(_answer(run.id, run.output))
@@ -143,12 +138,15 @@ def task_update(
         )
     if isinstance(event, RunFinished):
         ended = event.output if event.status == RunStatus.SUCCEEDED else event.error
+        spent = struct({META_USAGE: event.usage.model_dump() if event.usage else None})
         return TaskStatusUpdateEvent(
-            **ids, status=_status(run_state(event.status), ended, run_id, context_id)
+            **ids,
+            status=_status(run_state(event.status), ended, run_id, context_id),
+            metadata=spent,
         )
     if isinstance(event, AgentStarted | AgentFinished | DelegationRefused | ApprovalRequested):
         working = _status(TaskState.TASK_STATE_WORKING, _plain(event), run_id, context_id)
-        meta = _struct({"baton.event": event.type, "baton.agent": event.agent})
+        meta = struct({"baton.event": event.type, "baton.agent": event.agent})
         return TaskStatusUpdateEvent(**ids, status=working, metadata=meta)
     return None
 
@@ -165,23 +163,6 @@ def _plain(event: Event) -> str:
     return event.type
 
 
-def message_metadata(
-    chain: tuple[str, ...],
-    systems: tuple[str, ...],
-    trace_context: dict[str, str],
-    deadline_s: float,
-) -> Struct:
-    """A delegation's place, for the metadata of the message that carries it to another system."""
-    return _struct(
-        {
-            META_CHAIN: list(chain),
-            META_SYSTEMS: list(systems),
-            META_DEADLINE: deadline_s,
-            **trace_context,
-        }
-    )
-
-
 def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | None, float | None]:
     """The delegation a message carries, its entry agent and the seconds its caller still has.
 
@@ -189,9 +170,9 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
     metadata, else from the request's headers.
     """
     meta = MessageToDict(message.metadata) if message.HasField("metadata") else {}
-    carrier = {k: str(meta[k]) for k in (META_TRACEPARENT, "tracestate") if meta.get(k)}
+    carrier = {k: str(meta[k]) for k in TRACE_KEYS if meta.get(k)}
     if not carrier:
-        carrier = {k: headers[k] for k in (META_TRACEPARENT, "tracestate") if headers.get(k)}
+        carrier = {k: headers[k] for k in TRACE_KEYS if headers.get(k)}
     origin = Origin(
         trace_context=carrier,
         chain=tuple(str(c) for c in meta.get(META_CHAIN) or ()),
@@ -201,9 +182,3 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
     agent, deadline = meta.get(META_AGENT), meta.get(META_DEADLINE)
     deadline_s = float(deadline) if isinstance(deadline, int | float) else None
     return origin, str(agent) if agent else None, deadline_s
-
-
-def _struct(data: dict[str, Any]) -> Struct:
-    struct = Struct()
-    struct.update({k: v for k, v in data.items() if v is not None})
-    return struct

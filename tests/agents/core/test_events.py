@@ -11,13 +11,13 @@ from typing import Any, get_args
 
 import pytest
 
+from agents.core.event_schema import events_json_schema
 from agents.core.events import (
     EVENTS,
     AgentStarted,
     Event,
     ModelDelta,
     ModelStarted,
-    events_json_schema,
 )
 from orchestrator.api import create_app
 from orchestrator.cli.common import console

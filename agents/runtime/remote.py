@@ -1,0 +1,251 @@
+"""A remote agent: another agent system (or any A2A agent), delegated to over A2A.
+
+It is an agent like the others to its callers, the guard, the trace and the diagram: the same
+invocation, `invoke_agent` span and events (`AgentRuntime`), but its one step is an A2A message
+instead of model and tool steps. The message carries the trace context, the delegation chain
+and the time left; the remote task's updates become `remote_update` events (its streamed answer,
+`model_delta` events); cancelling the invocation cancels the remote task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from opentelemetry import trace
+
+from agents.core.a2a_meta import META_USAGE, message_metadata, qualified_chain
+from agents.core.events import RemoteUpdate
+from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.spec import RemoteSpec
+from agents.runtime.calls import Invocation
+from agents.runtime.deltas import Deltas
+from agents.runtime.loop import AgentRuntime
+from tracing import attributes as attr
+from tracing import inject_context
+
+if TYPE_CHECKING:
+    from a2a.client import Client
+    from a2a.types import StreamResponse
+
+__all__ = ["RemoteAgentRuntime"]
+
+logger = logging.getLogger(__name__)
+
+# How long cancelling the remote task may take once the invocation is cancelled.
+_CANCEL_S = 5.0
+_ENDED = {
+    "TASK_STATE_COMPLETED": RunStatus.SUCCEEDED,
+    "TASK_STATE_FAILED": RunStatus.FAILED,
+    "TASK_STATE_CANCELED": RunStatus.CANCELLED,
+    "TASK_STATE_REJECTED": RunStatus.FAILED,
+    "TASK_STATE_INPUT_REQUIRED": RunStatus.FAILED,  # a delegation cannot answer questions
+    "TASK_STATE_AUTH_REQUIRED": RunStatus.FAILED,
+}
+
+
+@dataclass
+class _Exchange:
+    """What one invocation learnt of its remote task so far."""
+
+    task_id: str = ""
+    state: str = ""
+    answer: str = ""
+    said: str = ""  # the last status message
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class RemoteAgentRuntime(AgentRuntime):
+    """Runs a remote agent's invocations: one A2A exchange each (see the module)."""
+
+    remote: RemoteSpec | None = None
+    _client: Client | None = field(default=None, init=False, repr=False)
+
+    @property
+    def spec_remote(self) -> RemoteSpec:
+        """The remote agent's address and credentials."""
+        assert self.remote is not None
+        return self.remote
+
+    async def _connect(self) -> Client:
+        """The A2A client, made once from the agent's card (fetched again after a failure)."""
+        if self._client is None:
+            import httpx
+            from a2a.client import ClientConfig, ClientFactory
+
+            remote = self.spec_remote
+            headers = {name: os.environ.get(var, "") for name, var in remote.headers.items()}
+            http = httpx.AsyncClient(
+                headers=headers, timeout=httpx.Timeout(None, connect=remote.connect_timeout_s)
+            )
+            factory = ClientFactory(ClientConfig(streaming=True, httpx_client=http))
+            try:
+                self._client = await factory.create_from_url(remote.url)
+            except BaseException:
+                await http.aclose()
+                raise
+        return self._client
+
+    async def _loop(self, inv: Invocation) -> AgentResult:
+        remote, ctx, span = self.spec_remote, inv.ctx, trace.get_current_span()
+        where = urlsplit(remote.url)
+        span.set_attribute(attr.URL_FULL, remote.url)
+        span.set_attribute(attr.SERVER_ADDRESS, where.hostname or "")
+        if where.port:
+            span.set_attribute(attr.SERVER_PORT, where.port)
+        inv.steps = 1
+        seen = _Exchange()
+        try:
+            await asyncio.wait_for(self._exchange(inv, seen), max(ctx.time_left(), 0.001))
+        except TimeoutError:
+            await self._cancel_remote(seen)
+            return self._end(
+                inv,
+                RunStatus.LIMIT_EXCEEDED,
+                error=f"run deadline ({ctx.limits.deadline_s:g}s) passed while {remote.url} "
+                "worked on the task",
+            )
+        except asyncio.CancelledError:
+            await self._cancel_remote(seen)
+            raise
+        except Exception as exc:
+            self._client = None  # connect again next time (the card may have changed)
+            return self._end(inv, RunStatus.FAILED, error=_failure(remote.url, exc))
+        finally:
+            if seen.task_id:
+                span.set_attribute(attr.BATON_A2A_TASK_ID, seen.task_id)
+                span.set_attribute(attr.BATON_A2A_STATE, seen.state)
+        inv.usage = inv.usage + seen.usage
+        if ctx.limits.token_budget is not None and self.ledger is not None:
+            self.ledger.charge(ctx.run_id, seen.usage.total_tokens)
+        status = _ENDED.get(seen.state)
+        if status is None:
+            return self._end(
+                inv, RunStatus.FAILED, error=f"{remote.url} ended the stream in state {seen.state}"
+            )
+        if status == RunStatus.SUCCEEDED:
+            return self._end(inv, status, output=seen.answer)
+        detail = seen.said or seen.state.removeprefix("TASK_STATE_").lower()
+        return self._end(inv, status, error=f"{remote.url}: {detail}")
+
+    async def _exchange(self, inv: Invocation, seen: _Exchange) -> None:
+        from a2a.client import ClientCallContext
+        from a2a.types import Message, Part, Role, SendMessageRequest
+
+        ctx, remote = inv.ctx, self.spec_remote
+        client = await self._connect()
+        carrier = inject_context()  # this invocation's span: the remote run's parent
+        system = ctx.systems[-1] if ctx.systems else "baton"
+        metadata = message_metadata(
+            qualified_chain(ctx.chain, system), ctx.systems, carrier, ctx.time_left(), remote.agent
+        )
+        message = Message(
+            message_id=uuid.uuid4().hex,
+            role=Role.ROLE_USER,
+            parts=[Part(text=inv.delegation.task)],
+            metadata=metadata,
+        )
+        call = ClientCallContext(service_parameters=dict(carrier))
+        deltas = Deltas(lambda text: self._streamed(inv, text)) if ctx.stream else None
+        try:
+            async for response in client.send_message(
+                SendMessageRequest(message=message), context=call
+            ):
+                self._take(inv, response, seen, deltas)
+        finally:
+            if deltas is not None:
+                deltas.close()
+
+    def _take(
+        self, inv: Invocation, response: StreamResponse, seen: _Exchange, deltas: Deltas | None
+    ) -> None:
+        """Note one update of the remote task (and tell the run's followers)."""
+        from a2a.types import TaskState
+        from google.protobuf.json_format import MessageToDict
+
+        kind = response.WhichOneof("payload")
+        if kind == "task":
+            task = response.task
+            seen.task_id, seen.state = task.id, TaskState.Name(task.status.state)
+            for artifact in task.artifacts:
+                seen.answer = "".join(p.text for p in artifact.parts)
+            self._said(inv, seen, task.status, task.metadata)
+        elif kind == "status_update":
+            update = response.status_update
+            seen.task_id = seen.task_id or update.task_id
+            seen.state = TaskState.Name(update.status.state)
+            self._said(inv, seen, update.status, update.metadata)
+        elif kind == "artifact_update":
+            update = response.artifact_update
+            text = "".join(p.text for p in update.artifact.parts)
+            if update.append:
+                seen.answer += text
+                if deltas is not None:
+                    deltas.add(text)
+            else:
+                seen.answer = text
+        elif kind == "message":  # an agent that answers at once, without a task
+            seen.answer = "".join(p.text for p in response.message.parts)
+            seen.state = "TASK_STATE_COMPLETED"
+        if kind == "status_update":  # a Baton service says what the run spent, at its end
+            usage = MessageToDict(response.status_update.metadata).get(META_USAGE)
+            if isinstance(usage, dict):
+                seen.usage = Usage.model_validate(usage)
+
+    def _said(self, inv: Invocation, seen: _Exchange, status: Any, metadata: Any) -> None:
+        text = "".join(p.text for p in status.message.parts) if status.HasField("message") else ""
+        seen.said = text or seen.said
+        self._emit(
+            inv,
+            RemoteUpdate,
+            url=self.spec_remote.url,
+            task_id=seen.task_id,
+            state=seen.state.removeprefix("TASK_STATE_").lower(),
+            text=text[:500],
+        )
+
+    def _streamed(self, inv: Invocation, text: str) -> None:
+        from agents.core.events import ModelDelta
+
+        if self.events is not None:
+            delta = ModelDelta(
+                agent=self.spec.name,
+                chain=list(inv.ctx.chain),
+                invocation=inv.id,
+                step=1,
+                text=self.redactor.text(text),
+            )
+            self.events.emit(inv.ctx.run_id, delta)
+
+    async def _cancel_remote(self, seen: _Exchange) -> None:
+        """Cancel the remote task (bounded; a failure is logged, the invocation ends anyway)."""
+        if not seen.task_id or self._client is None:
+            return
+        from a2a.types import CancelTaskRequest
+
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                asyncio.shield(self._client.cancel_task(CancelTaskRequest(id=seen.task_id))),
+                _CANCEL_S,
+            )
+            return
+        logger.warning("could not cancel task %s at %s", seen.task_id, self.spec_remote.url)
+
+
+def _failure(url: str, exc: Exception) -> str:
+    """Why an exchange failed, for the caller's model: refused, unreachable, or what broke."""
+    from a2a.utils.errors import A2AError
+
+    if isinstance(exc, A2AError):
+        return f"refused by {url}: {exc}"
+    name = type(exc).__name__
+    if "Connect" in name or "Card" in name:
+        return f"cannot reach {url}: {name}: {exc}"
+    return f"{url} failed: {name}: {exc}"

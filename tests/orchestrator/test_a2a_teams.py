@@ -1,0 +1,160 @@
+"""Two Baton services on 127.0.0.1, team A delegating to team B over A2A: one trace across both
+stores, B's call in A's diagram, a cycle across the systems refused, cancelling A cancels B."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.service import ServiceProcess, all_events, submit
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+TEAM_A = """
+name: team_a
+agents:
+  - name: lead
+    description: Leads the work.
+    delegates: [team_b]
+  - name: team_b
+    description: Team B calculates, and can wait.
+    capabilities: [calculate, wait]
+    a2a: {{url: "{b}"}}
+"""
+
+TEAM_B = """
+name: team_b
+agents:
+  - name: worker
+    description: Works on what team A asks.
+    tools: [configs.tools:calculate]
+    delegates: [back, sleeper]
+  - name: back
+    description: A second opinion from team A.
+    capabilities: [second, opinion]
+    a2a: {{url: "{a}"}}
+  - name: sleeper
+    description: Waits.
+    capabilities: [wait]
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {{tool_calls: [{{name: slow_step, arguments: {{seconds: 30}}}}]}}
+          - {{content: rested}}
+"""
+
+
+@pytest.fixture(scope="module")
+def teams(ray_address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("teams")
+    a, b = (
+        ServiceProcess(
+            root / f"{name}.yaml",
+            f"sqlite+aiosqlite:///{root / name}.db",
+            ray_address,
+            root / f"{name}.log",
+            BATON_SSE_HEARTBEAT_S="1",
+        )
+        for name in ("a", "b")
+    )
+    (root / "a.yaml").write_text(TEAM_A.format(b=b.url))
+    (root / "b.yaml").write_text(TEAM_B.format(a=a.url))
+    a.start()
+    b.start()
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+async def get(url: str, path: str) -> Any:
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        answer = await client.get(path)
+        assert answer.status_code == 200, answer.text
+        return answer.json() if "json" in answer.headers["content-type"] else answer.text
+
+
+def spans(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for node in tree for s in [node, *spans(node["children"])]]
+
+
+async def run_on(service: ServiceProcess, task: str) -> tuple[dict[str, Any], list[Any]]:
+    answer = await submit(service.url, {"task": task, "stream": True})
+    assert answer.status_code == 202, answer.text
+    events = await all_events(service.url, answer.json()["id"])
+    return await get(service.url, f"/v1/runs/{answer.json()['id']}"), events
+
+
+async def test_a_delegation_to_another_system_is_one_trace_across_both_stores(
+    teams: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = teams
+    run, events = await run_on(a, "calculate 6 * 7")
+    assert run["status"] == "succeeded", run["error"]
+    assert "calculate: 42" in run["output"]
+    # A's trace has the remote agent's span, naming B's task: B's run.
+    trace_a = await get(a.url, f"/v1/runs/{run['id']}/trace")
+    [remote] = [s for s in spans(trace_a["spans"]) if s["name"] == "invoke_agent team_b"]
+    assert remote["attributes"]["url.full"] == b.url
+    task_id = remote["attributes"]["baton.a2a.task_id"]
+    run_b = await get(b.url, f"/v1/runs/{task_id}")
+    assert run_b["status"] == "succeeded" and run_b["entry_agent"] == "worker"
+    # One trace id across both stores: B's root span is a child of A's remote-agent span.
+    trace_b = await get(b.url, f"/v1/runs/{task_id}/trace")
+    assert trace_b["trace_id"] == trace_a["trace_id"]
+    [root_b] = trace_b["spans"]
+    assert root_b["parent_span_id"] == remote["span_id"]
+    # B's chain goes on from A's, each name qualified by its system.
+    [worker] = [s for s in spans(trace_b["spans"]) if s["name"] == "invoke_agent worker"]
+    chain = worker["attributes"]["baton.delegation.chain"]
+    assert chain == ["team_a/lead", "team_a/team_b", "worker"]
+    # A's run counts what B spent; A's events tell how B's task went.
+    assert run["usage"]["input_tokens"] > run_b["usage"]["input_tokens"] > 0
+    states = [d["state"] for _, kind, d in events if kind == "remote_update"]
+    assert states[0] in ("submitted", "working") and states[-1] == "completed"
+    # A's diagram shows the call to B and its answer.
+    diagram = await get(a.url, f"/v1/runs/{run['id']}/diagram?detail=agents")
+    assert "participant a4 as team_b" in diagram
+    assert "a3->>+a4: delegate_to_team_b" in diagram and "a4-->>-a3: ok" in diagram
+
+
+async def test_a_cycle_across_systems_is_refused_by_the_system_it_would_reenter(
+    teams: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, _ = teams
+    before = (await get(a.url, "/v1/runs?limit=1"))["total"]
+    run, _ = await run_on(a, "calculate 6 * 7 with a second opinion")
+    # B's worker asked A again (team_a -> team_b -> team_a): A refused, and said why.
+    assert "delegation cycle across agent systems: team_a -> team_b -> team_a" in run["output"]
+    assert "calculate: 42" in run["output"]  # the rest of the work went on
+    assert (await get(a.url, "/v1/runs?limit=1"))["total"] == before + 1  # no run for it
+
+
+async def test_cancelling_a_run_cancels_the_task_it_gave_another_system(
+    teams: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = teams
+    answer = await submit(a.url, {"task": "wait for it"})
+    run_id = answer.json()["id"]
+    # Wait until B's run is under way (its sleeper is in a 30 s tool call).
+    for _ in range(300):
+        found = await get(b.url, "/v1/runs?status=running")
+        if found["runs"]:
+            break
+        await asyncio.sleep(0.1)
+    [run_b] = found["runs"]
+    async with httpx.AsyncClient(base_url=a.url) as client:
+        assert (await client.post(f"/v1/runs/{run_id}/cancel")).status_code == 202
+    events = await all_events(a.url, run_id)
+    assert events[-1][2]["status"] == "cancelled"
+    for _ in range(100):
+        status = (await get(b.url, f"/v1/runs/{run_b['id']}"))["status"]
+        if status != "running":
+            break
+        await asyncio.sleep(0.1)
+    assert status == "cancelled"
