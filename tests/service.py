@@ -30,8 +30,12 @@ __all__ = [
     "submit",
 ]
 
-# The API keys of the tests' guarded service.
-KEYS = ("sk-baton-guarded-key-one-0001", "sk-baton-guarded-key-two-0002")
+# The API keys of the tests' guarded service (each its own rate budget; the third is A2A's).
+KEYS = (
+    "sk-baton-guarded-key-one-0001",
+    "sk-baton-guarded-key-two-0002",
+    "sk-baton-guarded-key-three-0003",
+)
 
 # An agent whose one tool call waits for approval.
 CLERK = """

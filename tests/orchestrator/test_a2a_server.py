@@ -22,7 +22,7 @@ from a2a.types import (
 )
 from google.protobuf.struct_pb2 import Struct
 
-from tests.service import STORY
+from tests.service import KEYS, STORY, ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -105,3 +105,21 @@ async def test_cancelling_a_task_cancels_its_run(api: str) -> None:
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
     async with httpx.AsyncClient(base_url=api) as http:
         assert (await http.get(f"/v1/runs/{task_id}")).json()["status"] == "cancelled"
+
+
+async def test_behind_api_keys_the_card_says_so_and_messages_need_a_key(
+    guarded: ServiceProcess,
+) -> None:
+    async with httpx.AsyncClient(base_url=guarded.url) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()  # public
+        refused = await http.post("/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert refused.status_code == 401
+    assert refused.json()["error"]["code"] == "unauthorized"
+    key = httpx.AsyncClient(headers={"Authorization": f"Bearer {KEYS[2]}"})
+    client = await create_client(guarded.url, ClientConfig(streaming=False, httpx_client=key))
+    async with client:
+        [answer] = [r async for r in client.send_message(message("calculate 2 + 3"))]
+    assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert "calculate: 5" in answer.task.artifacts[0].parts[0].text
