@@ -197,7 +197,10 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
     return issues
 
 
-def _check_connections(src: Located, config: SystemConfig, i: int, agent: AgentSpec) -> list[ConfigIssue]:
+def _check_connections(
+    src: Located, config: SystemConfig, i: int, agent: AgentSpec
+) -> list[ConfigIssue]:
+    """MCP servers (names unique per agent) and remote agents: variables they need forwarded."""
     issues = []
     seen: dict[str, int] = {}
     for j, server in enumerate(agent.mcp):

@@ -79,7 +79,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
             agent.name,
             ", ".join(topology.delegates(agent.name)) or "-",
             _tools_cell(agent),
-            agent.model.name,
+            agent.answered_by,
         )
     console.print(table)
     reasons = {a.name: own_actors_reason(a) for a in system.config.agents}

@@ -280,7 +280,7 @@ class AgentView(BaseModel):
     name: str
     description: str
     capabilities: list[str]
-    model: str
+    model: str = Field(description="Its model; for a remote agent, `a2a URL`.")
     tools: list[str]
     delegates: list[str]
     own_actors: str | None = Field(

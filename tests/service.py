@@ -133,6 +133,7 @@ class ServiceProcess:
     def __init__(self, config: Path, store_url: str, ray_address: str, log: Path, **env: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.config = config
         self.log = log
         self._args = [
             sys.executable, "-m", "orchestrator", "serve",

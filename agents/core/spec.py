@@ -235,6 +235,11 @@ class AgentSpec(AgentCard):
         # `model: openai/gpt-4o-mini` is the common case; the mapping form adds params.
         return {"name": value} if isinstance(value, str) else value
 
+    @property
+    def answered_by(self) -> str:
+        """What does its work: its model, or the remote agent it stands for (A2A)."""
+        return f"a2a {self.a2a.url}" if self.a2a is not None else self.model.name
+
     def card(self) -> AgentCard:
         """What other agents are told about this one (in their delegation tools)."""
         return AgentCard(

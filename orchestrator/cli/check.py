@@ -1,4 +1,4 @@
-"""`baton check`: validate an agent system, and reach its MCP servers."""
+"""`baton check`: validate an agent system, and reach its MCP servers and remote agents."""
 
 from __future__ import annotations
 
@@ -25,24 +25,54 @@ def check(
         bool,
         typer.Option(
             "--offline",
-            help="Validate without starting or contacting the MCP servers the config names.",
+            help="Validate without starting or contacting the MCP servers and remote (A2A) "
+            "agents the config names.",
         ),
     ] = False,
 ) -> None:
     """Validate an agent system and print its topology, or every error found.
 
     Unless --offline, every MCP server the config names is started (stdio) or reached (HTTP)
-    and asked for its tools: a config is as trusted as code. Tools named by import path are
-    imported either way.
+    and asked for its tools: a config is as trusted as code; every remote agent's card is
+    fetched. Tools named by import path are imported either way.
     """
     system = load_system(path, Settings())
     print_topology(console, system)
-    if any(a.mcp for a in system.config.agents):
-        if offline:
-            console.print("MCP servers not contacted (--offline)", style="yellow")
-        elif not asyncio.run(_check_mcp(system)):
-            raise typer.Exit(1)
+    outside = any(a.mcp or a.a2a for a in system.config.agents)
+    if outside and offline:
+        console.print("MCP servers and remote agents not contacted (--offline)", style="yellow")
+    elif outside and not all(asyncio.run(_reach(system))):
+        raise typer.Exit(1)
     console.print(f"{system.source}: ok", style="bold green")
+
+
+async def _reach(system: AgentSystem) -> tuple[bool, bool]:
+    return await _check_mcp(system), await _check_remote(system)
+
+
+async def _check_remote(system: AgentSystem) -> bool:
+    """Fetch every remote agent's card, as its host will; say what it offers or why not."""
+    import os
+
+    import httpx
+    from a2a.client import A2ACardResolver
+
+    healthy = True
+    for agent in system.config.agents:
+        if agent.a2a is None:
+            continue
+        remote = agent.a2a
+        headers = {name: os.environ.get(var, "") for name, var in remote.headers.items()}
+        try:
+            async with httpx.AsyncClient(headers=headers, timeout=remote.connect_timeout_s) as http:
+                card = await A2ACardResolver(http, remote.url).get_agent_card()
+        except Exception as exc:
+            err.print(f"{agent.name}: cannot reach the A2A agent at {remote.url}: {exc}")
+            healthy = False
+            continue
+        skills = ", ".join(s.id for s in card.skills) or "no skills listed"
+        console.print(f"{agent.name}: A2A agent {card.name!r} at {remote.url} ({skills})")
+    return healthy
 
 
 async def _check_mcp(system: AgentSystem) -> bool:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from orchestrator.cli import app
 from tests.service import ServiceProcess, all_events, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = pytest.mark.ray
 
 TEAM_A = """
 name: team_a
@@ -90,6 +93,7 @@ async def run_on(service: ServiceProcess, task: str) -> tuple[dict[str, Any], li
     return await get(service.url, f"/v1/runs/{answer.json()['id']}"), events
 
 
+@pytest.mark.anyio
 async def test_a_delegation_to_another_system_is_one_trace_across_both_stores(
     teams: tuple[ServiceProcess, ServiceProcess],
 ) -> None:
@@ -123,6 +127,7 @@ async def test_a_delegation_to_another_system_is_one_trace_across_both_stores(
     assert "a3->>+a4: delegate_to_team_b" in diagram and "a4-->>-a3: ok" in diagram
 
 
+@pytest.mark.anyio
 async def test_a_cycle_across_systems_is_refused_by_the_system_it_would_reenter(
     teams: tuple[ServiceProcess, ServiceProcess],
 ) -> None:
@@ -135,6 +140,7 @@ async def test_a_cycle_across_systems_is_refused_by_the_system_it_would_reenter(
     assert (await get(a.url, "/v1/runs?limit=1"))["total"] == before + 1  # no run for it
 
 
+@pytest.mark.anyio
 async def test_cancelling_a_run_cancels_the_task_it_gave_another_system(
     teams: tuple[ServiceProcess, ServiceProcess],
 ) -> None:
@@ -158,3 +164,18 @@ async def test_cancelling_a_run_cancels_the_task_it_gave_another_system(
             break
         await asyncio.sleep(0.1)
     assert status == "cancelled"
+
+
+def test_baton_check_fetches_each_remote_agents_card(
+    teams: tuple[ServiceProcess, ServiceProcess], tmp_path: Path
+) -> None:
+    a, b = teams
+    done = CliRunner().invoke(app, ["check", str(a.config)], env={"COLUMNS": "200"})
+    assert done.exit_code == 0, done.output
+    assert f"a2a {b.url}" in done.output  # the topology's model column
+    assert f"team_b: A2A agent 'team_b' at {b.url} (worker, back, sleeper)" in done.output
+    gone = tmp_path / "gone.yaml"
+    gone.write_text(TEAM_A.format(b="http://127.0.0.1:9"))
+    failed = CliRunner().invoke(app, ["check", str(gone)], env={"COLUMNS": "200"})
+    assert failed.exit_code == 1
+    assert "team_b: cannot reach the A2A agent at http://127.0.0.1:9" in failed.output

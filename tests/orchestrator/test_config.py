@@ -129,3 +129,33 @@ def test_an_unreadable_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
 def test_model_accepts_a_plain_litellm_string() -> None:
     system = parse_config("agents:\n  - name: a\n    model: openai/gpt-4o-mini\n")
     assert system.agent("a").model.name == "openai/gpt-4o-mini"
+
+
+def test_a_remote_agent_is_a_leaf_with_a_web_url() -> None:
+    errors = _errors("""
+        agents:
+          - name: a
+            delegates: [far]
+          - name: far
+            tools: [configs.tools:calculate]
+            a2a: {url: "http://127.0.0.1:9/"}
+          - name: wrong
+            a2a: {url: "ftp://example.org"}
+    """)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith("team.yaml:5:")
+    assert "agents[1]: a remote agent (a2a) does its work elsewhere: remove tools" in errors[0]
+    assert "agents[2].a2a.url: url 'ftp://example.org' must start with http" in errors[1]
+
+
+def test_a_remote_agents_header_variables_must_be_forwarded() -> None:
+    errors = _errors("""
+        agents:
+          - name: a
+            delegates: [far]
+          - name: far
+            a2a: {url: "https://example.org", headers: {Authorization: TEAM_KEY}}
+    """)
+    assert len(errors) == 1, errors
+    assert "agents[1].a2a.headers.Authorization" in errors[0]
+    assert "TEAM_KEY must also be listed under the top-level env:" in errors[0]

@@ -49,7 +49,7 @@ async def agents(service: Service) -> AgentsView:
                 name=a.name,
                 description=a.description,
                 capabilities=list(a.capabilities),
-                model=a.model.name,
+                model=a.answered_by,
                 tools=[t.function for t in a.tools],
                 delegates=topology.delegates(a.name),
                 own_actors=own_actors_reason(a),
