@@ -14,6 +14,7 @@ __all__ = [
     "META_AGENT",
     "META_CHAIN",
     "META_DEADLINE",
+    "META_STATUS",
     "META_SYSTEMS",
     "META_USAGE",
     "TRACE_KEYS",
@@ -27,6 +28,7 @@ META_SYSTEMS = "baton.systems"  # the agent systems the chain went through, in o
 META_DEADLINE = "baton.deadline_s"  # seconds the caller still has
 META_AGENT = "baton.agent"  # the entry agent asked for (default: the system's)
 META_USAGE = "baton.usage"  # what the run spent (a final status update's metadata)
+META_STATUS = "baton.status"  # how the run ended, in Baton's words (limit_exceeded...)
 TRACE_KEYS = ("traceparent", "tracestate")  # W3C trace context, as in HTTP headers
 
 

@@ -39,12 +39,12 @@ from agents.tools.delegate import DelegateTool
 from tracing import Redactor, record_content, set_outcome, span_ids, tool_span
 from tracing import attributes as attr
 
-__all__ = ["Invocation", "ToolCalls"]
+__all__ = ["DELEGATION_GRACE_S", "Invocation", "ToolCalls"]
 
 _E = TypeVar("_E", bound=EventBase)
 # A child gets this long past the run deadline to report its own limit before its caller stops
 # waiting for it.
-_DELEGATION_GRACE_S = 2.0
+DELEGATION_GRACE_S = 2.0
 # How much of a call's arguments a person sees when asked to approve it.
 _APPROVAL_ARGUMENTS_CHARS = 4000
 
@@ -190,7 +190,7 @@ class ToolCalls:
             if refused is not None:
                 return refused
         timeout = (
-            ctx.time_left() + _DELEGATION_GRACE_S
+            ctx.time_left() + DELEGATION_GRACE_S
             if is_delegation
             else min(self.spec.timeouts.tool, ctx.time_left())
         )

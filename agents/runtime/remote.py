@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 
 from opentelemetry import trace
 
-from agents.core.a2a_meta import META_USAGE, message_metadata, qualified_chain
+from agents.core.a2a_meta import META_STATUS, META_USAGE, message_metadata, qualified_chain
 from agents.core.events import RemoteUpdate
 from agents.core.messages import AgentResult, RunStatus, Usage
 from agents.core.spec import RemoteSpec
-from agents.runtime.calls import Invocation
+from agents.runtime.calls import DELEGATION_GRACE_S, Invocation
 from agents.runtime.deltas import Deltas
 from agents.runtime.loop import AgentRuntime
 from tracing import attributes as attr
@@ -59,6 +59,7 @@ class _Exchange:
     answer: str = ""
     said: str = ""  # the last status message
     usage: Usage = field(default_factory=Usage)
+    status: RunStatus | None = None  # how it ended, when a Baton service said so
 
 
 @dataclass
@@ -103,7 +104,9 @@ class RemoteAgentRuntime(AgentRuntime):
         inv.steps = 1
         seen = _Exchange()
         try:
-            await asyncio.wait_for(self._exchange(inv, seen), max(ctx.time_left(), 0.001))
+            # As for a delegation here: the remote run gets a moment to report its own limit.
+            wait = max(ctx.time_left(), 0.001) + DELEGATION_GRACE_S
+            await asyncio.wait_for(self._exchange(inv, seen), wait)
         except TimeoutError:
             await self._cancel_remote(seen)
             return self._end(
@@ -125,7 +128,7 @@ class RemoteAgentRuntime(AgentRuntime):
         inv.usage = inv.usage + seen.usage
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, seen.usage.total_tokens)
-        status = _ENDED.get(seen.state)
+        status = seen.status or _ENDED.get(seen.state)
         if status is None:
             return self._end(
                 inv, RunStatus.FAILED, error=f"{remote.url} ended the stream in state {seen.state}"
@@ -194,10 +197,12 @@ class RemoteAgentRuntime(AgentRuntime):
         elif kind == "message":  # an agent that answers at once, without a task
             seen.answer = "".join(p.text for p in response.message.parts)
             seen.state = "TASK_STATE_COMPLETED"
-        if kind == "status_update":  # a Baton service says what the run spent, at its end
-            usage = MessageToDict(response.status_update.metadata).get(META_USAGE)
-            if isinstance(usage, dict):
-                seen.usage = Usage.model_validate(usage)
+        if kind == "status_update":  # a Baton service says how its run ended and what it spent
+            meta = MessageToDict(response.status_update.metadata)
+            if isinstance(meta.get(META_USAGE), dict):
+                seen.usage = Usage.model_validate(meta[META_USAGE])
+            if meta.get(META_STATUS) in set(RunStatus) and seen.state in _ENDED:
+                seen.status = RunStatus(meta[META_STATUS])
 
     def _said(self, inv: Invocation, seen: _Exchange, status: Any, metadata: Any) -> None:
         text = "".join(p.text for p in status.message.parts) if status.HasField("message") else ""

@@ -25,6 +25,7 @@ from agents.core.a2a_meta import (
     META_AGENT,
     META_CHAIN,
     META_DEADLINE,
+    META_STATUS,
     META_SYSTEMS,
     META_USAGE,
     TRACE_KEYS,
@@ -110,7 +111,7 @@ def stored_task(run: StoredRun, history_length: int | None = None) -> Task:
         id=run.id,
         context_id=context_id,
         status=_status(run_state(run.status), ended, run.id, context_id),
-        metadata=struct({"baton.status": run.status.value, "baton.entry_agent": run.entry_agent}),
+        metadata=struct({META_STATUS: run.status.value, "baton.entry_agent": run.entry_agent}),
     )
     if run.status == RunStatus.SUCCEEDED and run.output is not None:
         task.artifacts.append(_answer(run.id, run.output))
@@ -138,7 +139,12 @@ def task_update(
         )
     if isinstance(event, RunFinished):
         ended = event.output if event.status == RunStatus.SUCCEEDED else event.error
-        spent = struct({META_USAGE: event.usage.model_dump() if event.usage else None})
+        spent = struct(
+            {
+                META_USAGE: event.usage.model_dump() if event.usage else None,
+                META_STATUS: event.status.value,
+            }
+        )
         return TaskStatusUpdateEvent(
             **ids,
             status=_status(run_state(event.status), ended, run_id, context_id),

@@ -18,6 +18,7 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     TaskState,
 )
 from google.protobuf.struct_pb2 import Struct
@@ -94,15 +95,25 @@ async def test_a_streamed_message_sends_status_updates_and_the_answer_as_it_is_w
     assert final.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_cancelling_a_task_cancels_its_run(api: str) -> None:
-    client = await create_client(api, ClientConfig(streaming=False, polling=True))
+async def test_a_subscriber_follows_a_task_that_is_cancelled_to_its_end(api: str) -> None:
+    client = await create_client(api, ClientConfig(streaming=True))
     async with client:
         request = message("wait", **{"baton.agent": "sleeper"})
         request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
-        [answer] = [r async for r in client.send_message(request)]
-        task_id = answer.task.id
+        started = client.send_message(request)
+        first = await anext(aiter(started))
+        task_id = first.task.id
+        await started.aclose()  # this stream is left; a subscription follows the task instead
+        subscription = client.subscribe(SubscribeToTaskRequest(id=task_id))
+        now = await anext(aiter(subscription))
+        assert now.task.id == task_id and now.task.status.state in (
+            TaskState.TASK_STATE_SUBMITTED,
+            TaskState.TASK_STATE_WORKING,
+        )
         cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
+        rest = [r async for r in subscription]
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_CANCELED
     async with httpx.AsyncClient(base_url=api) as http:
         assert (await http.get(f"/v1/runs/{task_id}")).json()["status"] == "cancelled"
 

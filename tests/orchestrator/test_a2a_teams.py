@@ -4,6 +4,7 @@ stores, B's call in A's diagram, a cycle across the systems refused, cancelling 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,23 @@ async def test_cancelling_a_run_cancels_the_task_it_gave_another_system(
             break
         await asyncio.sleep(0.1)
     assert status == "cancelled"
+
+
+@pytest.mark.anyio
+async def test_the_callers_deadline_travels_to_the_other_system(
+    teams: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = teams
+    answer = await submit(a.url, {"task": "wait for it", "deadline_s": 3})
+    events = await all_events(a.url, answer.json()["id"])
+    assert events[-1][2]["status"] == "limit_exceeded"
+    [task_id] = {d["task_id"] for _, kind, d in events if kind == "remote_update"}
+    # B's run had the time A had left (not its own 60 s): it stopped itself and said so.
+    run_b = await get(b.url, f"/v1/runs/{task_id}")
+    assert run_b["status"] == "limit_exceeded", run_b
+    assert re.search(r"run deadline \(2\.\d+s\) passed", run_b["error"]), run_b["error"]
+    finished = [d for _, kind, d in events if kind == "agent_finished" and d["agent"] == "team_b"]
+    assert finished[0]["status"] == "limit_exceeded"
 
 
 def test_baton_check_fetches_each_remote_agents_card(
