@@ -21,16 +21,15 @@ from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
-from orchestrator.live_trace import adopt_orphans
 from orchestrator.results import RunResult, events_sent, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
+from orchestrator.run_spans import gather_spans
 from orchestrator.submission import Lineage, Origin
 from tracing import (
     OtlpExport,
     Redactor,
     SpanCollector,
     SpanRecord,
-    agent_span_counts,
     configure_tracing,
     end_workflow,
     extract_context,
@@ -46,8 +45,8 @@ logger = logging.getLogger(__name__)
 
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
-# How long a finished run waits for spans still on their way from agent actors.
-SPANS_WAIT_S = 3.0
+# How often a cancelled run that goes on is cancelled again.
+_RECANCEL_S = 0.25
 
 
 class Engine:
@@ -260,7 +259,7 @@ class Engine:
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
-            spans = await self._gather_spans(run_id, trace_id, tree) if recorded else []
+            spans = await self._spans(run_id, trace_id, tree) if recorded else []
             if self._export is not None and spans:
                 self._export.export(spans)
             redact = self._collector.redactor
@@ -317,7 +316,7 @@ class Engine:
         def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
             self._inflight[run_id] = ref
             if run_id in self._cancelled:  # asked to stop while the call was being made
-                ray.cancel(ref, recursive=True)
+                self._stop(run_id, ref)
 
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
@@ -347,38 +346,8 @@ class Engine:
         finally:
             self._inflight.pop(run_id, None)
 
-    async def _gather_spans(
-        self, run_id: str, trace_id: int, tree: AgentResult
-    ) -> list[SpanRecord]:
-        """Every span of the run, from every process.
-
-        The orchestrator's own, the entry agent's (in its result), and those the sub-agents sent to
-        the ledger before they returned (or were cancelled).
-        """
-        spans = self._collector.drain(trace_id) + tree.spans
-        copies, tree.spans, tree.shipped_spans = tree.shipped_spans, [], []
-        own, lost = agent_span_counts(spans)
-        # Results made here (refused entry, cancellation) or by a caller for a dead actor
-        # stand for no invocation that can send spans.
-        expected = sum(1 for node in tree.walk() if node.actor is not None and not node.lost)
-        shipped = tree.spans_sent  # the entry agent's spans sent as its steps ended
-        if tree.status != RunStatus.CANCELLED and not lost:
-            if own >= expected and not shipped:
-                return spans  # a single agent: complete without asking the ledger
-            # Every invocation ran in the entry's process: what it sent, it also returned.
-            if all(node.actor == tree.actor for node in tree.walk()):
-                complete = spans + copies
-                if agent_span_counts(complete)[0] >= expected:
-                    return complete
-        # Sent before the results were, but from other processes: wait (bounded) for them.
-        kept, missing = await self.ledger.collect_spans(
-            run_id, own, lost, expected, SPANS_WAIT_S, shipped
-        )
-        if missing:
-            logger.warning("run %s: spans of %d invocations did not arrive", run_id, missing)
-        if lost or agent_span_counts(kept)[1]:  # dead actors: hang what they sent under them
-            adopt_orphans(spans + kept, (await self.ledger.snapshot(run_id))[1])
-        return spans + kept
+    async def _spans(self, run_id: str, trace_id: int, tree: AgentResult) -> list[SpanRecord]:
+        return await gather_spans(self.ledger, self._collector.drain(trace_id), run_id, tree)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.
@@ -392,6 +361,16 @@ class Engine:
         self._cancelled.add(run_id)
         ref = self._inflight.get(run_id)
         if ref is not None:
-            # recursive: the delegations the entry agent started are cancelled too.
-            ray.cancel(ref, recursive=True)
+            self._stop(run_id, ref)
         return True
+
+    def _stop(self, run_id: str, ref: ray.ObjectRef[AgentResult]) -> None:
+        """Cancel the entry agent's call (recursive: its delegations too) while the run goes on.
+
+        Asked again every `_RECANCEL_S`: Ray drops a cancellation that reaches an async actor
+        before the call's coroutine is queued there (ray-project/ray#52628), and the call then
+        runs to its end: a run cancelled as it starts would go on.
+        """
+        if run_id in self._active and self._inflight.get(run_id) is ref:
+            ray.cancel(ref, recursive=True)
+            asyncio.get_running_loop().call_later(_RECANCEL_S, self._stop, run_id, ref)

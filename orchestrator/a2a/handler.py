@@ -62,8 +62,9 @@ from orchestrator.submission import Submission
 
 __all__ = ["BatonRequestHandler"]
 
-# How long a cancelled task's answer waits for the run to end (it usually takes milliseconds).
-_CANCEL_WAIT_S = 10.0
+# How long a cancelled task's answer waits for the run to end (it usually takes milliseconds;
+# past this the task is answered as it stands, its cancellation under way).
+_CANCEL_WAIT_S = 3.0
 _PAGE = 50
 # The statuses a `status` filter of ListTasks can name (one per A2A state).
 _LISTED = (

@@ -28,6 +28,11 @@ from tests.service import KEYS, STORY, ServiceProcess
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
 
+def config(**options: bool) -> ClientConfig:
+    # httpx's default 5 s read timeout would cut a quiet stream (a tool call of a few seconds).
+    return ClientConfig(httpx_client=httpx.AsyncClient(timeout=60), **options)
+
+
 def message(text: str, **metadata: Any) -> SendMessageRequest:
     meta = Struct()
     meta.update(metadata)
@@ -52,7 +57,7 @@ async def test_the_agent_card_describes_the_system_and_where_to_send_messages(ap
 
 
 async def test_a_message_sent_blocking_is_a_run_whose_task_has_the_answer(api: str) -> None:
-    client = await create_client(api, ClientConfig(streaming=False))
+    client = await create_client(api, config(streaming=False))
     async with client:
         [answer] = [r async for r in client.send_message(message("calculate 6 * 7"))]
         task = answer.task
@@ -73,7 +78,7 @@ async def test_a_message_sent_blocking_is_a_run_whose_task_has_the_answer(api: s
 async def test_a_streamed_message_sends_status_updates_and_the_answer_as_it_is_written(
     api: str,
 ) -> None:
-    client = await create_client(api, ClientConfig(streaming=True))
+    client = await create_client(api, config(streaming=True))
     async with client:
         updates = [
             r async for r in client.send_message(message("tell it", **{"baton.agent": "narrator"}))
@@ -96,7 +101,7 @@ async def test_a_streamed_message_sends_status_updates_and_the_answer_as_it_is_w
 
 
 async def test_a_subscriber_follows_a_task_that_is_cancelled_to_its_end(api: str) -> None:
-    client = await create_client(api, ClientConfig(streaming=True))
+    client = await create_client(api, config(streaming=True))
     async with client:
         request = message("wait", **{"baton.agent": "sleeper"})
         request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
