@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec
+from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
 from orchestrator.topology import Topology, build_topology
@@ -160,6 +161,11 @@ def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
 def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
     issues = []
     for i, agent in enumerate(config.agents):
+        if isinstance(agent.output_schema, str):  # a pydantic model's import path
+            try:
+                load_output_model(agent.output_schema)
+            except ValueError as exc:
+                issues.append(src.issue(("agents", i, "output_schema"), str(exc)))
         names: dict[str, str] = {}
         for j, ref in enumerate(agent.tools):
             path = ref.function

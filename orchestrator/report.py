@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from rich.console import Console, Group
+from rich.json import JSON
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -223,9 +224,12 @@ def print_run_view(console: Console, run: RunView) -> None:
     """A run: its answer or error in a panel, then usage, routing and the delegation tree."""
     body = run.output if run.status == RunStatus.SUCCEEDED.value else (run.error or "")
     duration = f" · {run.duration_s:.2f}s" if run.duration_s is not None else ""
+    shown: JSON | Text = Text(body or "(empty)")
+    if run.output_json is not None:  # a structured answer (the entry agent's output_schema)
+        shown = JSON.from_data(run.output_json)
     console.print(
         Panel(
-            Text(body or "(empty)"),
+            shown,
             title=f"run {run.id} · {run.status}{duration}",
             border_style=_status_style(run.status),
         )

@@ -5,6 +5,7 @@ These models make the OpenAPI document.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -134,6 +135,7 @@ class RunView(BaseModel):
     entry_agent: str | None
     routing: dict[str, Any] | None
     output: str | None
+    output_json: Any = Field(default=None, description="The answer parsed (`output_schema`).")
     error: str | None
     usage: Usage
     created_at: float = Field(description="Unix seconds.")
@@ -324,6 +326,18 @@ class Readiness(BaseModel):
     )
 
 
+def _structured(run: StoredRun) -> Any:
+    """The answer as JSON, if the entry agent (as the run's config had it) declares a shape."""
+    agents = {a.get("name"): a for a in (run.config or {}).get("agents") or []}
+    declared = agents.get(run.entry_agent, {}).get("output_schema")
+    if run.status != RunStatus.SUCCEEDED or not declared or run.output is None:
+        return None
+    try:
+        return json.loads(run.output)
+    except json.JSONDecodeError:  # an answer from before the schema was declared
+        return None
+
+
 def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
     """A stored run as the API answers it, with links under `prefix`."""
     base = f"{prefix}/runs/{run.id}"
@@ -335,6 +349,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         entry_agent=run.entry_agent,
         routing=run.routing,
         output=run.output,
+        output_json=_structured(run),
         error=run.error,
         usage=run.usage,
         created_at=run.created_at,

@@ -53,6 +53,7 @@ __all__ = [
     "EVENT_APPROVAL_DECIDED",
     "EVENT_APPROVAL_REQUESTED",
     "EVENT_DELEGATION_REFUSED",
+    "EVENT_OUTPUT_INVALID",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
@@ -121,6 +122,8 @@ BATON_A2A_TASK_ID = "baton.a2a.task_id"
 BATON_A2A_STATE = "baton.a2a.state"
 # Span events (not spans) that the runtime records on tool spans.
 EVENT_DELEGATION_REFUSED = "delegation_refused"
+# ... and on agent spans: an answer that did not match the output schema (and was sent back).
+EVENT_OUTPUT_INVALID = "output_invalid"
 EVENT_APPROVAL_REQUESTED = "approval_requested"
 EVENT_APPROVAL_DECIDED = "approval_decided"
 

@@ -202,6 +202,19 @@ class AgentSpec(AgentCard):
     tools: tuple[ToolRef, ...] = ()
     delegates: tuple[str, ...] | Literal["*"] = ()
     max_steps: int | None = Field(default=None, ge=1)
+    output_schema: dict[str, Any] | str | None = Field(
+        default=None,
+        description="The final answer is JSON of this shape: an inline JSON Schema, or the "
+        "import path of a pydantic model (`package.module:Model`).",
+    )
+    output_retries: int = Field(
+        default=2, ge=0, le=10, description="Answers that do not match, told why and asked again."
+    )
+    output_mode: Literal["auto", "native", "prompt"] = Field(
+        default="auto",
+        description="native: the provider's structured-output mode (`response_format`); prompt: "
+        "the schema in the instructions; auto: native where litellm says the model has it.",
+    )
     mcp: tuple[McpServerSpec, ...] = ()
     files: FileToolsSpec | None = None
     timeouts: Timeouts = Field(default_factory=Timeouts)
@@ -209,6 +222,21 @@ class AgentSpec(AgentCard):
     a2a: RemoteSpec | None = Field(
         default=None, description="A remote agent (A2A): it has no model, tools or delegates."
     )
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema_or_model(cls, value: Any) -> Any:
+        if isinstance(value, str) and ":" not in value:
+            raise ValueError(f"{value!r} is not an import path (`package.module:Model`)")
+        if isinstance(value, dict):
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        return value
 
     @model_validator(mode="after")
     def _remote_is_a_leaf(self) -> AgentSpec:

@@ -79,15 +79,21 @@ class ModelClient:
 
     model: str
 
+    def supports_json_schema(self) -> bool:
+        """Whether the model takes a JSON Schema for its answer (`response_format`)."""
+        return False
+
     async def complete(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         on_text: TextSink | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """Answer the conversation `messages`, offered `tools` (OpenAI's function shape).
 
         With `on_text`, the model streams: each piece of its text goes there as it comes (the
-        reply still holds the whole message).
+        reply still holds the whole message). `response_format`: the shape of the answer, in
+        OpenAI's structured-output form.
         """
         raise NotImplementedError

@@ -103,11 +103,28 @@ def _final_answer(task: str, messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """The offline model's next message: `{"content": ...}` or `{"tool_calls": [...]}`."""
+def _shaped(schema: dict[str, Any], answer: str) -> Any:
+    """A value of the JSON Schema `schema` made from the answer's text (every property set)."""
+    if schema.get("type") == "object" or "properties" in schema:
+        return {k: _shaped(s, answer) for k, s in schema.get("properties", {}).items()}
+    if schema.get("type") == "string" and not ({"enum", "const"} & set(schema)):
+        return answer
+    return _argument("value", schema, answer)
+
+
+def offline_reply(
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    shape: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The offline model's next message: `{"content": ...}` or `{"tool_calls": [...]}`.
+
+    With `shape` (a JSON Schema) its final answer is JSON of that shape.
+    """
     task = _task(messages)
     if any(m.get("role") == "assistant" and m.get("tool_calls") for m in messages):
-        return {"content": _final_answer(task, messages)}
+        answer = _final_answer(task, messages)
+        return {"content": json.dumps(_shaped(shape, answer)) if shape else answer}
     wanted = terms(task)
     calls = []
     for tool in tools:
@@ -120,7 +137,8 @@ def offline_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -
             )
     if calls:
         return {"tool_calls": calls}
-    return {"content": f"No tool matched, so this is a direct reply to: {task[:500]}"}
+    answer = f"No tool matched, so this is a direct reply to: {task[:500]}"
+    return {"content": json.dumps(_shaped(shape, answer)) if shape else answer}
 
 
 def scripted_reply(

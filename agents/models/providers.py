@@ -45,7 +45,8 @@ PROVIDER = "baton"
 def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
     tools = params.get("tools") or []
     if model == "offline":
-        return offline_reply(messages, tools)
+        shape = ((params.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        return offline_reply(messages, tools, shape)
     if model == "scripted":
         return scripted_reply(
             messages, params.get("replies") or [], bool(params.get("repeat_last", False))

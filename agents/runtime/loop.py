@@ -7,10 +7,13 @@ tests as it is.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from opentelemetry import trace
 
 from agents.core.events import (
     AgentFinished,
@@ -29,6 +32,7 @@ from agents.models.base import (
 from agents.runtime.calls import Invocation
 from agents.runtime.model_calls import ModelCalls
 from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.structured import OutputContract
 from agents.tools.base import Tool
 from tracing import (
     Redactor,
@@ -82,6 +86,8 @@ class AgentRuntime(ModelCalls):
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
         self._schemas = [self._schema(t) for t in self.tools]
+        self._contract = OutputContract.of(self.spec, self.model.supports_json_schema())
+        self._output_format = self._contract.response_format() if self._contract else None
 
     def tool_names(self) -> set[str]:
         """Every name a model may call, hidden delegations included."""
@@ -215,9 +221,12 @@ class AgentRuntime(ModelCalls):
 
     async def _loop(self, inv: Invocation) -> AgentResult:
         messages: list[dict[str, Any]] = []
-        if self.spec.instructions:
-            messages.append({"role": "system", "content": self.spec.instructions})
+        contract = self._contract
+        system = [self.spec.instructions, contract.instructions() if contract else ""]
+        if any(system):
+            messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
         messages.append({"role": "user", "content": inv.delegation.task})
+        sent_back = 0  # answers that did not match the output schema
         while inv.steps < inv.max_steps:
             stop = await self._check_limits(inv)
             if stop is not None:
@@ -227,8 +236,26 @@ class AgentRuntime(ModelCalls):
             if isinstance(reply_or_stop, AgentResult):
                 return reply_or_stop
             reply = reply_or_stop
-            if not reply.tool_calls:
+            if not reply.tool_calls and contract is None:
                 return self._end(inv, RunStatus.SUCCEEDED, output=reply.content or "")
+            if not reply.tool_calls:
+                assert contract is not None
+                value, problem = contract.check(reply.content or "")
+                if problem is None:
+                    return self._end(inv, RunStatus.SUCCEEDED, output=json.dumps(value))
+                trace.get_current_span().add_event(
+                    attr.EVENT_OUTPUT_INVALID, {"problem": problem[:500], "try": sent_back + 1}
+                )
+                if sent_back >= contract.retries:
+                    return self._end(
+                        inv,
+                        RunStatus.FAILED,
+                        error=f"the answer did not match the output schema after "
+                        f"{sent_back + 1} tries: {problem}",
+                    )
+                sent_back += 1
+                messages += [reply.as_message(), contract.retry(problem)]
+                continue
             messages.append(reply.as_message())
             outputs = await self._run_tools(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):

@@ -29,6 +29,7 @@ class ModelCalls(ToolCalls):
     model: ModelClient
     actor_id: str
     _schemas: list[dict[str, Any]]
+    _output_format: dict[str, Any] | None  # the answer's shape, for the model (native mode)
 
     def _end(
         self,
@@ -131,7 +132,9 @@ class ModelCalls(ToolCalls):
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
             return await asyncio.wait_for(
-                self.model.complete(messages, self._schemas, deltas.add if deltas else None),
+                self.model.complete(
+                    messages, self._schemas, deltas.add if deltas else None, self._output_format
+                ),
                 timeout,
             )
         except TimeoutError:

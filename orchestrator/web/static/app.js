@@ -376,7 +376,9 @@ async function runPage(runId) {
       $("run-task").textContent = run.task;
       const failed = run.status !== "succeeded" && FINAL.has(run.status);
       $("answer-heading").textContent = failed ? "Error" : "Answer";
-      $("run-answer").textContent = failed ? run.error || "" : run.output || (FINAL.has(run.status) ? "" : "…");
+      // A structured answer (the entry agent's output_schema) is shown as indented JSON.
+      const answer = run.output_json != null ? JSON.stringify(run.output_json, null, 2) : run.output;
+      $("run-answer").textContent = failed ? run.error || "" : answer || (FINAL.has(run.status) ? "" : "…");
       $("cancel-button").hidden = FINAL.has(run.status);
       const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals()]);
       drawWaterfall(trace);
