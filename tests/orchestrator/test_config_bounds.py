@@ -92,7 +92,7 @@ agents:
 """)
     offline = check(config, "--offline")
     assert offline.returncode == 0, offline.stderr
-    assert "MCP servers not contacted (--offline)" in offline.stdout
+    assert "MCP servers and remote agents not contacted (--offline)" in offline.stdout
     assert not marker.exists()
     online = check(config)  # the server is started (and is no MCP server)
     assert online.returncode == 1
