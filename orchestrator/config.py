@@ -16,8 +16,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
+from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec
+from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
@@ -48,6 +50,10 @@ class SystemConfig(BaseModel):
         default=(),
         description="Environment variables forwarded to agent actors (provider keys); their "
         "values are treated as secrets and redacted from spans, logs and the store.",
+    )
+    guardrails: GuardrailsSpec = Field(
+        default_factory=GuardrailsSpec,
+        description="Guardrails of every agent (before each agent's own).",
     )
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
 
@@ -166,6 +172,7 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 load_output_model(agent.output_schema)
             except ValueError as exc:
                 issues.append(src.issue(("agents", i, "output_schema"), str(exc)))
+        issues += _check_guardrails(src, agent.guardrails, ("agents", i, "guardrails"))
         names: dict[str, str] = {}
         for j, ref in enumerate(agent.tools):
             path = ref.function
@@ -200,6 +207,21 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 )
             names[tool.name] = path
         issues += _check_connections(src, config, i, agent)
+    return issues
+
+
+def _check_guardrails(
+    src: Located, spec: GuardrailsSpec, where: tuple[str | int, ...]
+) -> list[ConfigIssue]:
+    """Guardrail functions must import (as tools must)."""
+    issues = []
+    for stage in ("input", "output", "tools"):
+        for j, guard in enumerate(getattr(spec, stage)):
+            if guard.function is not None:
+                try:
+                    load_callable(guard.function)
+                except ValueError as exc:
+                    issues.append(src.issue((*where, stage, j, "function"), str(exc)))
     return issues
 
 
@@ -319,12 +341,17 @@ def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
         src, config, origin.parent if origin.is_file() else Path.cwd()
     )
     issues = src.issues + _check_names(src, config) + _check_tools(src, config) + file_issues
+    issues += _check_guardrails(src, config.guardrails, ("guardrails",))
     entry = config.entry or config.agents[0].name
     topology = build_topology(list(config.agents), entry)
     issues += _check_graph(src, config, topology)
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ConfigError(issues)
+    if config.guardrails:  # the system's guardrails are every agent's, before its own
+        agents = [a.model_copy(update={"guardrails": config.guardrails + a.guardrails})
+                  for a in config.agents]  # fmt: skip
+        config = config.model_copy(update={"agents": tuple(agents)})
     return AgentSystem(config=config, topology=topology, source=file, warnings=issues)
 
 

@@ -38,6 +38,7 @@ _STYLE = {
     RunStatus.CANCELLED: "yellow",
     RunStatus.LIMIT_EXCEEDED: "magenta",
     RunStatus.BUDGET_EXCEEDED: "magenta",
+    RunStatus.GUARDRAIL_TRIPPED: "red",
 }
 _MARK = {
     RunStatus.SUCCEEDED: "✓",
@@ -45,6 +46,7 @@ _MARK = {
     RunStatus.CANCELLED: "■",
     RunStatus.LIMIT_EXCEEDED: "⧗",
     RunStatus.BUDGET_EXCEEDED: "$",
+    RunStatus.GUARDRAIL_TRIPPED: "⛨",
 }
 
 

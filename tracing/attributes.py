@@ -39,6 +39,8 @@ __all__ = [
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
+    "BATON_GUARDRAIL",
+    "BATON_GUARDRAIL_STAGE",
     "BATON_PROCESS_ROLE",
     "BATON_RAY_NODE_ID",
     "BATON_REFUSAL_REASON",
@@ -53,6 +55,7 @@ __all__ = [
     "EVENT_APPROVAL_DECIDED",
     "EVENT_APPROVAL_REQUESTED",
     "EVENT_DELEGATION_REFUSED",
+    "EVENT_GUARDRAIL_TRIPPED",
     "EVENT_OUTPUT_INVALID",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
@@ -124,6 +127,10 @@ BATON_A2A_STATE = "baton.a2a.state"
 EVENT_DELEGATION_REFUSED = "delegation_refused"
 # ... and on agent spans: an answer that did not match the output schema (and was sent back).
 EVENT_OUTPUT_INVALID = "output_invalid"
+# ... and where a guardrail tripped (which one, on what: input, output, a tool's arguments...).
+EVENT_GUARDRAIL_TRIPPED = "guardrail_tripped"
+BATON_GUARDRAIL = "baton.guardrail.name"
+BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"
 EVENT_APPROVAL_DECIDED = "approval_decided"
 

@@ -17,7 +17,7 @@ __all__ = ["AgentResult", "Delegation", "Refusal", "RunContext", "RunStatus", "U
 class RunStatus(StrEnum):
     """Where a run stands, or how it (or one agent invocation) ended.
 
-    An invocation ends with one of the outcomes (`succeeded` to `budget_exceeded`); a run also
+    An invocation ends with one of the outcomes (`succeeded` to `guardrail_tripped`); a run also
     waits (`queued`, `running`, `waiting_for_approval`) and can be cut off (`interrupted`: the
     service that ran it stopped).
     """
@@ -30,6 +30,7 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
     LIMIT_EXCEEDED = "limit_exceeded"
     BUDGET_EXCEEDED = "budget_exceeded"
+    GUARDRAIL_TRIPPED = "guardrail_tripped"
     INTERRUPTED = "interrupted"
 
     @property

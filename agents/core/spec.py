@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agents.core.guardrail_spec import GuardrailsSpec
+
 __all__ = [
     "OFFLINE_MODEL",
     "AgentCard",
@@ -209,6 +211,10 @@ class AgentSpec(AgentCard):
     )
     output_retries: int = Field(
         default=2, ge=0, le=10, description="Answers that do not match, told why and asked again."
+    )
+    guardrails: GuardrailsSpec = Field(
+        default_factory=GuardrailsSpec,
+        description="Checks on its input, output and tool calls (the system's come first).",
     )
     output_mode: Literal["auto", "native", "prompt"] = Field(
         default="auto",

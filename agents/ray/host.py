@@ -147,6 +147,7 @@ class AgentHost:
             runtime = kind(
                 spec=spec,
                 model=LiteLLMClient(spec.model),
+                models=LiteLLMClient,
                 tools=tools,
                 hidden_tools=hidden,
                 ledger=ledger,

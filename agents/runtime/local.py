@@ -60,6 +60,7 @@ class LocalTeam:
             self.runtimes[spec.name] = AgentRuntime(
                 spec=spec,
                 model=LiteLLMClient(spec.model),
+                models=LiteLLMClient,
                 tools=tools,
                 hidden_tools=hidden,
                 events=events,

@@ -7,9 +7,10 @@ tests as it is.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,24 +20,28 @@ from agents.core.events import (
     AgentFinished,
     AgentStarted,
 )
+from agents.core.guardrail_spec import JudgeSpec
 from agents.core.limits import TraceOptions
-from agents.core.messages import AgentResult, Delegation, RunStatus
-from agents.core.spec import AgentSpec
+from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
+from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import Journal, model_key
 from agents.models.base import (
     BUILTIN_PREFIX,
     CHANGES_STATE,
     ModelClient,
+    ToolCall,
     tool_schema,
 )
 from agents.runtime.calls import Invocation
+from agents.runtime.guardrails import Guardrails, Judge, Tripped
 from agents.runtime.model_calls import ModelCalls
 from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.structured import OutputContract
-from agents.tools.base import Tool
+from agents.tools.base import Tool, ToolOutput
 from tracing import (
     Redactor,
     agent_span,
+    chat_span,
     extract_context,
     genai,
     set_outcome,
@@ -68,6 +73,7 @@ class AgentRuntime(ModelCalls):
         redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
         approvals: where calls marked `confirm` wait for a person (None: they are not run).
         journal: the run's step log (used when the run asks for it: `RunContext.journal`).
+        models: makes a client for another model (a guardrail's judge).
     """
 
     spec: AgentSpec
@@ -82,11 +88,13 @@ class AgentRuntime(ModelCalls):
     redactor: Redactor = field(default_factory=Redactor)
     approvals: Approvals | None = None
     journal: Journal | None = None
+    models: Callable[[ModelSpec], ModelClient] | None = None
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
         self._schemas = [self._schema(t) for t in self.tools]
         self._contract = OutputContract.of(self.spec, self.model.supports_json_schema())
+        self._guardrails = Guardrails(self.spec.guardrails)
         self._output_format = self._contract.response_format() if self._contract else None
 
     def tool_names(self) -> set[str]:
@@ -227,6 +235,10 @@ class AgentRuntime(ModelCalls):
             messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
         messages.append({"role": "user", "content": inv.delegation.task})
         sent_back = 0  # answers that did not match the output schema
+        if self._guardrails:
+            tripped = await self._guardrails.check("input", inv.delegation.task, self._judge(inv))
+            if tripped is not None:
+                return self._tripped(inv, tripped)
         while inv.steps < inv.max_steps:
             stop = await self._check_limits(inv)
             if stop is not None:
@@ -236,13 +248,14 @@ class AgentRuntime(ModelCalls):
             if isinstance(reply_or_stop, AgentResult):
                 return reply_or_stop
             reply = reply_or_stop
-            if not reply.tool_calls and contract is None:
-                return self._end(inv, RunStatus.SUCCEEDED, output=reply.content or "")
             if not reply.tool_calls:
-                assert contract is not None
-                value, problem = contract.check(reply.content or "")
+                output, problem = reply.content or "", None
+                if contract is not None:
+                    value, problem = contract.check(output)
+                    output = json.dumps(value) if problem is None else output
                 if problem is None:
-                    return self._end(inv, RunStatus.SUCCEEDED, output=json.dumps(value))
+                    return await self._answer(inv, output)
+                assert contract is not None
                 trace.get_current_span().add_event(
                     attr.EVENT_OUTPUT_INVALID, {"problem": problem[:500], "try": sent_back + 1}
                 )
@@ -268,6 +281,63 @@ class AgentRuntime(ModelCalls):
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
 
+    async def _answer(self, inv: Invocation, output: str) -> AgentResult:
+        """The final answer, once the output guardrails have let it through."""
+        if self._guardrails:
+            tripped = await self._guardrails.check("output", output, self._judge(inv))
+            if tripped is not None:
+                return self._tripped(inv, tripped)
+        return self._end(inv, RunStatus.SUCCEEDED, output=output)
+
+    def _tripped(self, inv: Invocation, tripped: Tripped) -> AgentResult:
+        _note_trip(tripped)
+        return self._end(inv, RunStatus.GUARDRAIL_TRIPPED, error=str(tripped))
+
+    async def _execute(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
+        """A tool call between its guardrails: arguments checked first, the result after."""
+        if not self._guardrails.spec.tools:
+            return await super()._execute(inv, call, key)
+        judge = self._judge(inv)
+        _, tripped = await self._guardrails.tool(call.name, "arguments", call.arguments, judge)
+        if tripped is not None:
+            _note_trip(tripped)
+            return ToolOutput(f"error: {tripped}", is_error=True)
+        out = await super()._execute(inv, call, key)
+        content, tripped = await self._guardrails.tool(call.name, "result", out.content, judge)
+        if tripped is not None:
+            _note_trip(tripped)
+            return ToolOutput(f"error: {tripped}", is_error=True, child=out.child)
+        return dataclasses.replace(out, content=content)
+
+    def _judge(self, inv: Invocation) -> Judge:
+        """Asks a guardrail's judge model (its own span; its tokens count for the run)."""
+
+        async def ask(judge: JudgeSpec, text: str) -> str | None:
+            if self.models is None:
+                return "no model client for the judge here"
+            spec = ModelSpec.model_validate(
+                {"name": judge.model} if isinstance(judge.model, str) else judge.model
+            )
+            model = self.models(spec)
+            system = f"{judge.instructions}\n\nAnswer PASS if the text passes, else FAIL: why."
+            with chat_span(spec.name) as span:
+                reply = await model.complete(
+                    [{"role": "system", "content": system}, {"role": "user", "content": text}], []
+                )
+                span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
+                span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+            inv.usage = inv.usage + Usage(
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
+                model_calls=1,
+                cost_usd=reply.cost_usd or 0.0,
+                unpriced_calls=int(reply.cost_usd is None),
+            )
+            said = (reply.content or "").strip()
+            return None if said.upper().startswith("PASS") else said.removeprefix("FAIL:").strip()
+
+        return ask
+
     async def _check_limits(self, inv: Invocation) -> AgentResult | None:
         ctx = inv.ctx
         if ctx.time_left() <= 0:
@@ -285,3 +355,15 @@ class AgentRuntime(ModelCalls):
                     error=f"token budget {ctx.limits.token_budget} spent after {inv.steps} steps",
                 )
         return None
+
+
+def _note_trip(tripped: Tripped) -> None:
+    """A span event where it tripped (the agent's span, or the tool call's)."""
+    trace.get_current_span().add_event(
+        attr.EVENT_GUARDRAIL_TRIPPED,
+        {
+            attr.BATON_GUARDRAIL: tripped.guardrail,
+            attr.BATON_GUARDRAIL_STAGE: tripped.stage,
+            "reason": tripped.reason[:500],
+        },
+    )

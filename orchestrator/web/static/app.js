@@ -209,7 +209,8 @@ async function runsPage() {
 // --- Run page ------------------------------------------------------------------------------
 
 const FINAL = new Set([
-  "succeeded", "failed", "cancelled", "limit_exceeded", "budget_exceeded", "interrupted",
+  "succeeded", "failed", "cancelled", "limit_exceeded", "budget_exceeded", "guardrail_tripped",
+  "interrupted",
 ]);
 
 async function runPage(runId) {
