@@ -69,6 +69,25 @@ def _tools_cell(agent: AgentSpec) -> str:
     return ", ".join(names) or "-"
 
 
+def _capabilities(agent: AgentSpec) -> list[str]:
+    """What an agent does besides its model and tools: its answer's shape, its guardrails."""
+    lines = []
+    shape = agent.output_schema
+    if shape is not None:
+        what = shape if isinstance(shape, str) else "an inline JSON Schema"
+        lines.append(
+            f"answers JSON: {what} ({agent.output_mode} mode, {agent.output_retries} retries)"
+        )
+    rails = agent.guardrails
+    for stage in ("input", "output"):
+        for guard in getattr(rails, stage):
+            lines.append(f"guardrail on its {stage}: {guard.label}")
+    for guard in rails.tools:
+        verb = "redacts" if guard.action == "redact" else "checks"
+        lines.append(f"guardrail {guard.label} {verb} the {guard.check} of {guard.tool}")
+    return lines
+
+
 def print_topology(console: Console, system: AgentSystem) -> None:
     """Print the agents, whom each may delegate to, and the static depth and cycles."""
     topology = system.topology
@@ -85,6 +104,9 @@ def print_topology(console: Console, system: AgentSystem) -> None:
             agent.answered_by,
         )
     console.print(table)
+    for agent in system.config.agents:
+        for line in _capabilities(agent):
+            console.print(f"{agent.name}: {line}", soft_wrap=True)
     reasons = {a.name: own_actors_reason(a) for a in system.config.agents}
     shared = [name for name, reason in reasons.items() if reason is None]
     if shared:

@@ -56,7 +56,9 @@ __all__ = [
     "EVENT_APPROVAL_REQUESTED",
     "EVENT_DELEGATION_REFUSED",
     "EVENT_GUARDRAIL_TRIPPED",
+    "EVENT_HOOK_VETO",
     "EVENT_OUTPUT_INVALID",
+    "EVENT_STEP_RULES",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
@@ -129,6 +131,9 @@ EVENT_DELEGATION_REFUSED = "delegation_refused"
 EVENT_OUTPUT_INVALID = "output_invalid"
 # ... and where a guardrail tripped (which one, on what: input, output, a tool's arguments...).
 EVENT_GUARDRAIL_TRIPPED = "guardrail_tripped"
+# ... and where step rules changed a model call, or a hook vetoed a tool call.
+EVENT_STEP_RULES = "step_rules"
+EVENT_HOOK_VETO = "hook_veto"
 BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.core.guardrail_spec import GuardrailsSpec
+from agents.core.steering_spec import StepRule
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -211,6 +212,12 @@ class AgentSpec(AgentCard):
     )
     output_retries: int = Field(
         default=2, ge=0, le=10, description="Answers that do not match, told why and asked again."
+    )
+    hooks: tuple[str, ...] = Field(
+        default=(), description="`agents.runtime.hooks.Hooks` subclasses, by import path."
+    )
+    step_rules: tuple[StepRule, ...] = Field(
+        default=(), description="On a step, after a tool, below a budget: change the call."
     )
     guardrails: GuardrailsSpec = Field(
         default_factory=GuardrailsSpec,

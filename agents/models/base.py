@@ -89,11 +89,12 @@ class ModelClient:
         tools: list[dict[str, Any]],
         on_text: TextSink | None = None,
         response_format: dict[str, Any] | None = None,
+        force_tool: str | None = None,
     ) -> ModelReply:
         """Answer the conversation `messages`, offered `tools` (OpenAI's function shape).
 
         With `on_text`, the model streams: each piece of its text goes there as it comes (the
         reply still holds the whole message). `response_format`: the shape of the answer, in
-        OpenAI's structured-output form.
+        OpenAI's structured-output form. `force_tool`: a tool the model must call.
         """
         raise NotImplementedError

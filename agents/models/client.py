@@ -65,6 +65,7 @@ class LiteLLMClient(ModelClient):
         tools: list[dict[str, Any]],
         on_text: TextSink | None = None,
         response_format: dict[str, Any] | None = None,
+        force_tool: str | None = None,
     ) -> ModelReply:
         check_model_allowed(self.spec)
         kwargs: dict[str, Any] = dict(self.spec.params)
@@ -72,6 +73,8 @@ class LiteLLMClient(ModelClient):
             kwargs["tools"] = tools
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if force_tool is not None:
+            kwargs["tool_choice"] = {"type": "function", "function": {"name": force_tool}}
         # `acompletion` is the cheapest async way into litellm that keeps its retries
         # (`num_retries`), usage and cost. Measured with the built-in model (no network) on a
         # 2-core machine: 2.3 ms of CPU per call, of which the cost calculation is ~0.9 ms and

@@ -116,12 +116,24 @@ def offline_reply(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     shape: dict[str, Any] | None = None,
+    forced: bool = False,
 ) -> dict[str, Any]:
     """The offline model's next message: `{"content": ...}` or `{"tool_calls": [...]}`.
 
-    With `shape` (a JSON Schema) its final answer is JSON of that shape.
+    With `shape` (a JSON Schema) its final answer is JSON of that shape; `forced`: it calls
+    the tools it is offered whatever the task says.
     """
     task = _task(messages)
+    if forced and tools:
+        return {
+            "tool_calls": [
+                {
+                    "name": t["function"]["name"],
+                    "arguments": _arguments(t["function"].get("parameters", {}), task),
+                }
+                for t in tools
+            ]
+        }
     if any(m.get("role") == "assistant" and m.get("tool_calls") for m in messages):
         answer = _final_answer(task, messages)
         return {"content": json.dumps(_shaped(shape, answer)) if shape else answer}

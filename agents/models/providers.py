@@ -46,6 +46,10 @@ def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -
     tools = params.get("tools") or []
     if model == "offline":
         shape = ((params.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        forced = ((params.get("tool_choice") or {}).get("function") or {}).get("name")
+        if forced:  # it must call this tool
+            tools = [t for t in tools if t.get("function", {}).get("name") == forced]
+            return offline_reply(messages, tools, shape, forced=True)
         return offline_reply(messages, tools, shape)
     if model == "scripted":
         return scripted_reply(

@@ -65,6 +65,7 @@ class Invocation:
     seq: int = 0  # events emitted so far
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
     record: Record = field(default_factory=Record)  # its steps from an earlier execution
+    tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
 
     @property
     def ctx(self) -> RunContext:

@@ -7,7 +7,6 @@ tests as it is.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -20,28 +19,26 @@ from agents.core.events import (
     AgentFinished,
     AgentStarted,
 )
-from agents.core.guardrail_spec import JudgeSpec
 from agents.core.limits import TraceOptions
-from agents.core.messages import AgentResult, Delegation, RunStatus, Usage
+from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import Journal, model_key
 from agents.models.base import (
     BUILTIN_PREFIX,
     CHANGES_STATE,
     ModelClient,
-    ToolCall,
     tool_schema,
 )
 from agents.runtime.calls import Invocation
-from agents.runtime.guardrails import Guardrails, Judge, Tripped
-from agents.runtime.model_calls import ModelCalls
+from agents.runtime.guardrails import Guardrails, load_callable
+from agents.runtime.hooks import HookFailed, Stopped
 from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
-from agents.tools.base import Tool, ToolOutput
+from agents.tools.base import Tool
 from tracing import (
     Redactor,
     agent_span,
-    chat_span,
     extract_context,
     genai,
     set_outcome,
@@ -55,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class AgentRuntime(ModelCalls):
+class AgentRuntime(Steering):
     """Runs one agent's invocations.
 
     Args:
@@ -95,6 +92,8 @@ class AgentRuntime(ModelCalls):
         self._schemas = [self._schema(t) for t in self.tools]
         self._contract = OutputContract.of(self.spec, self.model.supports_json_schema())
         self._guardrails = Guardrails(self.spec.guardrails)
+        self._hooks = [load_callable(path)() for path in self.spec.hooks]
+        self._clients = {}
         self._output_format = self._contract.response_format() if self._contract else None
 
     def tool_names(self) -> set[str]:
@@ -228,6 +227,21 @@ class AgentRuntime(ModelCalls):
             self.events.flush()
 
     async def _loop(self, inv: Invocation) -> AgentResult:
+        """The steps, between the hooks' start and end (a hook's failure fails the invocation)."""
+        try:
+            if self._hooks:
+                await self._hooks_call(inv, "on_start", inv.delegation.task)
+            result = await self._steps(inv)
+        except (HookFailed, Stopped) as exc:
+            result = self._end(inv, RunStatus.FAILED, error=str(exc))
+        if self._hooks:
+            try:
+                await self._hooks_call(inv, "on_end", result)
+            except (HookFailed, Stopped) as exc:
+                result = self._end(inv, RunStatus.FAILED, error=str(exc))
+        return result
+
+    async def _steps(self, inv: Invocation) -> AgentResult:
         messages: list[dict[str, Any]] = []
         contract = self._contract
         system = [self.spec.instructions, contract.instructions() if contract else ""]
@@ -244,10 +258,11 @@ class AgentRuntime(ModelCalls):
             if stop is not None:
                 return stop
             inv.steps += 1
-            reply_or_stop = await self._call_model(inv, messages)
+            reply_or_stop = await self._call_model(inv, await self._request(inv, messages))
             if isinstance(reply_or_stop, AgentResult):
                 return reply_or_stop
             reply = reply_or_stop
+            await self._after_model(inv, reply)
             if not reply.tool_calls:
                 output, problem = reply.content or "", None
                 if contract is not None:
@@ -281,63 +296,6 @@ class AgentRuntime(ModelCalls):
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
 
-    async def _answer(self, inv: Invocation, output: str) -> AgentResult:
-        """The final answer, once the output guardrails have let it through."""
-        if self._guardrails:
-            tripped = await self._guardrails.check("output", output, self._judge(inv))
-            if tripped is not None:
-                return self._tripped(inv, tripped)
-        return self._end(inv, RunStatus.SUCCEEDED, output=output)
-
-    def _tripped(self, inv: Invocation, tripped: Tripped) -> AgentResult:
-        _note_trip(tripped)
-        return self._end(inv, RunStatus.GUARDRAIL_TRIPPED, error=str(tripped))
-
-    async def _execute(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
-        """A tool call between its guardrails: arguments checked first, the result after."""
-        if not self._guardrails.spec.tools:
-            return await super()._execute(inv, call, key)
-        judge = self._judge(inv)
-        _, tripped = await self._guardrails.tool(call.name, "arguments", call.arguments, judge)
-        if tripped is not None:
-            _note_trip(tripped)
-            return ToolOutput(f"error: {tripped}", is_error=True)
-        out = await super()._execute(inv, call, key)
-        content, tripped = await self._guardrails.tool(call.name, "result", out.content, judge)
-        if tripped is not None:
-            _note_trip(tripped)
-            return ToolOutput(f"error: {tripped}", is_error=True, child=out.child)
-        return dataclasses.replace(out, content=content)
-
-    def _judge(self, inv: Invocation) -> Judge:
-        """Asks a guardrail's judge model (its own span; its tokens count for the run)."""
-
-        async def ask(judge: JudgeSpec, text: str) -> str | None:
-            if self.models is None:
-                return "no model client for the judge here"
-            spec = ModelSpec.model_validate(
-                {"name": judge.model} if isinstance(judge.model, str) else judge.model
-            )
-            model = self.models(spec)
-            system = f"{judge.instructions}\n\nAnswer PASS if the text passes, else FAIL: why."
-            with chat_span(spec.name) as span:
-                reply = await model.complete(
-                    [{"role": "system", "content": system}, {"role": "user", "content": text}], []
-                )
-                span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
-                span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
-            inv.usage = inv.usage + Usage(
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
-                model_calls=1,
-                cost_usd=reply.cost_usd or 0.0,
-                unpriced_calls=int(reply.cost_usd is None),
-            )
-            said = (reply.content or "").strip()
-            return None if said.upper().startswith("PASS") else said.removeprefix("FAIL:").strip()
-
-        return ask
-
     async def _check_limits(self, inv: Invocation) -> AgentResult | None:
         ctx = inv.ctx
         if ctx.time_left() <= 0:
@@ -355,15 +313,3 @@ class AgentRuntime(ModelCalls):
                     error=f"token budget {ctx.limits.token_budget} spent after {inv.steps} steps",
                 )
         return None
-
-
-def _note_trip(tripped: Tripped) -> None:
-    """A span event where it tripped (the agent's span, or the tool call's)."""
-    trace.get_current_span().add_event(
-        attr.EVENT_GUARDRAIL_TRIPPED,
-        {
-            attr.BATON_GUARDRAIL: tripped.guardrail,
-            attr.BATON_GUARDRAIL_STAGE: tripped.stage,
-            "reason": tripped.reason[:500],
-        },
-    )

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agents.core.events import ModelDelta, ModelFinished, ModelStarted
 from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.spec import ModelSpec
 from agents.core.steps import model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply
 from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.deltas import Deltas
+from agents.runtime.hooks import ModelRequest
 from agents.runtime.replay import reply_data, reply_of
 from tracing import attributes as attr
 from tracing import chat_span, genai, set_outcome, span_ids
@@ -27,6 +30,8 @@ class ModelCalls(ToolCalls):
     """Model steps and how an invocation ends, for `AgentRuntime` (which provides these fields)."""
 
     model: ModelClient
+    models: Callable[[ModelSpec], ModelClient] | None
+    _clients: dict[tuple[str, str], ModelClient]  # other models' clients (rules, hooks)
     actor_id: str
     _schemas: list[dict[str, Any]]
     _output_format: dict[str, Any] | None  # the answer's shape, for the model (native mode)
@@ -54,14 +59,24 @@ class ModelCalls(ToolCalls):
             refusals=inv.refusals,
         )
 
-    async def _call_model(
-        self, inv: Invocation, messages: list[dict[str, Any]]
-    ) -> ModelReply | AgentResult:
+    def _client(self, request: ModelRequest) -> ModelClient:
+        """The client of the request's model (the agent's own, unless a rule or hook chose)."""
+        if request.model == self.model.model and not request.params:
+            return self.model
+        key = (request.model, repr(sorted(request.params.items())))
+        if key not in self._clients:
+            if self.models is None:
+                raise RuntimeError(f"no model client for {request.model} here")
+            self._clients[key] = self.models(ModelSpec(name=request.model, params=request.params))
+        return self._clients[key]
+
+    async def _call_model(self, inv: Invocation, request: ModelRequest) -> ModelReply | AgentResult:
         ctx = inv.ctx
         key = model_key(inv.steps)
+        messages, model = request.messages, self._client(request)
         fingerprint = ""
         if self._journaled(inv):
-            fingerprint = request_fingerprint(self.model.model, messages, self._schemas)
+            fingerprint = request_fingerprint(model.model, messages, request.tools)
         recorded = inv.record.model(key, fingerprint) if inv.record.loaded else None
         if recorded is None and ctx.replay_only:
             return self._end(
@@ -70,17 +85,15 @@ class ModelCalls(ToolCalls):
                 error=f"replay: the record has no reply to this request ({key} of "
                 f"{self.spec.name}: the run ended before it, or the request differs)",
             )
-        with chat_span(self.model.model) as span:
+        with chat_span(model.model) as span:
             if fingerprint:
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             if recorded is not None:  # answered before this run was interrupted: reuse it
                 reply = reply_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
             else:
-                self._emit(
-                    inv, ModelStarted, model=self.model.model, step=inv.steps, **span_ids(span)
-                )
-                reply_or_stop = await self._ask_model(inv, messages, span)
+                self._emit(inv, ModelStarted, model=model.model, step=inv.steps, **span_ids(span))
+                reply_or_stop = await self._ask_model(inv, request, model, span)
                 if isinstance(reply_or_stop, AgentResult):
                     return reply_or_stop
                 reply = reply_or_stop
@@ -109,7 +122,7 @@ class ModelCalls(ToolCalls):
             self._emit(
                 inv,
                 ModelFinished,
-                model=self.model.model,
+                model=model.model,
                 step=inv.steps,
                 tool_calls=len(reply.tool_calls),
                 tokens=reply.input_tokens + reply.output_tokens,
@@ -121,19 +134,24 @@ class ModelCalls(ToolCalls):
         return reply
 
     async def _ask_model(
-        self, inv: Invocation, messages: list[dict[str, Any]], span: Any
+        self, inv: Invocation, request: ModelRequest, model: ModelClient, span: Any
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
+        messages = request.messages
         self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
-        if self._schemas:
-            tools = genai.tool_definitions(self._schemas)
+        if request.tools:
+            tools = genai.tool_definitions(request.tools)
             self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
             return await asyncio.wait_for(
-                self.model.complete(
-                    messages, self._schemas, deltas.add if deltas else None, self._output_format
+                model.complete(
+                    messages,
+                    request.tools,
+                    deltas.add if deltas else None,
+                    self._output_format,
+                    request.force_tool,
                 ),
                 timeout,
             )

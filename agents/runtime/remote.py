@@ -67,7 +67,7 @@ class RemoteAgentRuntime(AgentRuntime):
     """Runs a remote agent's invocations: one A2A exchange each (see the module)."""
 
     remote: RemoteSpec | None = None
-    _client: Client | None = field(default=None, init=False, repr=False)
+    _a2a: Client | None = field(default=None, init=False, repr=False)
 
     @property
     def spec_remote(self) -> RemoteSpec:
@@ -77,7 +77,7 @@ class RemoteAgentRuntime(AgentRuntime):
 
     async def _connect(self) -> Client:
         """The A2A client, made once from the agent's card (fetched again after a failure)."""
-        if self._client is None:
+        if self._a2a is None:
             import httpx
             from a2a.client import ClientConfig, ClientFactory
 
@@ -88,11 +88,11 @@ class RemoteAgentRuntime(AgentRuntime):
             )
             factory = ClientFactory(ClientConfig(streaming=True, httpx_client=http))
             try:
-                self._client = await factory.create_from_url(remote.url)
+                self._a2a = await factory.create_from_url(remote.url)
             except BaseException:
                 await http.aclose()
                 raise
-        return self._client
+        return self._a2a
 
     async def _loop(self, inv: Invocation) -> AgentResult:
         remote, ctx, span = self.spec_remote, inv.ctx, trace.get_current_span()
@@ -119,7 +119,7 @@ class RemoteAgentRuntime(AgentRuntime):
             await self._cancel_remote(seen)
             raise
         except Exception as exc:
-            self._client = None  # connect again next time (the card may have changed)
+            self._a2a = None  # connect again next time (the card may have changed)
             return self._end(inv, RunStatus.FAILED, error=_failure(remote.url, exc))
         finally:
             if seen.task_id:
@@ -231,13 +231,13 @@ class RemoteAgentRuntime(AgentRuntime):
 
     async def _cancel_remote(self, seen: _Exchange) -> None:
         """Cancel the remote task (bounded; a failure is logged, the invocation ends anyway)."""
-        if not seen.task_id or self._client is None:
+        if not seen.task_id or self._a2a is None:
             return
         from a2a.types import CancelTaskRequest
 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(
-                asyncio.shield(self._client.cancel_task(CancelTaskRequest(id=seen.task_id))),
+                asyncio.shield(self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))),
                 _CANCEL_S,
             )
             return

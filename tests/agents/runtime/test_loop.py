@@ -32,9 +32,11 @@ class RecordingClient(LiteLLMClient):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         on_text: TextSink | None = None,
+        response_format: dict[str, Any] | None = None,
+        force_tool: str | None = None,
     ) -> ModelReply:
         self.seen.append([dict(m) for m in messages])
-        return await super().complete(messages, tools, on_text)
+        return await super().complete(messages, tools, on_text, response_format, force_tool)
 
 
 def scripted(*replies: dict[str, Any], repeat_last: bool = False, **params: Any) -> RecordingClient:

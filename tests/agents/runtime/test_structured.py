@@ -49,9 +49,10 @@ class Recording(LiteLLMClient):
         tools: list[dict[str, Any]],
         on_text: TextSink | None = None,
         response_format: dict[str, Any] | None = None,
+        force_tool: str | None = None,
     ) -> ModelReply:
         self.seen.append(([dict(m) for m in messages], response_format))
-        return await super().complete(messages, tools, on_text, response_format)
+        return await super().complete(messages, tools, on_text, response_format, force_tool)
 
 
 async def answer(*replies: str, **spec: Any) -> tuple[Any, Recording]:

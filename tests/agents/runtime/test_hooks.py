@@ -1,0 +1,128 @@
+"""Hooks (Python, by import path) and step rules (YAML): they observe, change the model request,
+veto a tool call, replace a result or end the invocation; a hook that raises fails it visibly.
+A team in one process (no Ray), real litellm with the built-in models."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+from agents.core.messages import RunStatus
+from agents.runtime.hooks import HookContext, Hooks, ModelRequest, Stop, Veto
+from tests.testkit import local_trace
+
+pytestmark = pytest.mark.anyio
+
+
+class Audit(Hooks):
+    """Records what it sees; vetoes `stamp`; makes `calculate`'s result shout."""
+
+    seen: ClassVar[list[tuple[str, Any]]] = []
+
+    async def on_start(self, ctx: HookContext, task: str) -> None:
+        self.seen.append(("start", task))
+
+    async def before_model(self, ctx: HookContext, request: ModelRequest) -> None:
+        self.seen.append(("model", (ctx.step, request.model, request.messages[0]["content"])))
+
+    async def before_tool(
+        self, ctx: HookContext, tool: str, arguments: dict[str, Any]
+    ) -> Veto | None:
+        self.seen.append(("tool", (tool, arguments)))
+        return Veto("stamping is not allowed today") if tool == "stamp" else None
+
+    def after_tool(self, ctx: HookContext, tool: str, result: str) -> str:  # sync works too
+        return result.upper()
+
+    async def on_end(self, ctx: HookContext, result: Any) -> None:
+        self.seen.append(("end", result.status))
+
+
+class Gatekeeper(Hooks):
+    async def on_start(self, ctx: HookContext, task: str) -> Stop | None:
+        return Stop("closed on Sundays") if "sunday" in task.lower() else None
+
+
+class Broken(Hooks):
+    async def before_model(self, ctx: HookContext, request: ModelRequest) -> None:
+        raise ValueError("no model today")
+
+
+HOOKED = """
+agents:
+  - name: clerk
+    instructions: Be brief.
+    hooks: [tests.agents.runtime.test_hooks:Audit, tests.agents.runtime.test_hooks:Gatekeeper]
+    tools: [configs.tools:calculate, tests.testkit:stamp]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - tool_calls:
+              - {name: calculate, arguments: {expression: "6 * 7"}}
+              - {name: stamp, arguments: {text: now}}
+          - {content: done}
+  - name: broken
+    hooks: [tests.agents.runtime.test_hooks:Broken]
+"""
+
+
+async def test_hooks_observe_veto_tool_calls_and_change_their_results() -> None:
+    Audit.seen.clear()
+    result, spans = await local_trace(HOOKED, "work please", entry="clerk")
+    assert result.status == RunStatus.SUCCEEDED, result.error  # type: ignore[attr-defined]
+    kinds = [kind for kind, _ in Audit.seen]
+    assert kinds == ["start", "model", "tool", "tool", "model", "end"]
+    assert Audit.seen[1][1] == (1, "baton/scripted", "Be brief.")
+    assert ("tool", ("calculate", {"expression": "6 * 7"})) in Audit.seen
+    tools = {s["name"]: s for s in spans if s["name"].startswith("execute_tool")}
+    assert tools["execute_tool stamp"]["status_message"] == (
+        "error: vetoed by Audit: stamping is not allowed today"
+    )
+    vetoes = [e for e in tools["execute_tool stamp"]["events"] if e["name"] == "hook_veto"]
+    assert vetoes[0]["attributes"]["reason"] == "stamping is not allowed today"
+
+
+async def test_a_hook_can_end_an_invocation_and_one_that_raises_fails_it_visibly() -> None:
+    stopped, _ = await local_trace(HOOKED, "work on sunday", entry="clerk")
+    assert stopped.status == RunStatus.FAILED  # type: ignore[attr-defined]
+    assert stopped.error == "stopped by hook Gatekeeper.on_start: closed on Sundays"  # type: ignore[attr-defined]
+    assert stopped.usage.model_calls == 0  # type: ignore[attr-defined]
+    broken, _ = await local_trace(HOOKED, "anything", entry="broken")
+    assert broken.status == RunStatus.FAILED  # type: ignore[attr-defined]
+    assert broken.error == (  # type: ignore[attr-defined]
+        "hook tests.agents.runtime.test_hooks:Broken.before_model raised ValueError: no model today"
+    )
+
+
+async def test_step_rules_force_a_tool_add_an_instruction_and_switch_the_model() -> None:
+    team = """
+    agents:
+      - name: analyst
+        tools: [configs.tools:calculate, tests.testkit:stamp]
+        hooks: [tests.agents.runtime.test_hooks:Audit]
+        step_rules:
+          - when: {step: 1}
+            use: {force_tool: stamp}
+          - when: {after_tool: stamp}
+            use:
+              instruction: Now answer in one line.
+              model:
+                name: baton/scripted
+                params: {replies: [{content: "one line"}], repeat_last: true}
+    """
+    Audit.seen.clear()
+    result, spans = await local_trace(team, "hello there")
+    # The offline model would have answered at once ("hello" names no tool): it was made to
+    # call stamp (vetoed by the hook, but called), then the second rule switched model.
+    assert result.output == "one line"  # type: ignore[attr-defined]
+    models = [seen for kind, seen in Audit.seen if kind == "model"]
+    assert models[0][:2] == (1, "baton/offline")
+    assert models[1] == (2, "baton/scripted", "Now answer in one line.")
+    assert ("tool", ("stamp", {"text": "hello there"})) in Audit.seen
+    chats = [s["name"] for s in spans if s["name"].startswith("chat ")]
+    assert chats == ["chat baton/offline", "chat baton/scripted"]
+    [agent] = [s for s in spans if s["name"] == "invoke_agent analyst"]
+    applied = [e["attributes"] for e in agent["events"] if e["name"] == "step_rules"]
+    assert applied == [{"step": 1, "rules": [0]}, {"step": 2, "rules": [1]}]
