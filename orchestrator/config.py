@@ -159,6 +159,10 @@ def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                             ("agents", i, "delegates", j), f"{agent.name} delegates to itself"
                         )
                     )
+        for j, target in enumerate(agent.handoffs):
+            if target == agent.name or target not in {a.name for a in config.agents}:
+                what = "itself" if target == agent.name else f"unknown agent {target!r}"
+                issues.append(src.issue(("agents", i, "handoffs", j), f"a hand-off to {what}"))
     if config.entry is not None and config.entry not in seen:
         issues.append(src.issue(("entry",), f"unknown agent {config.entry!r}"))
     return issues

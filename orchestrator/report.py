@@ -16,6 +16,7 @@ from agents.core.errors import ConfigIssue
 from agents.core.messages import AgentResult, RunStatus, Usage
 from agents.core.placement import own_actors_reason
 from agents.core.spec import AgentSpec
+from agents.core.steering_spec import StepRule
 from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage, StoredRun
@@ -70,7 +71,7 @@ def _tools_cell(agent: AgentSpec) -> str:
 
 
 def _capabilities(agent: AgentSpec) -> list[str]:
-    """What an agent does besides its model and tools: its answer's shape, its guardrails."""
+    """What an agent does besides its model, tools and delegations (for `baton check`)."""
     lines = []
     shape = agent.output_schema
     if shape is not None:
@@ -78,6 +79,10 @@ def _capabilities(agent: AgentSpec) -> list[str]:
         lines.append(
             f"answers JSON: {what} ({agent.output_mode} mode, {agent.output_retries} retries)"
         )
+    if agent.handoffs:
+        lines.append(f"hands the conversation over to: {', '.join(agent.handoffs)}")
+    lines += [f"hook: {path}" for path in agent.hooks]
+    lines += [f"step rule {i + 1}: {_rule(rule)}" for i, rule in enumerate(agent.step_rules)]
     rails = agent.guardrails
     for stage in ("input", "output"):
         for guard in getattr(rails, stage):
@@ -86,6 +91,12 @@ def _capabilities(agent: AgentSpec) -> list[str]:
         verb = "redacts" if guard.action == "redact" else "checks"
         lines.append(f"guardrail {guard.label} {verb} the {guard.check} of {guard.tool}")
     return lines
+
+
+def _rule(rule: StepRule) -> str:
+    when = ", ".join(f"{k} {v}" for k, v in rule.when.model_dump(exclude_none=True).items())
+    use = ", ".join(f"{k} {v}" for k, v in rule.use.model_dump(exclude_none=True).items())
+    return f"when {when}: {use}"
 
 
 def print_topology(console: Console, system: AgentSystem) -> None:

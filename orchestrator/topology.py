@@ -20,14 +20,21 @@ MAX_REPORTED_CYCLES = 10
 
 @dataclass(frozen=True)
 class Topology:
-    """A directed graph with an edge `a -> b` when agent `a` may delegate to agent `b`."""
+    """A directed graph with an edge `a -> b` when agent `a` may delegate (or hand over) to `b`.
+
+    Each edge says which: `delegate` and `handoff` (both may hold).
+    """
 
     graph: nx.DiGraph
     entry: str
 
     def delegates(self, agent: str) -> list[str]:
         """The agents `agent` may delegate to."""
-        return list(self.graph.successors(agent))
+        return [t for t in self.graph.successors(agent) if self.graph.edges[agent, t]["delegate"]]
+
+    def handoffs(self, agent: str) -> list[str]:
+        """The agents `agent` may hand the conversation over to."""
+        return [t for t in self.graph.successors(agent) if self.graph.edges[agent, t]["handoff"]]
 
     def cycles(self) -> list[list[str]]:
         """Up to `MAX_REPORTED_CYCLES` elementary cycles, each starting at its smallest name."""
@@ -68,7 +75,11 @@ def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
             if agent.delegates == "*"
             else [t for t in agent.delegates if t in known]
         )
-        graph.add_edges_from((agent.name, t) for t in targets)
+        handoffs = [t for t in agent.handoffs if t in known]
+        for target in {*targets, *handoffs}:
+            graph.add_edge(
+                agent.name, target, delegate=target in targets, handoff=target in handoffs
+            )
     return Topology(graph=graph, entry=entry)
 
 

@@ -79,6 +79,7 @@ __all__ = [
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_WORKFLOW_NAME",
+    "HANDOFF_TOOL_PREFIX",
     "INPUT_VALUE",
     "OPENINFERENCE_CHAIN",
     "OPENINFERENCE_SPAN_KIND",
@@ -157,8 +158,9 @@ WORKFLOW_SPAN = f"{OP_INVOKE_WORKFLOW} baton"
 AGENT_SPAN_PREFIX = f"{OP_INVOKE_AGENT} "
 TOOL_SPAN_PREFIX = f"{OP_EXECUTE_TOOL} "
 CHAT_SPAN_PREFIX = f"{OP_CHAT} "
-# Delegations are tools named after their target: `delegate_to_{agent}`.
+# Delegations are tools named after their target: `delegate_to_{agent}`; hand-offs likewise.
 DELEGATE_TOOL_PREFIX = "delegate_to_"
+HANDOFF_TOOL_PREFIX = "transfer_to_"
 
 
 def agent_span_name(agent: str) -> str:

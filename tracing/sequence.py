@@ -2,10 +2,10 @@
 
 Participants are the client, the orchestrator and each agent (with `detail="tools"` each
 function tool too, with `detail="full"` each model too). A delegation is an arrow that activates
-its agent; its return is a dashed arrow with the status, the duration and the tokens; a failure
-returns with a cross and a note; a refused delegation is a note; the tool calls of one model step
-are a `par` block. Arrows are numbered (`autonumber`) and `Diagram.arrows[n - 1]` is the id of
-the span arrow `n` stands for. Open spans (a run still going) end in a "running…" note.
+its agent (a hand-off an open-headed one); its return is a dashed arrow with the status, the
+duration and the tokens; a failure returns with a cross and a note; a refused delegation is a
+note; the tool calls of one model step are a `par` block. Arrows are numbered (`autonumber`);
+`Diagram.arrows[n - 1]` is the span arrow `n` stands for. Open spans end in a "running…" note.
 
 Large runs stay within Mermaid's text limit: three or more alike calls in one step fold into
 one `loop` block, alike steps in a row likewise, and what still does not fit is split into
@@ -47,6 +47,7 @@ class _Arrow(Enum):
     """
 
     CALL = "->>+"
+    HANDOFF = "-)+"  # the conversation goes over; its answer comes back as the caller's
     RETURN = "-->>-"
     FAIL = "--x-"
     SEND = "->>"
@@ -245,10 +246,9 @@ class _Builder:
         return self.function(agent, node, tool)
 
     def delegation(self, agent: Any, node: _Node, target: str) -> _Chunk:
-        callee = self.who("agent", target)
-        chunk = self.arrow(
-            agent, callee, _Arrow.CALL, f"{node.name.removeprefix(_TOOL)}", node.span
-        )
+        callee, tool = self.who("agent", target), node.name.removeprefix(_TOOL)
+        kind = _Arrow.HANDOFF if tool.startswith(attr.HANDOFF_TOOL_PREFIX) else _Arrow.CALL
+        chunk = self.arrow(agent, callee, kind, tool, node.span)
         invocations = [c for c in node.children if c.name.startswith(_AGENT)]
         if not invocations:  # dispatched, not started yet (or its spans are still on the way)
             chunk.add(self.note(callee, "running…" if node.open else "no record of the call"))

@@ -158,6 +158,10 @@ class Delegation(BaseModel):
         description="The invocation may have run before (a resumed run, a retried call): it "
         "reads its recorded steps first.",
     )
+    history: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="A hand-off: the conversation so far (the receiver continues it).",
+    )
 
 
 class Refusal(BaseModel):

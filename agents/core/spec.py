@@ -204,6 +204,9 @@ class AgentSpec(AgentCard):
     instructions: str = ""
     tools: tuple[ToolRef, ...] = ()
     delegates: tuple[str, ...] | Literal["*"] = ()
+    handoffs: tuple[str, ...] = Field(
+        default=(), description="Agents it may hand the conversation over to (they answer)."
+    )
     max_steps: int | None = Field(default=None, ge=1)
     output_schema: dict[str, Any] | str | None = Field(
         default=None,
@@ -254,8 +257,8 @@ class AgentSpec(AgentCard):
     @model_validator(mode="after")
     def _remote_is_a_leaf(self) -> AgentSpec:
         if self.a2a is not None:
-            own = [k for k in ("model", "instructions", "tools", "delegates", "mcp", "files")
-                   if k in self.model_fields_set]  # fmt: skip
+            fields = ("model", "instructions", "tools", "delegates", "handoffs", "mcp", "files")
+            own = [k for k in fields if k in self.model_fields_set]
             if own:
                 raise ValueError(
                     f"a remote agent (a2a) does its work elsewhere: remove {', '.join(own)}"

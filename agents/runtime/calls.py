@@ -66,6 +66,7 @@ class Invocation:
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
     record: Record = field(default_factory=Record)  # its steps from an earlier execution
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
+    history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
 
     @property
     def ctx(self) -> RunContext:
@@ -204,6 +205,7 @@ class ToolCalls:
                     call.id,
                     child_invocation=child_invocation(inv.id, key),
                     replay=self._callee_replays(inv),
+                    history=inv.history,
                 )
                 return await asyncio.wait_for(tool.call(arguments, context), max(timeout, 0.001))
             except DelegationRefused as refused:

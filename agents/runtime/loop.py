@@ -247,7 +247,8 @@ class AgentRuntime(Steering):
         system = [self.spec.instructions, contract.instructions() if contract else ""]
         if any(system):
             messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
-        messages.append({"role": "user", "content": inv.delegation.task})
+        # Handed over: the conversation so far goes on here; else the task starts one.
+        messages += inv.delegation.history or [{"role": "user", "content": inv.delegation.task}]
         sent_back = 0  # answers that did not match the output schema
         if self._guardrails:
             tripped = await self._guardrails.check("input", inv.delegation.task, self._judge(inv))
@@ -284,12 +285,18 @@ class AgentRuntime(Steering):
                 sent_back += 1
                 messages += [reply.as_message(), contract.retry(problem)]
                 continue
+            inv.history = [m for m in messages if m.get("role") != "system"]  # for a hand-off
             messages.append(reply.as_message())
             outputs = await self._run_tools(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
                 if out.child is not None:
                     inv.children.append(out.child)
+            took_over = next((o.child for o in outputs if o.handoff and o.child), None)
+            if took_over is not None:  # handed over: the receiver's answer is this one's
+                return self._end(
+                    inv, took_over.status, output=took_over.output, error=took_over.error
+                )
         return self._end(
             inv,
             RunStatus.LIMIT_EXCEEDED,

@@ -58,6 +58,7 @@ class ToolCallContext:
     call_id: str
     child_invocation: str | None = None  # the id a delegation made by this call gives its callee
     replay: bool = False  # the call may have been made before: its callee reads its record
+    history: list[dict[str, Any]] | None = None  # the conversation so far (for a hand-off)
 
     @property
     def idempotency_key(self) -> str:
@@ -72,6 +73,7 @@ class ToolOutput:
     content: str
     is_error: bool = False
     child: AgentResult | None = None
+    handoff: bool = False  # the child took the conversation over: its answer is the caller's
 
 
 class Tool(Protocol):

@@ -20,6 +20,7 @@ __all__ = [
     "DELEGATE_PREFIX",
     "DelegateTool",
     "Dispatcher",
+    "HandoffTool",
     "build_tools",
     "delegate_tool_name",
     "reserved_by",
@@ -40,6 +41,8 @@ def reserved_by(name: str) -> str | None:
         return f"the built-in file tool {name!r}"
     if name.startswith(DELEGATE_PREFIX):
         return f"the delegation tools ({DELEGATE_PREFIX}<agent>)"
+    if name.startswith(attr.HANDOFF_TOOL_PREFIX):
+        return f"the hand-off tools ({attr.HANDOFF_TOOL_PREFIX}<agent>)"
     return None
 
 
@@ -104,6 +107,11 @@ class DelegateTool:
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             return ToolOutput("invalid arguments: 'task' must be a non-empty string", is_error=True)
+        return await self._hand(task, [], ctx)
+
+    async def _hand(
+        self, task: str, history: list[dict[str, Any]], ctx: ToolCallContext
+    ) -> ToolOutput:
         run = ctx.run
         tokens_left = None
         if run.limits.token_budget is not None and self.ledger is not None:
@@ -124,11 +132,50 @@ class DelegateTool:
             call_id=ctx.call_id,
             invocation=ctx.child_invocation,
             replay=ctx.replay,
+            history=history,
         )
         result = await self.dispatcher.dispatch(self.target.name, delegation)
         return ToolOutput(
-            _result_text(result), is_error=result.status != RunStatus.SUCCEEDED, child=result
+            _result_text(result),
+            is_error=result.status != RunStatus.SUCCEEDED,
+            child=result,
+            handoff=bool(history),
         )
+
+
+@dataclass
+class HandoffTool(DelegateTool):
+    """The tool that hands the whole conversation over to `target`, which answers from there."""
+
+    @property
+    def name(self) -> str:
+        """`transfer_to_{agent}`."""
+        return f"{attr.HANDOFF_TOOL_PREFIX}{self.target.name}"
+
+    @property
+    def description(self) -> str:
+        """Who takes over, for the model."""
+        text = _describe(self.target).removeprefix("Delegate a task to")
+        text = text.removesuffix(" Returns its answer.")
+        return f"Hand the conversation over to{text} It answers from here on; you stop."
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """One optional argument: a note for the agent that takes over."""
+        return {
+            "type": "object",
+            "properties": {"note": {"type": "string", "description": "What it should know."}},
+            "additionalProperties": False,
+        }
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
+        """Hand the conversation (and the note) over, behind the guard; its answer is ours."""
+        history = list(ctx.history or [])
+        task = next((str(m["content"]) for m in history if m.get("role") == "user"), "")
+        note = arguments.get("note")
+        told = f"{self.caller} handed this conversation over to you"
+        history.append({"role": "user", "content": f"({told}{': ' + note if note else ''}.)"})
+        return await self._hand(task or told, history, ctx)
 
 
 def _result_text(result: AgentResult) -> str:
@@ -170,4 +217,6 @@ def build_tools(
             offered.append(tool)
         else:
             hidden[tool.name] = tool
+        if card.name in spec.handoffs:
+            offered.append(HandoffTool(spec.name, card, True, dispatcher, ledger))
     return offered, hidden
