@@ -79,6 +79,12 @@ def _capabilities(agent: AgentSpec) -> list[str]:
         lines.append(
             f"answers JSON: {what} ({agent.output_mode} mode, {agent.output_retries} retries)"
         )
+    context = agent.context
+    if context.strategy != "none":
+        room = f"{context.max_tokens} tokens" if context.max_tokens else "the model's window"
+        lines.append(
+            f"context: {context.strategy} to fit {room} (keeps the last {context.keep_last})"
+        )
     if agent.handoffs:
         lines.append(f"hands the conversation over to: {', '.join(agent.handoffs)}")
     lines += [f"hook: {path}" for path in agent.hooks]

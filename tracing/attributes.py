@@ -54,6 +54,7 @@ __all__ = [
     "ERROR_TYPE",
     "EVENT_APPROVAL_DECIDED",
     "EVENT_APPROVAL_REQUESTED",
+    "EVENT_CONTEXT_FITTED",
     "EVENT_DELEGATION_REFUSED",
     "EVENT_GUARDRAIL_TRIPPED",
     "EVENT_HOOK_VETO",
@@ -134,6 +135,7 @@ EVENT_OUTPUT_INVALID = "output_invalid"
 EVENT_GUARDRAIL_TRIPPED = "guardrail_tripped"
 # ... and where step rules changed a model call, or a hook vetoed a tool call.
 EVENT_STEP_RULES = "step_rules"
+EVENT_CONTEXT_FITTED = "context_fitted"  # older messages dropped or summarized for a request
 EVENT_HOOK_VETO = "hook_veto"
 BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"

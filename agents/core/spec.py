@@ -19,6 +19,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AgentCard",
     "AgentSpec",
+    "ContextSpec",
     "FileToolsSpec",
     "McpServerSpec",
     "ModelSpec",
@@ -153,6 +154,21 @@ class McpServerSpec(_Strict):
         return self
 
 
+class ContextSpec(_Strict):
+    """How a long conversation is kept inside the model's window."""
+
+    max_tokens: int | None = Field(
+        default=None, ge=256, description="The budget of a request (default: the model's window)."
+    )
+    strategy: Literal["none", "drop_oldest_tool_results", "summarize"] = "none"
+    keep_last: int = Field(
+        default=4, ge=1, le=100, description="The latest messages never dropped or summarized."
+    )
+    model: Any = Field(
+        default=None, description="The model that summarizes (default: the agent's own)."
+    )
+
+
 class RemoteSpec(_Strict):
     """An agent that is another agent system (or any A2A agent), reached over A2A.
 
@@ -216,6 +232,7 @@ class AgentSpec(AgentCard):
     output_retries: int = Field(
         default=2, ge=0, le=10, description="Answers that do not match, told why and asked again."
     )
+    context: ContextSpec = Field(default_factory=ContextSpec)
     hooks: tuple[str, ...] = Field(
         default=(), description="`agents.runtime.hooks.Hooks` subclasses, by import path."
     )

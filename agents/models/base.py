@@ -79,6 +79,14 @@ class ModelClient:
 
     model: str
 
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """About how many tokens `messages` are for this model."""
+        return sum(len(str(m.get("content") or "")) + 16 for m in messages) // 4
+
+    def context_window(self) -> int | None:
+        """How many input tokens the model takes (None: unknown)."""
+        return None
+
     def supports_json_schema(self) -> bool:
         """Whether the model takes a JSON Schema for its answer (`response_format`)."""
         return False

@@ -51,6 +51,18 @@ class LiteLLMClient(ModelClient):
         self.model = self.spec.name
 
     @override
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        return int(litellm.token_counter(model=self.spec.name, messages=messages))
+
+    @override
+    def context_window(self) -> int | None:
+        try:
+            window = litellm.get_model_info(self.spec.name).get("max_input_tokens")
+        except Exception:  # a model litellm does not know
+            return None
+        return int(window) if window else None
+
+    @override
     def supports_json_schema(self) -> bool:
         name = self.spec.name
         try:

@@ -14,8 +14,9 @@ from opentelemetry import trace
 from agents.core.guardrail_spec import JudgeSpec
 from agents.core.messages import AgentResult, RunStatus, Usage
 from agents.core.spec import ModelSpec
-from agents.models.base import ModelReply, ToolCall
+from agents.models.base import ModelClient, ModelReply, ToolCall
 from agents.runtime.calls import Invocation
+from agents.runtime.context import Summarize, fit
 from agents.runtime.guardrails import Guardrails, Judge, Tripped
 from agents.runtime.hooks import (
     HookContext,
@@ -55,8 +56,19 @@ class Steering(ModelCalls):
         return [await call_hook(hook, method, context, *args) for hook in self._hooks]
 
     async def _request(self, inv: Invocation, messages: list[dict[str, Any]]) -> ModelRequest:
-        """The next model call: the agent's, changed by its step rules, then by its hooks."""
-        request = ModelRequest(self.model.model, list(messages), list(self._schemas))
+        """The next model call: the agent's (fitted), then changed by step rules and hooks."""
+        fitted = await fit(messages, self.spec.context, self.model, self._summarizer(inv))
+        if fitted.dropped or fitted.summarized:
+            trace.get_current_span().add_event(
+                attr.EVENT_CONTEXT_FITTED,
+                {
+                    "step": inv.steps,
+                    "dropped_tool_results": fitted.dropped,
+                    "summarized_messages": fitted.summarized,
+                    "tokens": fitted.tokens,
+                },
+            )
+        request = ModelRequest(self.model.model, list(fitted.messages), list(self._schemas))
         rules = self.spec.step_rules
         if rules:
             left = None
@@ -117,6 +129,39 @@ class Steering(ModelCalls):
                 content = answer if isinstance(answer, str) else content
         return dataclasses.replace(out, content=content)
 
+    def _summarizer(self, inv: Invocation) -> Summarize:
+        chosen = self.spec.context.model
+        model = self.model
+        if chosen is not None and self.models is not None:
+            model = self.models(
+                ModelSpec.model_validate({"name": chosen} if isinstance(chosen, str) else chosen)
+            )
+
+        async def summarize(messages: list[dict[str, Any]]) -> str:
+            said = await self._side_call(inv, model, _SUMMARIZE, _transcript(messages))
+            return said or "(nothing to summarize)"
+
+        return summarize
+
+    async def _side_call(self, inv: Invocation, model: ModelClient, system: str, text: str) -> str:
+        """A model call beside the steps (a judge, a summary): own span, tokens counted."""
+        with chat_span(model.model) as span:
+            reply = await model.complete(
+                [{"role": "system", "content": system}, {"role": "user", "content": text}], []
+            )
+            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
+            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+        inv.usage = inv.usage + Usage(
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            model_calls=1,
+            cost_usd=reply.cost_usd or 0.0,
+            unpriced_calls=int(reply.cost_usd is None),
+        )
+        if inv.ctx.limits.token_budget is not None and self.ledger is not None:
+            self.ledger.charge(inv.ctx.run_id, reply.input_tokens + reply.output_tokens)
+        return (reply.content or "").strip()
+
     def _judge(self, inv: Invocation) -> Judge:
         """Asks a guardrail's judge model (its own span; its tokens count for the run)."""
 
@@ -126,22 +171,8 @@ class Steering(ModelCalls):
             spec = ModelSpec.model_validate(
                 {"name": judge.model} if isinstance(judge.model, str) else judge.model
             )
-            model = self.models(spec)
             system = f"{judge.instructions}\n\nAnswer PASS if the text passes, else FAIL: why."
-            with chat_span(spec.name) as span:
-                reply = await model.complete(
-                    [{"role": "system", "content": system}, {"role": "user", "content": text}], []
-                )
-                span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
-                span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
-            inv.usage = inv.usage + Usage(
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
-                model_calls=1,
-                cost_usd=reply.cost_usd or 0.0,
-                unpriced_calls=int(reply.cost_usd is None),
-            )
-            said = (reply.content or "").strip()
+            said = await self._side_call(inv, self.models(spec), system, text)
             return None if said.upper().startswith("PASS") else said.removeprefix("FAIL:").strip()
 
         return ask
@@ -166,3 +197,22 @@ def _parsed(arguments: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+_SUMMARIZE = (
+    "Summarize the conversation below for whoever continues it: the task, what was found (tool "
+    "results, facts, numbers), what was decided and what is left to do. Be complete but brief."
+)
+
+
+def _transcript(messages: list[dict[str, Any]]) -> str:
+    """Messages as plain text for a summary (tool calls by name and arguments)."""
+    lines = []
+    for m in messages:
+        calls = [
+            f"{c['function']['name']}({c['function']['arguments']})"
+            for c in m.get("tool_calls") or []
+        ]
+        text = m.get("content") or ("calls " + ", ".join(calls) if calls else "")
+        lines.append(f"{m.get('role')}: {text}")
+    return "\n".join(lines)
