@@ -159,3 +159,26 @@ def test_a_remote_agents_header_variables_must_be_forwarded() -> None:
     assert len(errors) == 1, errors
     assert "agents[1].a2a.headers.Authorization" in errors[0]
     assert "TEAM_KEY must also be listed under the top-level env:" in errors[0]
+
+
+def test_the_support_example_uses_each_agent_feature_and_baton_check_lists_them() -> None:
+    from typer.testing import CliRunner
+
+    from orchestrator.cli import app
+
+    system = load_config(Path("configs/support.yaml"))
+    assert system.topology.handoffs("triage") == ["billing"]
+    done = CliRunner().invoke(
+        app, ["check", "configs/support.yaml", "--offline"], env={"COLUMNS": "200"}
+    )
+    assert done.exit_code == 0, done.output
+    for line in (
+        "triage: hands the conversation over to: billing",
+        "triage: hook: configs.hooks:AuditTrail",
+        "triage: step rule 1: when step 1: instruction Hand billing questions over",
+        "triage: guardrail on its input: no-card-numbers",
+        "billing: guardrail on its output: no-promises",
+        "billing: context: summarize to fit the model's window (keeps the last 6)",
+        "checker: answers JSON: an inline JSON Schema (auto mode, 2 retries)",
+    ):
+        assert line in done.output, done.output

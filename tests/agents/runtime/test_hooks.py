@@ -4,6 +4,8 @@ A team in one process (no Ray), real litellm with the built-in models."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -13,6 +15,8 @@ from agents.runtime.hooks import HookContext, Hooks, ModelRequest, Stop, Veto
 from tests.testkit import local_trace
 
 pytestmark = pytest.mark.anyio
+
+SUPPORT = Path("configs/support.yaml")
 
 
 class Audit(Hooks):
@@ -126,3 +130,19 @@ async def test_step_rules_force_a_tool_add_an_instruction_and_switch_the_model()
     [agent] = [s for s in spans if s["name"] == "invoke_agent analyst"]
     applied = [e["attributes"] for e in agent["events"] if e["name"] == "step_rules"]
     assert applied == [{"step": 1, "rules": [0]}, {"step": 2, "rules": [1]}]
+
+
+async def test_the_support_example_runs_offline_and_hands_a_refund_over_to_billing() -> None:
+    team = SUPPORT.read_text()  # noqa: ASYNC240 (a small local file)
+    result, _ = await local_trace(team, "I want a refund for my invoice")
+    assert result.status == RunStatus.SUCCEEDED, result.error  # type: ignore[attr-defined]
+    took_over = [c for c in result.children if c.agent == "billing"]  # type: ignore[attr-defined]
+    assert took_over and result.output == took_over[0].output  # type: ignore[attr-defined]
+    refused, _ = await local_trace(team, "my card is 4111111111111111, refund it")
+    assert refused.status == RunStatus.GUARDRAIL_TRIPPED  # type: ignore[attr-defined]
+    assert "card numbers are not taken here" in refused.error  # type: ignore[attr-defined]
+    checked, _ = await local_trace(
+        team, "check the claim that refunds take a week", entry="checker"
+    )
+    assert checked.status == RunStatus.SUCCEEDED  # type: ignore[attr-defined]
+    assert json.loads(checked.output)["verdict"] in ("true", "false", "unknown")  # type: ignore[attr-defined]
