@@ -109,15 +109,7 @@ class ModelCalls(ToolCalls):
             output = genai.output_messages(reply.as_message(), reply.finish_reason)
             self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
             set_outcome(span, None)
-        inv.usage = inv.usage + Usage(
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            model_calls=1,
-            cost_usd=reply.cost_usd or 0.0,
-            unpriced_calls=int(reply.cost_usd is None),
-        )
-        if ctx.limits.token_budget is not None and self.ledger is not None:
-            self.ledger.charge(ctx.run_id, reply.input_tokens + reply.output_tokens)
+        self._spent(inv, reply)
         if recorded is None:
             self._emit(
                 inv,
@@ -132,6 +124,18 @@ class ModelCalls(ToolCalls):
             )
         self._send_finished_spans(inv)
         return reply
+
+    def _spent(self, inv: Invocation, reply: ModelReply) -> None:
+        """Count a model call in the invocation's usage and the run's token budget."""
+        inv.usage = inv.usage + Usage(
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            model_calls=1,
+            cost_usd=reply.cost_usd or 0.0,
+            unpriced_calls=int(reply.cost_usd is None),
+        )
+        if inv.ctx.limits.token_budget is not None and self.ledger is not None:
+            self.ledger.charge(inv.ctx.run_id, reply.input_tokens + reply.output_tokens)
 
     async def _ask_model(
         self, inv: Invocation, request: ModelRequest, model: ModelClient, span: Any

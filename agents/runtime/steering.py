@@ -12,7 +12,7 @@ from typing import Any
 from opentelemetry import trace
 
 from agents.core.guardrail_spec import JudgeSpec
-from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import AgentResult, RunStatus
 from agents.core.spec import ModelSpec
 from agents.models.base import ModelClient, ModelReply, ToolCall
 from agents.runtime.calls import Invocation
@@ -151,15 +151,7 @@ class Steering(ModelCalls):
             )
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
-        inv.usage = inv.usage + Usage(
-            input_tokens=reply.input_tokens,
-            output_tokens=reply.output_tokens,
-            model_calls=1,
-            cost_usd=reply.cost_usd or 0.0,
-            unpriced_calls=int(reply.cost_usd is None),
-        )
-        if inv.ctx.limits.token_budget is not None and self.ledger is not None:
-            self.ledger.charge(inv.ctx.run_id, reply.input_tokens + reply.output_tokens)
+        self._spent(inv, reply)
         return (reply.content or "").strip()
 
     def _judge(self, inv: Invocation) -> Judge:

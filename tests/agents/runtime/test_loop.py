@@ -12,31 +12,12 @@ import pytest
 from agents.core.limits import Limits
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec, Timeouts
-from agents.models.base import ModelReply, TextSink
-from agents.models.client import LiteLLMClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import FunctionTool, load_function_tool
 from agents.tools.delegate import DelegateTool
+from tests.recording import RecordingClient
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class RecordingClient(LiteLLMClient):
-    """The real litellm client, keeping every message list it was asked to complete."""
-
-    seen: list[list[dict[str, Any]]] = field(default_factory=list)
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_text: TextSink | None = None,
-        response_format: dict[str, Any] | None = None,
-        force_tool: str | None = None,
-    ) -> ModelReply:
-        self.seen.append([dict(m) for m in messages])
-        return await super().complete(messages, tools, on_text, response_format, force_tool)
 
 
 def scripted(*replies: dict[str, Any], repeat_last: bool = False, **params: Any) -> RecordingClient:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,9 +14,8 @@ from pydantic import BaseModel
 from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.models.base import ModelReply, TextSink
-from agents.models.client import LiteLLMClient
 from agents.runtime.loop import AgentRuntime
+from tests.recording import RecordingClient
 from tests.testkit import local_trace
 
 pytestmark = pytest.mark.anyio
@@ -37,26 +35,8 @@ class Verdict(BaseModel):
     sources: list[str] = []
 
 
-@dataclass
-class Recording(LiteLLMClient):
-    """The real litellm client, keeping what it was asked."""
-
-    seen: list[tuple[list[dict[str, Any]], dict[str, Any] | None]] = field(default_factory=list)
-
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_text: TextSink | None = None,
-        response_format: dict[str, Any] | None = None,
-        force_tool: str | None = None,
-    ) -> ModelReply:
-        self.seen.append(([dict(m) for m in messages], response_format))
-        return await super().complete(messages, tools, on_text, response_format, force_tool)
-
-
-async def answer(*replies: str, **spec: Any) -> tuple[Any, Recording]:
-    client = Recording(
+async def answer(*replies: str, **spec: Any) -> tuple[Any, RecordingClient]:
+    client = RecordingClient(
         ModelSpec(name="baton/scripted", params={"replies": [{"content": r} for r in replies]})
     )
     lim = Limits()
@@ -75,16 +55,16 @@ async def test_an_answer_that_does_not_match_is_sent_back_with_the_error_until_i
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert json.loads(result.output) == {"verdict": "true", "confidence": 0.9}
     assert result.steps == 3 and result.usage.model_calls == 3
-    told = [m["content"] for m in client.seen[-1][0] if m["role"] == "user"][1:]
+    told = [m["content"] for m in client.seen[-1] if m["role"] == "user"][1:]
     assert told[0].startswith("Your answer does not match the required JSON Schema: the answer")
     assert "is not JSON" in told[0]
     assert "verdict: 'yes' is not one of ['true', 'false']" in told[1]
     # Asked natively (the built-in models take a schema), and reminded in the instructions.
-    assert client.seen[0][1] == {
+    assert client.formats[0] == {
         "type": "json_schema",
         "json_schema": {"name": "a_output", "schema": VERDICT},
     }
-    assert '"required":["verdict","confidence"]' in client.seen[0][0][0]["content"]
+    assert '"required":["verdict","confidence"]' in client.seen[0][0]["content"]
 
 
 async def test_after_its_retries_an_agent_that_never_matches_fails_with_the_last_error() -> None:
@@ -104,10 +84,10 @@ async def test_a_pydantic_model_by_import_path_validates_and_normalizes_the_answ
     )
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert json.loads(result.output) == {"verdict": True, "sources": []}  # the model's dump
-    assert "verdict: Input should be a valid boolean" in client.seen[1][0][-1]["content"]
+    assert "verdict: Input should be a valid boolean" in client.seen[1][-1]["content"]
     # Prompt mode: the schema is in the instructions only.
-    assert client.seen[0][1] is None
-    assert "JSON Schema" in client.seen[0][0][0]["content"]
+    assert client.formats[0] is None
+    assert "JSON Schema" in client.seen[0][0]["content"]
 
 
 async def test_a_delegating_agent_gets_the_sub_agents_structured_answer_as_its_tool_result() -> (
