@@ -90,7 +90,11 @@ class AgentRuntime(Steering):
     def __post_init__(self) -> None:
         self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
         self._schemas = [self._schema(t) for t in self.tools]
-        self._contract = OutputContract.of(self.spec, self.model.supports_json_schema())
+        self._contract = (
+            OutputContract.of(self.spec, self.model.supports_json_schema())
+            if self.spec.output_schema is not None
+            else None
+        )
         self._guardrails = Guardrails(self.spec.guardrails)
         self._hooks = [load_callable(path)() for path in self.spec.hooks]
         self._clients = {}
