@@ -327,9 +327,10 @@ class Readiness(BaseModel):
 
 
 def _structured(run: StoredRun) -> Any:
-    """The answer as JSON, if the entry agent (as the run's config had it) declares a shape."""
+    """The answer as JSON, if the agent that gave it (as the run's config had it) declares one."""
     agents = {a.get("name"): a for a in (run.config or {}).get("agents") or []}
-    declared = agents.get(run.entry_agent, {}).get("output_schema")
+    answered = (run.tree or {}).get("answered_by") or run.entry_agent  # after hand-offs
+    declared = agents.get(answered, {}).get("output_schema")
     if run.status != RunStatus.SUCCEEDED or not declared or run.output is None:
         return None
     try:

@@ -76,7 +76,7 @@ def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
             else [t for t in agent.delegates if t in known]
         )
         handoffs = [t for t in agent.handoffs if t in known]
-        for target in {*targets, *handoffs}:
+        for target in dict.fromkeys([*targets, *handoffs]):  # in the config's order
             graph.add_edge(
                 agent.name, target, delegate=target in targets, handoff=target in handoffs
             )

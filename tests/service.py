@@ -89,8 +89,31 @@ NARRATOR = f"""
           - {{content: "{STORY}"}}
 """
 
+# A hand-off across actors (`refunds` runs in actors of its own) to an agent with a structured
+# answer (its first answer is not JSON: it is sent back) and an input guardrail.
+DESK = """
+  - name: desk
+    description: Takes refund requests and hands them over to refunds.
+    handoffs: [refunds]
+    model:
+      name: baton/scripted
+      params: {replies: [{tool_calls: [{name: transfer_to_refunds, arguments: {note: checked}}]}]}
+  - name: refunds
+    description: Decides refunds.
+    ray: {isolate: true}
+    output_schema:
+      type: object
+      properties: {approved: {type: boolean}, amount: {type: number}}
+      required: [approved, amount]
+    guardrails:
+      input: [{name: no-threats, regex: "(?i)lawyer", message: a person takes this one}]
+    model:
+      name: baton/scripted
+      params: {replies: [{content: "not json"}, {content: '{"approved": true, "amount": 42}'}]}
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
-# `narrator` streams its answer slowly.
+# `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
     """
 name: svc
@@ -117,6 +140,7 @@ agents:
           - {content: rested}
 """
     + NARRATOR
+    + DESK
     + APPROVAL_AGENTS
 )
 

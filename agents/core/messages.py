@@ -206,6 +206,9 @@ class AgentResult(BaseModel):
         default=False, description="Made by the caller: the actor died and took its record."
     )
     children: list[AgentResult] = Field(default_factory=list)
+    answered_by: str | None = Field(
+        default=None, description="The agent that took the conversation over and answered."
+    )
     refusals: list[Refusal] = Field(default_factory=list)
     spans: list[dict[str, Any]] = Field(
         default_factory=list,

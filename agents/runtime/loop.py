@@ -298,9 +298,11 @@ class AgentRuntime(Steering):
                     inv.children.append(out.child)
             took_over = next((o.child for o in outputs if o.handoff and o.child), None)
             if took_over is not None:  # handed over: the receiver's answer is this one's
-                return self._end(
+                result = self._end(
                     inv, took_over.status, output=took_over.output, error=took_over.error
                 )
+                result.answered_by = took_over.answered_by or took_over.agent
+                return result
         return self._end(
             inv,
             RunStatus.LIMIT_EXCEEDED,

@@ -233,6 +233,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
     assert agents["topology"]["edges"] == [
         ["coordinator", "analyst"],
         ["coordinator", "sleeper"],
+        ["desk", "refunds"],
         ["lead", "clerk"],
         ["lead", "vault"],
     ]
@@ -242,6 +243,8 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "analyst",
         "sleeper",
         "narrator",
+        "desk",
+        "refunds",
         "lead",
         "clerk",
         "vault",

@@ -134,6 +134,8 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "analyst",
         "sleeper",
         "narrator",
+        "desk",
+        "refunds",
         "lead",
         "clerk",
         "vault",

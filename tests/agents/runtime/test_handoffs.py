@@ -38,6 +38,7 @@ async def test_the_receiver_continues_the_conversation_and_its_answer_is_the_ans
     # and its answer is the run's, not a tool result the caller rewrote.
     assert billing.output == "No tool matched, so this is a direct reply to: I want my money back"
     assert result.output == billing.output  # type: ignore[attr-defined]
+    assert result.answered_by == "billing"  # type: ignore[attr-defined]
     assert result.total_usage().model_calls == 2  # type: ignore[attr-defined]
     [handoff] = [s for s in spans if s["name"] == "execute_tool transfer_to_billing"]
     assert handoff["attributes"]["baton.delegation.target"] == "billing"
