@@ -209,6 +209,9 @@ class AgentResult(BaseModel):
     answered_by: str | None = Field(
         default=None, description="The agent that took the conversation over and answered."
     )
+    stops_run: bool = Field(
+        default=False, description="A hook ended the whole run here: callers end too."
+    )
     refusals: list[Refusal] = Field(default_factory=list)
     spans: list[dict[str, Any]] = Field(
         default_factory=list,

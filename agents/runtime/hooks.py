@@ -36,7 +36,11 @@ class HookFailed(Exception):
 
 
 class Stopped(Exception):
-    """A hook stopped the invocation."""
+    """A hook stopped the invocation (`run`: and the whole run)."""
+
+    def __init__(self, message: str, run: bool = False) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 async def call_hook(hook: Hooks, method: str, *args: Any) -> Any:
@@ -50,15 +54,22 @@ async def call_hook(hook: Hooks, method: str, *args: Any) -> Any:
         name = f"{type(hook).__module__}:{type(hook).__name__}.{method}"
         raise HookFailed(f"hook {name} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(answer, Stop):
-        raise Stopped(f"stopped by hook {type(hook).__name__}.{method}: {answer.reason}")
+        what = "the run" if answer.run else "by hook"
+        raise Stopped(
+            f"stopped {what} {type(hook).__name__}.{method}: {answer.reason}", run=answer.run
+        )
     return answer
 
 
 @dataclass(frozen=True)
 class Stop:
-    """Ends the invocation (it fails with this reason)."""
+    """Ends the invocation (it fails with this reason).
+
+    `run=True`: the whole run, every agent up the chain ending with it.
+    """
 
     reason: str
+    run: bool = False
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,7 @@ class AgentRuntime(Steering):
             result = await self._steps(inv)
         except (HookFailed, Stopped) as exc:
             result = self._end(inv, RunStatus.FAILED, error=str(exc))
+            result.stops_run = isinstance(exc, Stopped) and exc.run
         if self._hooks:
             try:
                 await self._hooks_call(inv, "on_end", result)
@@ -296,6 +297,11 @@ class AgentRuntime(Steering):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
                 if out.child is not None:
                     inv.children.append(out.child)
+            ended = next((o.child for o in outputs if o.child and o.child.stops_run), None)
+            if ended is not None:  # a hook below ended the whole run: so does this invocation
+                result = self._end(inv, ended.status, error=ended.error)
+                result.stops_run = True
+                return result
             took_over = next((o.child for o in outputs if o.handoff and o.child), None)
             if took_over is not None:  # handed over: the receiver's answer is this one's
                 result = self._end(

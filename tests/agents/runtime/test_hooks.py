@@ -146,3 +146,26 @@ async def test_the_support_example_runs_offline_and_hands_a_refund_over_to_billi
     )
     assert checked.status == RunStatus.SUCCEEDED  # type: ignore[attr-defined]
     assert json.loads(checked.output)["verdict"] in ("true", "false", "unknown")  # type: ignore[attr-defined]
+
+
+class Tripwire(Hooks):
+    async def before_tool(self, ctx: HookContext, tool: str, arguments: dict[str, Any]) -> Stop:
+        return Stop(f"{tool} is off limits", run=True)
+
+
+async def test_a_hook_deep_in_the_tree_can_end_the_whole_run() -> None:
+    team = """
+    agents:
+      - name: boss
+        delegates: [worker]
+      - name: worker
+        description: Calculates.
+        capabilities: [calculate]
+        tools: [configs.tools:calculate]
+        hooks: [tests.agents.runtime.test_hooks:Tripwire]
+    """
+    result, _ = await local_trace(team, "calculate 1 + 1")
+    # The worker's hook ended the run: the boss ended with it instead of answering.
+    assert result.status == RunStatus.FAILED  # type: ignore[attr-defined]
+    assert result.error == "stopped the run Tripwire.before_tool: calculate is off limits"  # type: ignore[attr-defined]
+    assert result.stops_run and result.usage.model_calls == 1  # type: ignore[attr-defined]
