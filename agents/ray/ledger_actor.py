@@ -6,6 +6,7 @@ Kept apart from `agents.ray.host` so that the ledger's worker process does not i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
@@ -24,6 +25,10 @@ logger = logging.getLogger(__name__)
 # Longest wait at a run's end for agent processes' last events (on their way: each process sent
 # them before its result).
 EVENTS_WAIT_S = 5.0
+# Longest wait for a process's earlier batch of events: an async actor may run one caller's
+# calls out of order, and a streamed reply's pieces must reach followers in the order written.
+# Past it (a batch lost with a restarted ledger) the batch goes on alone.
+ORDER_WAIT_S = 0.5
 
 
 @ray.remote(num_cpus=0)
@@ -49,6 +54,9 @@ class LedgerActor:
         self._steps: dict[str, dict[str, dict[str, Step]]] = {}
         self._signals: dict[str, asyncio.Event] = {}
         self._fed = asyncio.Event()  # set (and replaced) whenever any run changes
+        # Each agent process's next batch number, and a signal set (and replaced) per batch.
+        self._next_batch: dict[str, int] = {}
+        self._batched = asyncio.Event()
 
     def _changed(self, run_id: str) -> None:
         signal = self._signals.pop(run_id, None)
@@ -165,13 +173,14 @@ class LedgerActor:
         spans: list[SpanShipment],
         steps: list[tuple[str, Step]],
         sender: str = "",
+        batch: int = 0,
     ) -> bool:
         """Store a step and what its process sent before it; False if the run moved on.
 
         The barrier before an effect that must not be repeated: the step is stored when this
         returns True. A step of an older life of the run (resumed since) is refused.
         """
-        self.emit_many(earlier, spans, sender, steps)
+        await self.emit_many(earlier, spans, sender, steps, batch)
         if self._writer is None:
             return step.epoch >= self._ledger.epoch(run_id)
         return self._keep(run_id, step) and await self._writer.sync()
@@ -202,7 +211,7 @@ class LedgerActor:
         """The at-most-once tools started under a delegation attempt."""
         return self._ledger.effects(run_id, attempt)
 
-    def request_approval(
+    async def request_approval(
         self,
         run_id: str,
         call_id: str,
@@ -211,12 +220,13 @@ class LedgerActor:
         spans: list[SpanShipment] | None = None,
         sender: str = "",
         steps: list[tuple[str, Step]] | None = None,
+        batch: int = 0,
     ) -> str:
         """Register a call waiting for approval, after the caller's `earlier` events.
 
         They are sent along because an async actor does not keep one caller's calls in order.
         """
-        self.emit_many(earlier or [], spans or [], sender, steps)
+        await self.emit_many(earlier or [], spans or [], sender, steps, batch)
         unique = self._ledger.request_approval(run_id, call_id, event)
         self._changed(run_id)
         return unique
@@ -272,17 +282,22 @@ class LedgerActor:
             if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
                 return version, len(self._ledger.pending(run_id)), state
 
-    def emit_many(
+    async def emit_many(
         self,
         events: list[tuple[str, Event]],
         spans: list[SpanShipment],
         sender: str = "",
         steps: list[tuple[str, Step]] | None = None,
+        batch: int = 0,
     ) -> None:
         """Record batches of events, numbered span shipments and steps from one agent process.
 
-        Steps of an older life of their run (resumed since) are dropped.
+        `batch` numbers the process's batches from 1 (0: unnumbered); one that overtook an
+        earlier one waits for it (up to `ORDER_WAIT_S`). Steps of an older life of their run
+        (resumed since) are dropped.
         """
+        if sender and batch:
+            await self._in_turn(sender, batch)
         for run_id, step in steps or ():
             self._keep(run_id, step)
         changed = set()
@@ -294,6 +309,21 @@ class LedgerActor:
             changed.add(run_id)
         for run_id in changed:
             self._changed(run_id)
+
+    async def _in_turn(self, sender: str, batch: int) -> None:
+        """Wait until the sender's batches before `batch` are in (or `ORDER_WAIT_S` passed)."""
+        until = time.monotonic() + ORDER_WAIT_S
+        while self._next_batch.get(sender, 1) < batch:
+            left = until - time.monotonic()
+            if left <= 0:
+                logger.warning("batch %d of %s came without the one before it", batch, sender)
+                break
+            signal = self._batched
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(signal.wait(), left)
+        self._next_batch[sender] = max(self._next_batch.get(sender, 1), batch + 1)
+        self._batched.set()
+        self._batched = asyncio.Event()
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0

@@ -40,6 +40,8 @@ class LedgerClient:
         # Each run's span shipments from this process are numbered, so that the ledger can
         # tell when every one has arrived (an async actor may run two calls out of order).
         self._sender = uuid.uuid4().hex
+        # Batches sent to the ledger so far, numbered so that it applies them in order.
+        self._batches = 0
         self._shipments: OrderedDict[str, int] = OrderedDict()
         # Events of each run queued here so far: the ledger's `finish` waits until it has them
         # all (the last batch and the run's end come from different callers, in any order).
@@ -66,7 +68,7 @@ class LedgerClient:
         # The buffered events go in the same call, so that they come before this one.
         events, spans, steps = self._take()
         unique: str = await self._handle.request_approval.remote(
-            run_id, call_id, event, events, spans, self._sender, steps
+            run_id, call_id, event, events, spans, self._sender, steps, self._number()
         )
         return unique
 
@@ -127,7 +129,7 @@ class LedgerClient:
         """Store a step and all that is queued before it; False if the run has moved on."""
         events, spans, steps = self._take()
         stored: bool = await self._handle.commit.remote(
-            run_id, step, events, spans, steps, self._sender
+            run_id, step, events, spans, steps, self._sender, self._number()
         )
         return stored
 
@@ -171,7 +173,12 @@ class LedgerClient:
         events, spans, steps = self._take()
         if not (events or spans or steps):
             return None
-        return self._handle.emit_many.remote(events, spans, self._sender, steps)
+        return self._handle.emit_many.remote(events, spans, self._sender, steps, self._number())
+
+    def _number(self) -> int:
+        """The next batch's number (the ledger applies a process's batches in this order)."""
+        self._batches += 1
+        return self._batches
 
     # The orchestrator's side -----------------------------------------------------------
 

@@ -10,7 +10,6 @@ and the time left; the remote task's updates become `remote_update` events (its 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import uuid
@@ -60,6 +59,7 @@ class _Exchange:
     said: str = ""  # the last status message
     usage: Usage = field(default_factory=Usage)
     status: RunStatus | None = None  # how it ended, when a Baton service said so
+    known: asyncio.Event = field(default_factory=asyncio.Event)  # set once task_id is
 
 
 @dataclass
@@ -68,6 +68,8 @@ class RemoteAgentRuntime(AgentRuntime):
 
     remote: RemoteSpec | None = None
     _a2a: Client | None = field(default=None, init=False, repr=False)
+    # Cancellations of remote tasks under way (kept: a cancelled invocation does not wait).
+    _cancelling: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
 
     @property
     def spec_remote(self) -> RemoteSpec:
@@ -103,12 +105,13 @@ class RemoteAgentRuntime(AgentRuntime):
             span.set_attribute(attr.SERVER_PORT, where.port)
         inv.steps = 1
         seen = _Exchange()
+        exchange = asyncio.ensure_future(self._exchange(inv, seen))
         try:
             # As for a delegation here: the remote run gets a moment to report its own limit.
             wait = max(ctx.time_left(), 0.001) + DELEGATION_GRACE_S
-            await asyncio.wait_for(self._exchange(inv, seen), wait)
+            await asyncio.wait_for(asyncio.shield(exchange), wait)
         except TimeoutError:
-            await self._cancel_remote(seen)
+            await self._cancel_remote(seen, exchange)
             return self._end(
                 inv,
                 RunStatus.LIMIT_EXCEEDED,
@@ -116,7 +119,7 @@ class RemoteAgentRuntime(AgentRuntime):
                 "worked on the task",
             )
         except asyncio.CancelledError:
-            await self._cancel_remote(seen)
+            await self._cancel_remote(seen, exchange)
             raise
         except Exception as exc:
             self._a2a = None  # connect again next time (the card may have changed)
@@ -177,6 +180,7 @@ class RemoteAgentRuntime(AgentRuntime):
         if kind == "task":
             task = response.task
             seen.task_id, seen.state = task.id, TaskState.Name(task.status.state)
+            seen.known.set()
             for artifact in task.artifacts:
                 seen.answer = "".join(p.text for p in artifact.parts)
             self._said(inv, seen, task.status, task.metadata)
@@ -184,6 +188,7 @@ class RemoteAgentRuntime(AgentRuntime):
             update = response.status_update
             seen.task_id = seen.task_id or update.task_id
             seen.state = TaskState.Name(update.status.state)
+            seen.known.set()
             self._said(inv, seen, update.status, update.metadata)
         elif kind == "artifact_update":
             update = response.artifact_update
@@ -229,19 +234,40 @@ class RemoteAgentRuntime(AgentRuntime):
             )
             self.events.emit(inv.ctx.run_id, delta)
 
-    async def _cancel_remote(self, seen: _Exchange) -> None:
-        """Cancel the remote task (bounded; a failure is logged, the invocation ends anyway)."""
-        if not seen.task_id or self._a2a is None:
+    async def _cancel_remote(self, seen: _Exchange, exchange: asyncio.Future[None]) -> None:
+        """Cancel the remote task and stop reading it (bounded; a failure is logged).
+
+        Runs on by itself if this invocation is cancelled again meanwhile (the engine repeats
+        a cancellation until the call ends).
+        """
+        job = asyncio.ensure_future(self._cancel_when_known(seen, exchange))
+        self._cancelling.add(job)
+        job.add_done_callback(self._cancelling.discard)
+        await asyncio.shield(job)
+
+    async def _cancel_when_known(self, seen: _Exchange, exchange: asyncio.Future[None]) -> None:
+        try:
+            if not seen.task_id and not exchange.done():
+                # Cancelled before the remote side said which task is ours: read on until it
+                # does (the task is running there already, and would run to its end).
+                known = asyncio.ensure_future(seen.known.wait())
+                either: set[asyncio.Future[Any]] = {exchange, known}
+                await asyncio.wait(either, timeout=_CANCEL_S, return_when=asyncio.FIRST_COMPLETED)
+                known.cancel()
+        finally:
+            exchange.cancel()
+        if not seen.task_id or self._a2a is None or seen.state in _ENDED:
             return
         from a2a.types import CancelTaskRequest
 
-        with contextlib.suppress(Exception):
+        try:
             await asyncio.wait_for(
-                asyncio.shield(self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))),
-                _CANCEL_S,
+                self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id)), _CANCEL_S
             )
-            return
-        logger.warning("could not cancel task %s at %s", seen.task_id, self.spec_remote.url)
+        except Exception as exc:
+            logger.warning(
+                "could not cancel task %s at %s: %s", seen.task_id, self.spec_remote.url, exc
+            )
 
 
 def _failure(url: str, exc: Exception) -> str:

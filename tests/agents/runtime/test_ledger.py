@@ -1,6 +1,12 @@
 from __future__ import annotations
 
-from agents.core.events import AgentFinished, AgentStarted, ToolStarted
+import asyncio
+from typing import Any
+
+import pytest
+import ray
+
+from agents.core.events import AgentFinished, AgentStarted, ModelDelta, ToolStarted
 from agents.core.messages import RunStatus
 from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
@@ -122,3 +128,33 @@ def test_the_feed_carries_every_runs_events_in_order_and_says_when_some_were_mis
     assert missed and len(items) == MAX_FEED and now == MAX_FEED + 4
     # And one that read a ledger before this one (restarted) too.
     assert RunLedger().feed(now) == ([], 0, True)
+
+
+@pytest.mark.anyio
+async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
+    ray_cluster: Any,
+) -> None:
+    # Ray's async actors may start one caller's calls out of order; the ledger waits for a
+    # batch's predecessor, so that a streamed reply reads as it was written.
+    from agents.ray.ledger_actor import LedgerActor
+
+    ledger = LedgerActor.remote()  # type: ignore[attr-defined]
+    try:
+        piece = ModelDelta(agent="a", invocation="i", step=1, text="")
+        second = ledger.emit_many.remote(
+            [("r", piece.model_copy(update={"text": "b "}))], [], "p", None, 2
+        )
+        first = ledger.emit_many.remote(
+            [("r", piece.model_copy(update={"text": "a "}))], [], "p", None, 1
+        )
+        await asyncio.gather(first, second)
+        items, _, _ = await ledger.feed.remote(0, 1.0)
+        assert [event.text for _, _, event in items] == ["a ", "b "]
+        # A batch whose predecessor never comes goes on alone, shortly.
+        await ledger.emit_many.remote(
+            [("r", piece.model_copy(update={"text": "c "}))], [], "p", None, 9
+        )
+        items, _, _ = await ledger.feed.remote(0, 1.0)
+        assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
+    finally:
+        ray.kill(ledger)
