@@ -91,6 +91,7 @@ class Engine:
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: set[str] = set()  # active runs asked to stop
+        self._closed = False  # leaving Ray: no more calls to it from timers
         self._entry_grace_s = entry_grace_s
         self._export = export
         self._detached = detached
@@ -152,8 +153,19 @@ class Engine:
         """Each agent's replicas, asked now (see `AgentPool.ask`)."""
         return await self.pool.ask(timeout_s)
 
+    def close(self) -> None:
+        """Make no more Ray calls of our own: send the ledger's batch, ask no more cancellations.
+
+        Called before this process leaves Ray (`ray.shutdown`): a timer that calls Ray after
+        that ends the process (Ray's core worker exits it with status 1).
+        """
+        self._closed = True
+        if self._ledger is not None:
+            self._ledger.close()
+
     def stop(self) -> None:
         """Kill this system's actors (a CLI run's actors die with the driver anyway)."""
+        self.close()
         if self._pool is None:
             return
         everyone = [h for handles in self._pool.hosts.values() for h in handles]
@@ -371,6 +383,6 @@ class Engine:
         before the call's coroutine is queued there (ray-project/ray#52628), and the call then
         runs to its end: a run cancelled as it starts would go on.
         """
-        if run_id in self._active and self._inflight.get(run_id) is ref:
+        if not self._closed and run_id in self._active and self._inflight.get(run_id) is ref:
             ray.cancel(ref, recursive=True)
             asyncio.get_running_loop().call_later(_RECANCEL_S, self._stop, run_id, ref)

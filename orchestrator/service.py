@@ -184,6 +184,7 @@ class RunService(RunViews, Durability):
         await asyncio.gather(*self._background, *tasks, return_exceptions=True)
         await self.feed.close()
         await self.store.interrupt_owned(self.owner, _STOPPED)
+        self.engine.close()  # before this process leaves Ray
 
     @property
     def ready(self) -> bool:

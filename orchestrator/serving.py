@@ -107,4 +107,6 @@ async def open_service(
         await store.close()
         if export is not None:
             await asyncio.to_thread(export.shutdown)  # send what is queued
-        await asyncio.to_thread(ray_connection.close)  # no process of ours left behind
+        # No process of ours left behind. On this thread, which made every Ray call: Ray's core
+        # worker ends the process (status 1) if another thread touches it while it shuts down.
+        ray_connection.close()

@@ -37,6 +37,7 @@ class LedgerClient:
         self._spans: list[SpanShipment] = []
         self._steps: list[tuple[str, Step]] = []
         self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
         # Each run's span shipments from this process are numbered, so that the ledger can
         # tell when every one has arrived (an async actor may run two calls out of order).
         self._sender = uuid.uuid4().hex
@@ -144,8 +145,13 @@ class LedgerClient:
         _count(self._emitted, run_id)
         self._arm()
 
+    def close(self) -> None:
+        """Send what is buffered, and nothing after it (this process is leaving Ray)."""
+        self.flush()
+        self._closed = True
+
     def _arm(self) -> None:
-        if self._timer is None:
+        if self._timer is None and not self._closed:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -171,7 +177,7 @@ class LedgerClient:
 
     def _send(self) -> Any:
         events, spans, steps = self._take()
-        if not (events or spans or steps):
+        if self._closed or not (events or spans or steps):
             return None
         return self._handle.emit_many.remote(events, spans, self._sender, steps, self._number())
 
