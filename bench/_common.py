@@ -6,6 +6,7 @@ import os
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -16,6 +17,7 @@ from orchestrator.config import AgentSystem, parse_config
 from orchestrator.engine import Engine
 
 __all__ = [
+    "PlainModel",
     "cpu_ms_per_task",
     "cpu_seconds",
     "engine",
@@ -24,6 +26,25 @@ __all__ = [
     "start",
     "system",
 ]
+
+
+class PlainModel:
+    """A floor's model call: plain `litellm.acompletion` of a built-in model.
+
+    As a user of the stack would write it (Baton's own client trims litellm's path: see
+    agents/models/inline.py).
+    """
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        from agents.models.client import configure_litellm
+
+        configure_litellm()  # makes `baton/scripted` known to litellm in this process
+        self._params = params
+
+    async def complete(self, messages: list[dict[str, Any]]) -> object:
+        import litellm
+
+        return await litellm.acompletion(model="baton/scripted", messages=messages, **self._params)
 
 
 def start() -> None:

@@ -25,9 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray
 
 from agents.core.messages import RunStatus
-from agents.core.spec import ModelSpec
-from agents.models.client import LiteLLMClient
-from bench._common import engine, interleaved_medians, start
+from bench._common import PlainModel, engine, interleaved_medians, start
 from orchestrator.engine import Engine
 
 DEPTHS = tuple(int(d) for d in sys.argv[1:]) or (1, 4, 16)
@@ -42,15 +40,15 @@ class BareAgent:
 
     def __init__(self, next_actor: object | None) -> None:
         self._next = next_actor
-        self._model = LiteLLMClient(ModelSpec(name="baton/scripted", params={"replies": _REPLY}))
+        self._model = PlainModel({"replies": _REPLY})
 
     async def call(self, task: str) -> str:
         messages = [{"role": "user", "content": task}]
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         if self._next is None:
             return "done"
         answer = await self._next.call.remote(task)  # type: ignore[attr-defined]
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         return answer
 
 
@@ -59,15 +57,15 @@ class BareChain:
     """The one-host floor: the same chain as plain awaits inside one actor."""
 
     def __init__(self) -> None:
-        self._model = LiteLLMClient(ModelSpec(name="baton/scripted", params={"replies": _REPLY}))
+        self._model = PlainModel({"replies": _REPLY})
 
     async def call(self, task: str, depth: int) -> str:
         messages = [{"role": "user", "content": task}]
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         if depth == 1:
             return "done"
         answer = await self.call(task, depth - 1)
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         return answer
 
 

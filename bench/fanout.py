@@ -16,22 +16,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ray
 
 from agents.core.messages import RunStatus
-from agents.core.spec import ModelSpec
-from agents.models.client import LiteLLMClient
-from bench._common import engine, median_seconds, start
+from bench._common import PlainModel, engine, median_seconds, start
 
 WIDTHS = tuple(int(n) for n in sys.argv[1:]) or (8, 32)
 LATENCY_MS = 100
 IDEAL_S = 3 * LATENCY_MS / 1000
 
 
-def _model() -> LiteLLMClient:
-    return LiteLLMClient(
-        ModelSpec(
-            name="baton/scripted",
-            params={"latency_ms": LATENCY_MS, "replies": [{"content": "done"}]},
-        )
-    )
+def _model() -> PlainModel:
+    return PlainModel({"latency_ms": LATENCY_MS, "replies": [{"content": "done"}]})
 
 
 @ray.remote
@@ -40,7 +33,7 @@ class BareWorker:
         self._model = _model()
 
     async def call(self, task: str) -> str:
-        await self._model.complete([{"role": "user", "content": task}], [])
+        await self._model.complete([{"role": "user", "content": task}])
         return "part done"
 
 
@@ -54,9 +47,9 @@ class BareCoordinator:
 
     async def call(self, task: str) -> int:
         messages = [{"role": "user", "content": task}]
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         parts = await asyncio.gather(*(w.call.remote(task) for w in self._workers))  # type: ignore[attr-defined]
-        await self._model.complete(messages, [])
+        await self._model.complete(messages)
         return len(parts)
 
 

@@ -240,6 +240,7 @@ class Engine:
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
+        opening: ray.ObjectRef[None] | None = None
         self._active.add(run_id)
         try:
             with workflow_span(
@@ -257,16 +258,21 @@ class Engine:
                     epoch=lineage.epoch,
                     **span_ids(span),
                 )
-                # Awaited: agents on other processes ask the ledger about the budget, and the
-                # first event must come before any agent's.
-                await self.ledger.open(
-                    run_id,
-                    limits.token_budget,
-                    first,
-                    lineage.epoch,
-                    lineage.replay_of,
-                    lineage.fork_from,
-                )
+                if limits.token_budget is None and not (
+                    lineage.epoch or lineage.replay_of or lineage.fork_from
+                ):
+                    # Not awaited (a round trip per run): the ledger orders the first event
+                    # before the agents' however their batches overtake it.
+                    opening = self.ledger.open_soon(run_id, first)
+                else:  # agents ask the ledger for the budget; a past run's steps load first
+                    await self.ledger.open(
+                        run_id,
+                        limits.token_budget,
+                        first,
+                        lineage.epoch,
+                        lineage.replay_of,
+                        lineage.fork_from,
+                    )
                 tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of)
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
@@ -292,6 +298,8 @@ class Engine:
         finally:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
+            if opening is not None:
+                await opening
             if finish:
                 await self.ledger.finish(run_id, final_event(result, entry), events_sent(result))
         return result

@@ -15,6 +15,7 @@ import litellm
 
 from agents.core.spec import ModelSpec
 from agents.models.base import BUILTIN_PREFIX, ModelClient, ModelReply, TextSink, ToolCall
+from agents.models.inline import inline_setup, sets_up_inline
 from agents.models.safety import check_model_allowed
 
 __all__ = ["LiteLLMClient", "configure_litellm"]
@@ -49,6 +50,7 @@ class LiteLLMClient(ModelClient):
     def __post_init__(self) -> None:
         configure_litellm()
         self.model = self.spec.name
+        self._inline = sets_up_inline(self.spec.name, self.spec.params)
 
     @override
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -89,14 +91,19 @@ class LiteLLMClient(ModelClient):
             kwargs["tool_choice"] = {"type": "function", "function": {"name": force_tool}}
         # `acompletion` is the cheapest async way into litellm that keeps its retries
         # (`num_retries`), usage and cost. Measured with the built-in model (no network) on a
-        # 2-core machine: 2.3 ms of CPU per call, of which the cost calculation is ~0.9 ms and
-        # the (callback-less) success handlers ~0.3 ms; `Router.acompletion` 3.4 ms; the sync
-        # `completion` 1.5 ms but it blocks the event loop (and a thread adds the hand-off back).
-        # bench/delegation_overhead.py's floors make the same calls, so this cost is in them.
-        if on_text is not None:
-            response = await self._streamed(messages, kwargs, on_text)
-        else:
-            response = await litellm.acompletion(model=self.spec.name, messages=messages, **kwargs)
+        # 2-core machine: 1.0-1.2 ms of CPU per call, of which the cost calculation is about a
+        # third and the (callback-less) success handlers a tenth; `Router.acompletion` costs
+        # half as much again, and the sync `completion` blocks the event loop for the whole
+        # request. What is left to trim is the worker-thread hop of its set-up (`inline_setup`:
+        # 0.82-0.89 ms per call without it). bench/delegation_overhead.py's floors call plain
+        # `litellm.acompletion`.
+        with inline_setup(self._inline):
+            if on_text is not None:
+                response = await self._streamed(messages, kwargs, on_text)
+            else:
+                response = await litellm.acompletion(
+                    model=self.spec.name, messages=messages, **kwargs
+                )
         message = response.choices[0].message
         calls = [
             ToolCall(

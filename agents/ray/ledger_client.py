@@ -204,6 +204,15 @@ class LedgerClient:
         """
         await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
+    def open_soon(self, run_id: str, first: Event) -> Any:
+        """Open a run without a budget or a past, without waiting for the ledger.
+
+        The agents' events may then reach the ledger before `first`: it keeps them, and puts
+        `first` before the entry agent's (`agents.runtime.causal`). Returns the call's ref, to
+        await before `finish` (a ledger that is gone is noticed there).
+        """
+        return self._handle.open.remote(run_id, None, first)
+
     async def finish(
         self, run_id: str, final: Event, sent: dict[str, int] | None = None
     ) -> list[tuple[int, Event]]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -61,7 +61,9 @@ class Invocation:
     steps: int = 0
     children: list[AgentResult] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    # Given by the delegation (derived from the caller's step); else random. Not uuid4: its
+    # `os.urandom` is a system call, and every invocation would pay it under the GIL.
+    id: str = field(default_factory=lambda: f"{random.getrandbits(64):016x}")
     seq: int = 0  # events emitted so far
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
     record: Record = field(default_factory=Record)  # its steps from an earlier execution

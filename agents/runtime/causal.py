@@ -5,6 +5,8 @@ the agents it delegated to, on other actors) may arrive in any order. Every cons
 the SSE stream, the CLI, the live diagram) reads the order the ledger gives, so the ledger
 releases an event only once what caused it is out:
 
+- `run_started` first: the entry invocation's `agent_started` after it (the orchestrator opens
+  the run without waiting for the ledger, so the entry agent's first batch may come first);
 - an invocation's events in their `seq` order;
 - a delegated invocation's `agent_started` after its caller's `tool_started` for that call;
 - a delegation's `tool_finished` after the callee's `agent_finished`, once the callee began.
@@ -19,7 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agents.core.events import AgentFinished, AgentStarted, Event, ToolFinished, ToolStarted
+from agents.core.events import (
+    AgentFinished,
+    AgentStarted,
+    Event,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
 
 __all__ = ["CausalOrder"]
 
@@ -31,6 +40,8 @@ HOLD_S = 3.0
 # A call is named by the chain of the agent that made it and the model's call id (call ids are
 # unique within one invocation's conversation only).
 _Call = tuple[tuple[str, ...], str]
+# What an entry invocation's `agent_started` waits for: the run's `run_started`.
+_RUN_OPENED: _Call = ((), "run_started")
 
 
 @dataclass
@@ -98,6 +109,7 @@ class CausalOrder:
             invocation = event.invocation
             if invocation is None or event.seq <= 0:
                 out.append(event)
+                queue[:0] = self._released(event)
                 continue
             expected = self._next.get(invocation, 1)
             if event.seq > expected and not forced:
@@ -121,6 +133,8 @@ class CausalOrder:
         if isinstance(event, AgentStarted) and event.call_id and len(event.chain) > 1:
             call = (tuple(event.chain[:-1]), event.call_id)
             return None if call in self._calls else call
+        if isinstance(event, AgentStarted) and event.call_id is None:  # the run's entry
+            return None if _RUN_OPENED in self._calls else _RUN_OPENED
         if isinstance(event, ToolFinished):
             call = (tuple(event.chain), event.call_id)
             if call in self._begun and call not in self._ended:
@@ -130,7 +144,10 @@ class CausalOrder:
     def _released(self, event: Event) -> list[_Held]:
         """Events that were waiting for `event`."""
         call: _Call | None = None
-        if isinstance(event, ToolStarted):
+        if isinstance(event, RunStarted):
+            call = _RUN_OPENED
+            self._calls.add(call)
+        elif isinstance(event, ToolStarted):
             call = (tuple(event.chain), event.call_id)
             self._calls.add(call)
         elif isinstance(event, AgentStarted) and event.call_id and len(event.chain) > 1:

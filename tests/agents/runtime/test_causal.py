@@ -47,6 +47,22 @@ async def test_the_ledger_releases_shuffled_arrivals_in_causal_order() -> None:
         assert sorted(map(id, done[1:-1])) == sorted(map(id, emitted))  # nothing lost
 
 
+async def test_run_started_comes_first_when_the_agents_batches_overtake_it() -> None:
+    # The orchestrator opens a run without waiting for the ledger: the entry agent's first
+    # batch, from another process, may arrive before the run's first event.
+    emitted = await _real_events()
+    for seed in range(20):
+        arrived = [RunStarted(agent="coordinator"), *emitted]
+        random.Random(seed).shuffle(arrived)
+        ledger = RunLedger()
+        for event in arrived:
+            ledger.emit("r", event)
+        released = ledger.events("r")
+        assert len(released) == len(arrived), f"seed {seed}: some still held"
+        assert released[0].type == "run_started", f"seed {seed}: {released[0].type} first"
+        assert causal_breaks(released) == [], f"seed {seed}"
+
+
 def _child_start() -> AgentStarted:
     return AgentStarted(
         agent="b", chain=["a", "b"], invocation="b1", seq=1, call_id="c1", caller="a"
