@@ -24,8 +24,12 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
-# Shorter values would redact ordinary words; no real credential is this short.
+# Shorter values would redact ordinary words; no real credential is this short (nor is any
+# key shape or URL credential below).
 _MIN_SECRET_CHARS = 6
+# Redacted short strings remembered, and how short.
+_SEEN_MAX = 4096
+_SEEN_MAX_CHARS = 128
 # A name says "credential" when its last part does: OPENAI_API_KEY, HF_TOKEN, x-api-key,
 # Authorization, db_password; but not max_tokens or token_budget.
 _SECRET_NAME = re.compile(
@@ -90,6 +94,8 @@ class Redactor:
         self._lock = threading.Lock()
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        # Short strings recur (agent, model and tool names, span names): each is scanned once.
+        self._seen: dict[str, str] = {}
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
@@ -102,13 +108,24 @@ class Redactor:
             # Longest first, so that a secret containing another is replaced whole.
             ordered = sorted(self._secrets, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+            self._seen = {}
 
     def text(self, value: str) -> str:
         """`value` with every secret replaced."""
+        if len(value) < _MIN_SECRET_CHARS:  # too short for any secret or key shape
+            return value
+        seen = self._seen
+        known = seen.get(value)
+        if known is not None:
+            return known
         pattern = self._pattern
-        if pattern is not None:
-            value = pattern.sub(REDACTED, value)
-        return _URL_SECRETS.sub(_keep_name, _KEY_SHAPES.sub(REDACTED, value))
+        redacted = value if pattern is None else pattern.sub(REDACTED, value)
+        redacted = _URL_SECRETS.sub(_keep_name, _KEY_SHAPES.sub(REDACTED, redacted))
+        if len(value) <= _SEEN_MAX_CHARS:
+            if len(seen) >= _SEEN_MAX:
+                seen.clear()
+            seen[value] = redacted
+        return redacted
 
     def value(self, value: Any) -> Any:
         """`value` with every string inside it redacted (dicts, lists and tuples walked)."""
