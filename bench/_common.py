@@ -36,15 +36,16 @@ class PlainModel:
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
+        import litellm
+
         from agents.models.client import configure_litellm
 
         configure_litellm()  # makes `baton/scripted` known to litellm in this process
+        self._acompletion = litellm.acompletion
         self._params = params
 
     async def complete(self, messages: list[dict[str, Any]]) -> object:
-        import litellm
-
-        return await litellm.acompletion(model="baton/scripted", messages=messages, **self._params)
+        return await self._acompletion(model="baton/scripted", messages=messages, **self._params)
 
 
 def start() -> None:

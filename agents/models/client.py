@@ -95,7 +95,7 @@ class LiteLLMClient(ModelClient):
         # third and the (callback-less) success handlers a tenth; `Router.acompletion` costs
         # half as much again, and the sync `completion` blocks the event loop for the whole
         # request. What is left to trim is the worker-thread hop of its set-up (`inline_setup`:
-        # 0.82-0.89 ms per call without it). bench/delegation_overhead.py's floors call plain
+        # 0.80-0.89 ms per call without it). bench/delegation_overhead.py's floors call plain
         # `litellm.acompletion`.
         with inline_setup(self._inline):
             if on_text is not None:

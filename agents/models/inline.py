@@ -4,8 +4,8 @@
 the loop's default executor and awaits the coroutine it returns, which makes the request. For
 the providers below that set-up is pure CPU: the hop to a worker thread and back costs more than
 the work (one GIL hand-off each way and a wake-up of the loop), and while the worker holds the GIL
-the loop cannot run anyway. Measured with the built-in model on a 2-core machine: 0.82-0.89 ms
-of CPU per call inline against 1.00-1.24 ms through the executor, more in an agent host whose
+the loop cannot run anyway. Measured with the built-in model on a 2-core machine: 0.80-0.89 ms
+of CPU per call inline against 0.95-1.24 ms through the executor, more in an agent host whose
 Ray threads also want the GIL.
 
 Everything else of litellm's path is unchanged (the `acompletion` wrapper's retries, usage,
