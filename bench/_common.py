@@ -130,3 +130,9 @@ def cpu_ms_per_task(before: dict[str, float], after: dict[str, float], tasks: in
         if after[role] - before.get(role, 0.0) > 0
     ]
     return ", ".join(parts)
+
+
+def cpu_ceiling(before: dict[str, float], after: dict[str, float], tasks: int) -> float:
+    """Tasks per second this machine's cores could give at the CPU the tasks used (all roles)."""
+    used = sum(after[role] - before.get(role, 0.0) for role in after)
+    return (os.cpu_count() or 1) * tasks / used if used > 0 else float("inf")

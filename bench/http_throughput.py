@@ -1,11 +1,13 @@
 """Throughput through HTTP: 200 tasks, each a two-level delegation whose model calls take 50 ms,
 submitted 50 at a time to a real `baton serve` on 127.0.0.1; each client follows its run's
-events (SSE) to `run_finished`, then submits the next.
+events (SSE) to `run_finished`, fetches the run, then submits the next.
 
 Prints tasks/s as a ratio to the ideal (50 in flight / the 150 ms critical path: three 50 ms
 model calls in a row), p50/p99 submit latency, p50/p99 lag of events (received - emitted), and
 the same workload run straight on the engine in this process (no HTTP, no store), measured in
-the same run, as a baseline for what HTTP, the store and the event stream cost.
+the same run, as a baseline for what HTTP, the store and the event stream cost. For each, the
+CPU milliseconds per task of every process, and the ceiling they set: the tasks per second this
+machine's cores could give if they did nothing but this (all cores / CPU per task).
 
 Run: .venv/bin/python bench/http_throughput.py
 """
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench._common import cpu_ms_per_task, cpu_seconds, start, system
+from bench._common import cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.client import parse_sse
 from orchestrator.engine import Engine
 
@@ -68,7 +70,9 @@ async def one_task(client: httpx.AsyncClient, submits: list[float], lags: list[f
             lags.append(time.time() - event.json()["ts"])
             if event.event == "run_finished":
                 assert event.json()["status"] == "succeeded", event.data
-                return
+                break
+    record = await client.get(f"/v1/runs/{run_id}")
+    assert record.json()["output"] == "done", record.text
 
 
 async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[float]]:
@@ -149,7 +153,9 @@ async def main() -> None:
             await http_round(url, 50)  # warm up
             before = cpu_seconds(server.pid)
             wall, submits, lags = await http_round(url, TASKS)
-            http_cpu = cpu_ms_per_task(before, cpu_seconds(server.pid), TASKS)
+            after = cpu_seconds(server.pid)
+            http_cpu = cpu_ms_per_task(before, after, TASKS)
+            http_ceiling = cpu_ceiling(before, after, TASKS)
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -159,7 +165,9 @@ async def main() -> None:
     await engine_round(engine, 50)
     before = cpu_seconds()
     direct = await engine_round(engine, TASKS)
-    direct_cpu = cpu_ms_per_task(before, cpu_seconds(), TASKS)
+    after = cpu_seconds()
+    direct_cpu = cpu_ms_per_task(before, after, TASKS)
+    direct_ceiling = cpu_ceiling(before, after, TASKS)
     engine.stop()
 
     rate, direct_rate = TASKS / wall, TASKS / direct
@@ -186,6 +194,11 @@ async def main() -> None:
     print(f"events received:  {len(lags)} (mean {statistics.mean(lags) * 1000:.1f} ms lag)")
     print(f"CPU ms per task, through HTTP:    {http_cpu}")
     print(f"CPU ms per task, engine directly: {direct_cpu}")
+    print(
+        f"CPU-bound ceiling ({os.cpu_count()} cores): through HTTP {http_ceiling:.1f} tasks/s "
+        f"({http_ceiling / ideal:.2f} of ideal), engine directly {direct_ceiling:.1f} "
+        f"({direct_ceiling / ideal:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ class EventFeed:
             yield item
             last = item[0] if item is not None else last
         if self.ready.is_set():
-            async for item in self._live(run.id, last):
+            async for item in self._live(run, last):
                 yield item
 
     async def _until_ready(self, run_id: str, last: int) -> AsyncIterator[tuple[int, Event] | None]:
@@ -67,8 +67,10 @@ class EventFeed:
                     return
                 yield None
 
-    async def _live(self, run_id: str, last: int) -> AsyncIterator[tuple[int, Event] | None]:
+    async def _live(self, run: StoredRun, last: int) -> AsyncIterator[tuple[int, Event] | None]:
         """From the service's one stream, asking the ledger itself only to fill a gap."""
+        run_id = run.id
+        known: StoredRun | None = run  # read just now: the first look needs no other
         self.stream.start(self.engine.ledger)  # once, for every follower of this service
         # Subscribed before the ledger is asked, so that nothing falls between the two (what
         # comes twice is told apart by its id).
@@ -83,13 +85,14 @@ class EventFeed:
                         if isinstance(event, RunFinished):
                             return
                     if not found:
-                        rest = await self._over(run_id, state, last)
+                        rest = await self._over(run_id, state, last, known)
                         if rest is not None:
                             async for item in rest:
                                 yield item
                             return
                         if quiet:
                             yield None
+                known = None
                 got = await self._next(news, last)
                 ask, quiet = not isinstance(got, tuple), got == "quiet"
                 if isinstance(got, tuple):
@@ -113,12 +116,12 @@ class EventFeed:
                 return item
 
     async def _over(
-        self, run_id: str, state: RunState, last: int
+        self, run_id: str, state: RunState, last: int, known: StoredRun | None
     ) -> AsyncIterator[tuple[int, Event]] | None:
         """If the ledger has nothing more for the run: the rest, from the store (None: wait)."""
         if state == "closed":
             return _nothing()
-        stored = await self.store.get(run_id)
+        stored = known or await self.store.get(run_id)
         if stored is None:
             return _nothing()
         # Gone from the ledger, or left open there by an instance that died: the store has

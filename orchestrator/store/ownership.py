@@ -8,26 +8,31 @@ instance (the conditional update decides which).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Table, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from agents.core.messages import RunStatus
+from orchestrator.store.batch import GroupCommit
 from orchestrator.store.records import StoredRun
 from orchestrator.store.tables import EventRow, RunRow, SpanRow
 
-__all__ = ["Ownership"]
+__all__ = ["UPDATE_RUN", "Ownership"]
 
 _UNFINISHED = RunStatus.unfinished()
 # Runs that `reopen` resumes on request: cut off, or failed (a lost part, say).
 _RESUMABLE = (RunStatus.INTERRUPTED, RunStatus.FAILED)
+# One run's columns, set by group commit: rows are {"run_id_": id, column: value, ...}.
+_RUNS = cast(Table, RunRow.__table__)
+UPDATE_RUN = update(_RUNS).where(_RUNS.c.id == bindparam("run_id_"))
 
 
 class Ownership:
     """The run store's queries about owners (a part of `RunStore`)."""
 
     _sessions: async_sessionmaker[Any]
+    _writes: GroupCommit
 
     async def renew(self, owner: str, run_ids: list[str]) -> None:
         """Renew `owner`'s lease on its runs in flight."""
@@ -167,5 +172,4 @@ class Ownership:
             return StoredRun.model_validate(row) if row is not None else None
 
     async def _set(self, run_id: str, **values: Any) -> None:
-        async with self._sessions.begin() as session:
-            await session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+        await self._writes.write((UPDATE_RUN, [{"run_id_": run_id, **values}]))

@@ -13,18 +13,19 @@ import fcntl
 import time
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection, event, func, insert, select, text, update
+from sqlalchemy import Connection, Table, event, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
-from orchestrator.store.ownership import Ownership
+from orchestrator.store.batch import GroupCommit
+from orchestrator.store.ownership import UPDATE_RUN, Ownership
 from orchestrator.store.records import (
     DEFAULT_STORE_URL,
     DuplicateIdempotencyKey,
@@ -88,6 +89,11 @@ _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "model_calls", "cost_usd")
 
 
+_RUNS = cast(Table, RunRow.__table__)
+_INSERT_RUN = insert(_RUNS)
+_INSERT_SPANS = insert(cast(Table, SpanRow.__table__))
+
+
 def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
     return [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
 
@@ -98,6 +104,11 @@ class RunStore(Ownership):
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        # The hot writes (a run queued, started, finished; its events) commit in groups.
+        self._writes = GroupCommit(engine)
+        dialect: Any = postgresql if engine.dialect.name == "postgresql" else sqlite
+        events = cast(Table, EventRow.__table__)
+        self._insert_events = dialect.insert(events).on_conflict_do_nothing()
 
     @classmethod
     async def open(cls, url: str = DEFAULT_STORE_URL) -> RunStore:
@@ -115,7 +126,8 @@ class RunStore(Ownership):
         return cls(engine)
 
     async def close(self) -> None:
-        """Close the store's connections."""
+        """Wait for the writes under way, then close the store's connections."""
+        await self._writes.close()
         await self._engine.dispose()
 
     async def ping(self) -> None:
@@ -144,31 +156,39 @@ class RunStore(Ownership):
             DuplicateIdempotencyKey: `idempotency_key` is taken (by a concurrent twin, say).
         """
         now = time.time()
+        row: dict[str, Any] = dict(
+            id=run_id,
+            status=RunStatus.QUEUED,
+            task=task,
+            requested_agent=agent,
+            entry_agent=None,
+            system=system,
+            config=config,
+            routing=None,
+            output=None,
+            error=None,
+            input_tokens=0,
+            output_tokens=0,
+            model_calls=0,
+            cost_usd=0.0,
+            unpriced_calls=0,
+            created_at=now,
+            started_at=None,
+            finished_at=None,
+            duration_s=None,
+            tree=None,
+            owner=owner,
+            heartbeat_at=now if owner else None,
+            idempotency_key=idempotency_key,
+            request_hash=request_hash,
+            cancel_requested=False,
+            options=options,
+            resumes=0,
+            replay_of=replay_of,
+            fork=fork,
+        )
         try:
-            async with self._sessions.begin() as session:
-                row = RunRow(
-                    id=run_id,
-                    status=RunStatus.QUEUED,
-                    task=task,
-                    requested_agent=agent,
-                    system=system,
-                    config=config,
-                    created_at=now,
-                    input_tokens=0,
-                    output_tokens=0,
-                    model_calls=0,
-                    cost_usd=0.0,
-                    owner=owner,
-                    heartbeat_at=now if owner else None,
-                    idempotency_key=idempotency_key,
-                    request_hash=request_hash,
-                    cancel_requested=False,
-                    options=options,
-                    resumes=0,
-                    replay_of=replay_of,
-                    fork=fork,
-                )
-                session.add(row)
+            await self._writes.write((_INSERT_RUN, [row]))
         except IntegrityError as exc:
             if idempotency_key is not None and await self.by_idempotency_key(idempotency_key):
                 raise DuplicateIdempotencyKey(idempotency_key) from None
@@ -216,10 +236,10 @@ class RunStore(Ownership):
             duration_s=result.duration_s,
             tree=result.tree.model_dump(mode="json") if result.tree else None,
         )
-        async with self._sessions.begin() as session:
-            if result.spans:
-                await session.execute(insert(SpanRow), _span_rows(result.run_id, result.spans))
-            await session.execute(update(RunRow).where(RunRow.id == result.run_id).values(**values))
+        await self._writes.write(
+            (_INSERT_SPANS, _span_rows(result.run_id, result.spans or [])),
+            (UPDATE_RUN, [{"run_id_": result.run_id, **values}]),
+        )
 
     async def end(self, run_id: str, status: RunStatus, error: str) -> None:
         """Record a run that ended before the engine could report a result."""
@@ -231,14 +251,7 @@ class RunStore(Ownership):
 
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         """Keep more spans of a run."""
-        if not spans:
-            return
-        async with self._sessions.begin() as session:
-            await session.execute(insert(SpanRow), _span_rows(run_id, spans))
-
-    def _insert_new(self, row: Any) -> Any:
-        dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
-        return dialect.insert(row).on_conflict_do_nothing()
+        await self._writes.write((_INSERT_SPANS, _span_rows(run_id, spans)))
 
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
@@ -261,9 +274,8 @@ class RunStore(Ownership):
             }
             for seq, event in events
         ]
-        async with self._sessions.begin() as session:
-            # Some may be stored already (written by the ledger as they came): keep those.
-            await session.execute(self._insert_new(EventRow), rows)
+        # Some may be stored already (written by the ledger as they came): keep those.
+        await self._writes.write((self._insert_events, rows))
 
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
         """A finished run's events with ids above `after`, in order."""
@@ -288,9 +300,9 @@ class RunStore(Ownership):
 
     async def get(self, run_id: str) -> StoredRun | None:
         """A run by id, or None."""
-        async with self._sessions() as session:
-            row = await session.get(RunRow, run_id)
-            return StoredRun.model_validate(row) if row is not None else None
+        async with self._engine.connect() as connection:  # no ORM: this is read on every follow
+            row = (await connection.execute(select(_RUNS).where(_RUNS.c.id == run_id))).first()
+            return StoredRun.model_validate(row._mapping) if row is not None else None
 
     async def list(
         self,
