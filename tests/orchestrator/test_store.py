@@ -79,6 +79,53 @@ async def test_a_run_round_trips_through_the_store(store_url: str) -> None:
     assert spans[1] == _result("r1").spans[0]  # every field round-trips
 
 
+async def test_runs_written_at_once_each_keep_their_own_record_and_outcome(
+    store_url: str,
+) -> None:
+    # Writes made together share transactions: a refused one (an idempotency key taken by a
+    # twin) must fail alone, and no run may get another's values.
+    store = await RunStore.open(store_url)
+    ids = [f"r{i}" for i in range(40)]
+    keys = {run_id: f"key-{run_id}" for run_id in ids}
+    keys["r39"] = keys["r38"]  # a twin
+    added = await asyncio.gather(
+        *(
+            store.add(
+                run_id,
+                f"task {run_id}",
+                agent=None,
+                system="s",
+                config={},
+                idempotency_key=keys[run_id],
+            )
+            for run_id in ids
+        ),
+        return_exceptions=True,
+    )
+    refused = [run_id for run_id, got in zip(ids, added, strict=True) if isinstance(got, Exception)]
+    assert len(refused) == 1 and refused[0] in ("r38", "r39")
+    assert all(
+        type(e).__name__ == "DuplicateIdempotencyKey" for e in added if isinstance(e, Exception)
+    )
+    stored = [run_id for run_id in ids if run_id not in refused]
+    await asyncio.gather(*(store.start(run_id) for run_id in stored))
+    results = [
+        _result(run_id).model_copy(update={"output": f"answer {run_id}"}) for run_id in stored
+    ]
+    await asyncio.gather(*(store.finish(result) for result in results))
+    await store.close()
+
+    reopened = await RunStore.open(store_url)
+    page = await reopened.list(limit=100)
+    spans = {run_id: await reopened.spans(run_id) for run_id in stored}
+    await reopened.close()
+    assert page.total == 39
+    assert {(r.id, r.task, r.output, r.status) for r in page.runs} == {
+        (run_id, f"task {run_id}", f"answer {run_id}", "succeeded") for run_id in stored
+    }
+    assert all(len(found) == 2 for found in spans.values())
+
+
 async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> None:
     store = await RunStore.open(store_url)
     for i in range(5):
