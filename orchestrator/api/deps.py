@@ -32,7 +32,11 @@ CALL_ID = Annotated[
 ]
 
 
-def _service(request: Request) -> RunService:
+# Dependencies are coroutines even where they need not await: FastAPI runs a plain function
+# in its thread pool, a thread hop per request each.
+
+
+async def _service(request: Request) -> RunService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
@@ -59,7 +63,7 @@ def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
 
     if not keys.enabled:
 
-        def anonymous(request: Request) -> None:
+        async def anonymous(request: Request) -> None:
             host = request.client.host if request.client else "unknown"
             admit(request, f"ip:{host}")
 
@@ -67,7 +71,7 @@ def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
 
     bearer = HTTPBearer(auto_error=False, description="An API key of this service.")
 
-    def authorized(
+    async def authorized(
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> None:
@@ -81,7 +85,7 @@ def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
     return authorized
 
 
-def _caller(request: Request) -> str:
+async def _caller(request: Request) -> str:
     return str(request.state.principal)
 
 
