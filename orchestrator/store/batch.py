@@ -42,10 +42,13 @@ class GroupCommit:
         writes = tuple((statement, rows) for statement, rows in writes if rows)
         if not writes:
             return
-        done = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        done.add_done_callback(_retrieved)  # a caller that stopped waiting is not told
         self._queue.append((writes, done))
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._commit_queued())
+        worker = self._worker
+        if worker is None or worker.done() or worker.get_loop() is not loop:
+            self._worker = loop.create_task(self._commit_queued())
         # A caller that stops waiting does not take its write back: it is made all the same.
         await asyncio.shield(done)
 
@@ -87,6 +90,11 @@ async def _execute(connection: AsyncConnection, writes: list[Write]) -> None:
             grouped.setdefault(key, (statement, []))[1].append(row)
     for statement, rows in grouped.values():
         await connection.execute(statement, rows if len(rows) > 1 else rows[0])
+
+
+def _retrieved(done: asyncio.Future[None]) -> None:
+    if not done.cancelled():
+        done.exception()
 
 
 def _settle(done: asyncio.Future[None], exc: BaseException | None = None) -> None:
