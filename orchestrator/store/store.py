@@ -156,27 +156,20 @@ class RunStore(Ownership):
             DuplicateIdempotencyKey: `idempotency_key` is taken (by a concurrent twin, say).
         """
         now = time.time()
-        row: dict[str, Any] = dict(
+        # Every column, so that rows added together have the same keys (one executemany).
+        row: dict[str, Any] = dict.fromkeys(_RUNS.c.keys()) | dict(
             id=run_id,
             status=RunStatus.QUEUED,
             task=task,
             requested_agent=agent,
-            entry_agent=None,
             system=system,
             config=config,
-            routing=None,
-            output=None,
-            error=None,
             input_tokens=0,
             output_tokens=0,
             model_calls=0,
             cost_usd=0.0,
             unpriced_calls=0,
             created_at=now,
-            started_at=None,
-            finished_at=None,
-            duration_s=None,
-            tree=None,
             owner=owner,
             heartbeat_at=now if owner else None,
             idempotency_key=idempotency_key,
