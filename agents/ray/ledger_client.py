@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import uuid
 from collections import OrderedDict
 from typing import Any
@@ -179,7 +180,11 @@ class LedgerClient:
         events, spans, steps = self._take()
         if self._closed or not (events or spans or steps):
             return None
-        return self._handle.emit_many.remote(events, spans, self._sender, steps, self._number())
+        args = (events, spans, self._sender, steps, self._number())
+        # Sent as no call's child: a cancelled call's callers cancel it again, recursively, as
+        # they unwind, and Ray would drop with it a batch still on its way to the ledger: the
+        # cancelled invocation's last events and spans (Ray's own tests clear it so, too).
+        return contextvars.copy_context().run(_detached, self._handle.emit_many, args)
 
     def _number(self) -> int:
         """The next batch's number (the ledger applies a process's batches in this order)."""
@@ -291,3 +296,13 @@ def _count(counts: OrderedDict[str, int], run_id: str) -> int:
     if len(counts) > MAX_RUNS_NUMBERED:
         counts.popitem(last=False)
     return number
+
+
+def _detached(method: Any, args: tuple[Any, ...]) -> Any:
+    import ray._raylet  # loaded already: `method` is an actor's
+
+    # The Ray call a coroutine of an async actor is running: a call submitted under it is its child.
+    current: contextvars.ContextVar[Any] | None = getattr(ray._raylet, "async_task_id", None)
+    if current is not None:
+        current.set(None)
+    return method.remote(*args)
