@@ -190,12 +190,16 @@ class RunLedger:
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Approve or deny a pending call (by a person, or by expiry): the first word counts."""
-        book = self._runs.get(run_id)
+        # A closed run still knows its decisions: a second word on a call is "decided already"
+        # even when the run ended in between.
+        book = self._book(run_id)
         request = book.approvals.get(call_id) if book is not None else None
         if book is None or request is None:
             return "unknown", None
         if call_id in book.decisions:
             return "already_decided", book.decisions[call_id]
+        if run_id not in self._runs:
+            return "unknown", None  # closed: nothing waits for a decision any more
         decision = {"approved": approved, "message": message, "by": by}
         book.decisions[call_id] = decision
         book.approvals_changed += 1

@@ -6,7 +6,13 @@ from typing import Any
 import pytest
 import ray
 
-from agents.core.events import AgentFinished, AgentStarted, ModelDelta, ToolStarted
+from agents.core.events import (
+    AgentFinished,
+    AgentStarted,
+    ApprovalRequested,
+    ModelDelta,
+    ToolStarted,
+)
 from agents.core.messages import RunStatus
 from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
@@ -43,6 +49,22 @@ def test_events_arriving_before_open_are_kept_and_finished_runs_stay_readable() 
     assert ledger.events("r", after=1) == [FINISHED]
     ledger.emit("r", STARTED)  # after close: dropped, not a new run
     assert len(ledger.events("r")) == 2
+
+
+def test_a_second_decision_is_decided_already_even_after_the_run_closed() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    asked = ApprovalRequested(
+        agent="clerk", call_id="c", tool_call_id="c", tool="stamp", arguments="{}", expires_at=0
+    )
+    first = ledger.request_approval("r", "c", asked)
+    second = ledger.request_approval("r", "c", asked)  # a second call, never decided
+    assert ledger.decide("r", first, True, "ok", "person")[0] == "decided"
+    ledger.close("r")  # the run ends before the second word arrives
+    outcome, decision = ledger.decide("r", first, False, "no", "person")
+    assert outcome == "already_decided" and decision is not None and decision["approved"]
+    assert ledger.decide("r", second, True, "", "person") == ("unknown", None)
+    assert ledger.decide("other", first, True, "", "person") == ("unknown", None)
 
 
 def test_memory_is_bounded_per_run_and_across_finished_runs() -> None:
