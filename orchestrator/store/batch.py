@@ -98,8 +98,7 @@ def _retrieved(done: asyncio.Future[None]) -> None:
 
 
 def _settle(done: asyncio.Future[None], exc: BaseException | None = None) -> None:
-    if done.done():
-        return
+    # Only the worker settles a write (its callers wait through a shield).
     if exc is None:
         done.set_result(None)
     else:

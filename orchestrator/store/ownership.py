@@ -8,15 +8,15 @@ instance (the conditional update decides which).
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from agents.core.messages import RunStatus
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.records import StoredRun
-from orchestrator.store.tables import EventRow, RunRow, SpanRow
+from orchestrator.store.tables import RUNS_TABLE, EventRow, RunRow, SpanRow
 
 __all__ = ["UPDATE_RUN", "Ownership"]
 
@@ -24,8 +24,7 @@ _UNFINISHED = RunStatus.unfinished()
 # Runs that `reopen` resumes on request: cut off, or failed (a lost part, say).
 _RESUMABLE = (RunStatus.INTERRUPTED, RunStatus.FAILED)
 # One run's columns, set by group commit: rows are {"run_id_": id, column: value, ...}.
-_RUNS = cast(Table, RunRow.__table__)
-UPDATE_RUN = update(_RUNS).where(_RUNS.c.id == bindparam("run_id_"))
+UPDATE_RUN = update(RUNS_TABLE).where(RUNS_TABLE.c.id == bindparam("run_id_"))
 
 
 class Ownership:

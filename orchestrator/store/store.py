@@ -13,11 +13,11 @@ import fcntl
 import time
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection, Table, event, func, insert, select, text, update
+from sqlalchemy import Connection, event, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -32,7 +32,15 @@ from orchestrator.store.records import (
     RunPage,
     StoredRun,
 )
-from orchestrator.store.tables import EventRow, RunRow, SpanRow, StepRow
+from orchestrator.store.tables import (
+    EVENTS_TABLE,
+    RUNS_TABLE,
+    SPANS_TABLE,
+    EventRow,
+    RunRow,
+    SpanRow,
+    StepRow,
+)
 from tracing import SpanRecord
 
 if TYPE_CHECKING:
@@ -89,9 +97,8 @@ _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
 _USAGE_COLUMNS = ("input_tokens", "output_tokens", "model_calls", "cost_usd")
 
 
-_RUNS = cast(Table, RunRow.__table__)
-_INSERT_RUN = insert(_RUNS)
-_INSERT_SPANS = insert(cast(Table, SpanRow.__table__))
+_INSERT_RUN = insert(RUNS_TABLE)
+_INSERT_SPANS = insert(SPANS_TABLE)
 
 
 def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
@@ -107,8 +114,7 @@ class RunStore(Ownership):
         # The hot writes (a run queued, started, finished; its events) commit in groups.
         self._writes = GroupCommit(engine)
         dialect: Any = postgresql if engine.dialect.name == "postgresql" else sqlite
-        events = cast(Table, EventRow.__table__)
-        self._insert_events = dialect.insert(events).on_conflict_do_nothing()
+        self._insert_events = dialect.insert(EVENTS_TABLE).on_conflict_do_nothing()
 
     @classmethod
     async def open(cls, url: str = DEFAULT_STORE_URL) -> RunStore:
@@ -157,7 +163,7 @@ class RunStore(Ownership):
         """
         now = time.time()
         # Every column, so that rows added together have the same keys (one executemany).
-        row: dict[str, Any] = dict.fromkeys(_RUNS.c.keys()) | dict(
+        row: dict[str, Any] = dict.fromkeys(RUNS_TABLE.c.keys()) | dict(
             id=run_id,
             status=RunStatus.QUEUED,
             task=task,
@@ -294,7 +300,8 @@ class RunStore(Ownership):
     async def get(self, run_id: str) -> StoredRun | None:
         """A run by id, or None."""
         async with self._engine.connect() as connection:  # no ORM: this is read on every follow
-            row = (await connection.execute(select(_RUNS).where(_RUNS.c.id == run_id))).first()
+            query = select(RUNS_TABLE).where(RUNS_TABLE.c.id == run_id)
+            row = (await connection.execute(query)).first()
             return StoredRun.model_validate(row._mapping) if row is not None else None
 
     async def list(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -13,12 +13,22 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "EventRow", "RunRow", "SpanRow", "StepRow"]
+__all__ = [
+    "EVENTS_TABLE",
+    "RUNS_TABLE",
+    "SPANS_TABLE",
+    "Base",
+    "EventRow",
+    "RunRow",
+    "SpanRow",
+    "StepRow",
+]
 
 
 class Base(DeclarativeBase):
@@ -130,3 +140,9 @@ class StepRow(Base):
     epoch: Mapped[int] = mapped_column(Integer, default=0)
     at: Mapped[float] = mapped_column(Float)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+# The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).
+RUNS_TABLE = cast(Table, RunRow.__table__)
+SPANS_TABLE = cast(Table, SpanRow.__table__)
+EVENTS_TABLE = cast(Table, EventRow.__table__)
