@@ -40,6 +40,112 @@ def start_engine(ray_address: str) -> Iterator[StartEngine]:
         engine.stop()
 
 
+# The scenarios of this module as one team, started once (an agent host costs seconds of CPU
+# to start): each test enters it at its own agent. Agents the tests kill, block or count
+# replicas of have actors of their own. `max_depth: 2` is the depth test's; cycles are allowed
+# for the cycle test (the cycle is refused before the depth).
+TEAM = """
+    name: engine-scenarios
+    allow_cycles: true
+    limits: {{max_depth: 2, max_steps: 1000}}
+    agents:
+      - {{name: hub, delegates: [w1, w2, w3, w4]}}
+      - &worker {{name: w1, description: survey worker,
+                 model: {{name: baton/offline, params: {{latency_ms: 400}}}}}}
+      - {{<<: *worker, name: w2}}
+      - {{<<: *worker, name: w3}}
+      - {{<<: *worker, name: w4}}
+
+      - {{name: a, delegates: [b], description: relay}}
+      - {{name: b, delegates: [c], description: relay}}
+      - {{name: c, description: relay}}
+
+      - {{name: sales, delegates: [support], description: handles customer questions}}
+      - {{name: support, delegates: [sales], description: handles customer problems}}
+
+      - name: spender
+        delegates: [helper]
+        model:
+          name: baton/scripted
+          params:
+            repeat_last: true
+            replies: [{{tool_calls: [{{name: delegate_to_helper, arguments: {{task: more}}}}]}}]
+      - {{name: helper, model: {{name: baton/scripted, params: {{replies: [{{content: done}}]}}}}}}
+
+      - name: looper
+        tools: [tests.testkit:stamp]
+        model:
+          name: baton/scripted
+          params:
+            latency_ms: 50
+            repeat_last: true
+            replies: [{{tool_calls: [{{name: stamp, arguments: {{text: tick}}}}]}}]
+
+      - {{name: boss, delegates: [slowpoke], description: boss}}
+      - name: slowpoke
+        description: slow archive search
+        tools: [tests.testkit:slow_step]
+        ray: {{isolate: true}}   # its own process, so that killing it spares the others
+        model:
+          name: baton/scripted
+          params:
+            replies: [{{tool_calls: [{{name: slow_step, arguments: {{seconds: 60}}}}]}}]
+
+      - name: remote
+        tools: [configs.tools:calculate]
+        model:
+          name: openai/gpt-4o-mini
+          params: {{api_base: "{fake_url}", api_key: sk-test}}
+{diggers}
+      - name: adder
+        description: arithmetic
+        tools: [configs.tools:calculate]
+        ray: {{replicas: 2}}
+"""
+
+DIGGER = """
+      - {{name: lead_{key}, delegates: [digger_{key}], description: leads the search}}
+      - name: digger_{key}
+        description: deep archive search
+        tools: [tests.testkit:slow_touch]
+        ray: {{isolate: {isolate}}}
+        model:
+          name: baton/scripted
+          params:
+            replies:
+              - tool_calls:
+                  - {{name: slow_touch, arguments: {{path: "{marker}", seconds: 1.5}}}}
+              - {{content: found it}}
+"""
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    """An OpenAI-compatible server on loopback: `remote`'s provider."""
+    server = FakeOpenAI("calculate", {"expression": "2 ** 10"})
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def markers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("markers")
+
+
+@pytest.fixture(scope="module")
+def team(ray_address: str, fake: FakeOpenAI, markers: Path) -> Iterator[Engine]:
+    diggers = "".join(
+        DIGGER.format(key=key, isolate=str(isolate).lower(), marker=markers / key)
+        for key, isolate in (("shared", False), ("apart", True))
+    )
+    engine = Engine(
+        config(TEAM.format(fake_url=fake.base_url, diggers=diggers)), namespace="baton-tests"
+    )
+    engine.start()
+    yield engine
+    engine.stop()
+
+
 async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> None:
     """Poll the run's progress events until `agent` emits `kind` (bounded)."""
     deadline = time.monotonic() + 30
@@ -84,19 +190,8 @@ async def test_auto_routing_sends_the_task_to_the_matching_specialist(
     assert "calculate: 42" in (result.output or "")
 
 
-async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEngine) -> None:
-    engine = start_engine(
-        config("""
-        agents:
-          - {name: hub, delegates: [w1, w2, w3, w4]}
-          - &worker {name: w1, description: survey worker,
-                     model: {name: baton/offline, params: {latency_ms: 400}}}
-          - {<<: *worker, name: w2}
-          - {<<: *worker, name: w3}
-          - {<<: *worker, name: w4}
-    """)
-    )
-    result = await engine.run("run the survey")
+async def test_parallel_delegations_really_overlap_in_time(team: Engine) -> None:
+    result = await team.run("run the survey", agent="hub")
     assert result.status == RunStatus.SUCCEEDED and result.tree is not None
     workers = result.tree.children
     assert sorted(w.agent for w in workers) == ["w1", "w2", "w3", "w4"]
@@ -106,17 +201,8 @@ async def test_parallel_delegations_really_overlap_in_time(start_engine: StartEn
     assert result.duration_s < 4 * 0.4
 
 
-async def test_depth_limit_refusal_is_seen_by_the_calling_model(start_engine: StartEngine) -> None:
-    engine = start_engine(
-        config("""
-        limits: {max_depth: 2}
-        agents:
-          - {name: a, delegates: [b], description: relay}
-          - {name: b, delegates: [c], description: relay}
-          - {name: c, description: relay}
-    """)
-    )
-    result = await engine.run("relay this message")
+async def test_depth_limit_refusal_is_seen_by_the_calling_model(team: Engine) -> None:
+    result = await team.run("relay this message", agent="a")
     assert result.tree is not None
     b = node(result.tree, "b")
     assert [(r.reason, r.message) for r in b.refusals] == [
@@ -130,40 +216,15 @@ async def test_depth_limit_refusal_is_seen_by_the_calling_model(start_engine: St
     assert refused["events"][0]["attributes"]["baton.refusal.reason"] == "depth"
 
 
-async def test_a_runtime_cycle_is_refused_with_the_chain(start_engine: StartEngine) -> None:
-    engine = start_engine(
-        config("""
-        allow_cycles: true
-        agents:
-          - {name: sales, delegates: [support], description: handles customer questions}
-          - {name: support, delegates: [sales], description: handles customer problems}
-    """)
-    )
-    result = await engine.run("a customer has questions")
+async def test_a_runtime_cycle_is_refused_with_the_chain(team: Engine) -> None:
+    result = await team.run("a customer has questions", agent="sales")
     assert result.tree is not None
     support = node(result.tree, "support")
     assert [r.message for r in support.refusals] == ["cycle refused: sales -> support -> sales"]
 
 
-ALWAYS_DELEGATES = """
-    limits: {token_budget: 600, max_steps: 1000}
-    agents:
-      - name: boss
-        delegates: [helper]
-        model:
-          name: baton/scripted
-          params:
-            repeat_last: true
-            replies: [{tool_calls: [{name: delegate_to_helper, arguments: {task: more}}]}]
-      - {name: helper, model: {name: baton/scripted, params: {replies: [{content: done}]}}}
-"""
-
-
-async def test_the_token_budget_stops_a_model_that_always_delegates(
-    start_engine: StartEngine,
-) -> None:
-    engine = start_engine(config(ALWAYS_DELEGATES))
-    result = await engine.run("go")
+async def test_the_token_budget_stops_a_model_that_always_delegates(team: Engine) -> None:
+    result = await team.run("go", agent="spender", token_budget=600)
     assert result.status == RunStatus.BUDGET_EXCEEDED
     assert "token budget 600 spent" in (result.error or "")
     assert result.tree is not None and len(result.tree.children) >= 2
@@ -171,48 +232,17 @@ async def test_the_token_budget_stops_a_model_that_always_delegates(
     assert result.usage.total_tokens < 600 + 400
 
 
-async def test_the_deadline_stops_a_model_that_always_calls_a_tool(
-    start_engine: StartEngine,
-) -> None:
-    engine = start_engine(
-        config("""
-        limits: {max_steps: 1000}
-        agents:
-          - name: looper
-            tools: [tests.testkit:stamp]
-            model:
-              name: baton/scripted
-              params:
-                latency_ms: 50
-                repeat_last: true
-                replies: [{tool_calls: [{name: stamp, arguments: {text: tick}}]}]
-    """)
-    )
-    result = await engine.run("loop", deadline_s=1.0)
+async def test_the_deadline_stops_a_model_that_always_calls_a_tool(team: Engine) -> None:
+    result = await team.run("loop", agent="looper", deadline_s=1.0)
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert result.duration_s < 3.0
     assert result.tree is not None and result.tree.steps > 3
 
 
-async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
-    start_engine: StartEngine,
-) -> None:
-    engine = start_engine(
-        config("""
-        agents:
-          - {name: boss, delegates: [slowpoke], description: boss}
-          - name: slowpoke
-            description: slow archive search
-            tools: [tests.testkit:slow_step]
-            ray: {isolate: true}   # its own process, so that killing it spares the boss
-            model:
-              name: baton/scripted
-              params:
-                replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]
-    """)
-    )
-    job = asyncio.ensure_future(engine.run("search the archive", run_id="kill-me"))
+async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(team: Engine) -> None:
+    engine = team
+    job = asyncio.ensure_future(engine.run("search the archive", agent="boss", run_id="kill-me"))
     await wait_for_event(engine, "kill-me", "tool_started", "slowpoke")
     ray.kill(engine.pool.actors["slowpoke"][0], no_restart=True)
     result = await asyncio.wait_for(job, timeout=30)
@@ -236,24 +266,10 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(
 
 
 async def test_litellm_talks_to_an_openai_compatible_server_over_http(
-    start_engine: StartEngine,
+    team: Engine, fake: FakeOpenAI
 ) -> None:
-    fake = FakeOpenAI("calculate", {"expression": "2 ** 10"})
-    try:
-        # A model litellm has a local price for, served by the fake: the run has a cost.
-        engine = start_engine(
-            config(f"""
-            agents:
-              - name: remote
-                tools: [configs.tools:calculate]
-                model:
-                  name: openai/gpt-4o-mini
-                  params: {{api_base: "{fake.base_url}", api_key: sk-test}}
-        """)
-        )
-        result = await engine.run("what is two to the tenth?", stream=True)
-    finally:
-        fake.close()
+    # A model litellm has a local price for, served by the fake: the run has a cost.
+    result = await team.run("what is two to the tenth?", agent="remote", stream=True)
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert result.output == "The tool said 1024"
     assert [r["body"]["stream"] for r in fake.requests] == [True, True]  # streamed, joined
@@ -270,38 +286,22 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
     assert chats[0]["attributes"]["gen_ai.provider.name"] == "openai"
 
 
-@pytest.mark.parametrize("isolate", [False, True], ids=["one host", "own actors"])
+@pytest.mark.parametrize("key", ["shared", "apart"], ids=["one host", "own actors"])
 async def test_cancelling_a_run_stops_every_agent_working_on_it(
-    start_engine: StartEngine, tmp_path: Path, isolate: bool
+    team: Engine, markers: Path, key: str
 ) -> None:
-    marker = tmp_path / "finished"
-    engine = start_engine(
-        config(f"""
-        name: cancel-{str(isolate).lower()}
-        agents:
-          - {{name: boss, delegates: [digger], description: boss}}
-          - name: digger
-            description: deep archive search
-            tools: [tests.testkit:slow_touch]
-            ray: {{isolate: {str(isolate).lower()}}}
-            model:
-              name: baton/scripted
-              params:
-                replies:
-                  - tool_calls:
-                      - {{name: slow_touch, arguments: {{path: "{marker}", seconds: 1.5}}}}
-                  - {{content: found it}}
-    """)
+    engine, marker, run_id = team, markers / key, f"cancel-me-{key}"
+    job = asyncio.ensure_future(
+        engine.run("search the archive", agent=f"lead_{key}", run_id=run_id)
     )
-    job = asyncio.ensure_future(engine.run("search the archive", run_id="cancel-me"))
-    await wait_for_event(engine, "cancel-me", "tool_started", "digger")
-    assert engine.cancel("cancel-me")
+    await wait_for_event(engine, run_id, "tool_started", f"digger_{key}")
+    assert engine.cancel(run_id)
     result = await asyncio.wait_for(job, timeout=15)
     assert result.status == RunStatus.CANCELLED
-    assert not engine.cancel("cancel-me")  # no longer in flight
+    assert not engine.cancel(run_id)  # no longer in flight
     # The cancelled invocations' spans are kept, in one trace.
     names = sorted(s["name"] for s in result.spans)
-    assert "invoke_agent boss" in names and "invoke_agent digger" in names
+    assert f"invoke_agent lead_{key}" in names and f"invoke_agent digger_{key}" in names
     assert "execute_tool slow_touch" in names and "invoke_workflow baton" in names
     assert len({s["trace_id"] for s in result.spans}) == 1
     # The sub-agent's tool was cancelled too: it never got to finish its wait.
@@ -335,25 +335,16 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     assert time.monotonic() - began < 3.0
 
 
-async def test_delegations_are_spread_over_an_agents_replicas(start_engine: StartEngine) -> None:
-    engine = start_engine(
-        config("""
-        name: spread
-        agents:
-          - name: analyst
-            description: arithmetic
-            tools: [configs.tools:calculate]
-            ray: {replicas: 2}
-    """)
-    )
+async def test_delegations_are_spread_over_an_agents_replicas(team: Engine) -> None:
+    engine = team
     actors = set()
     for _ in range(4):
-        result = await engine.run("calculate 1 + 1", agent="analyst")
+        result = await engine.run("calculate 1 + 1", agent="adder")
         assert result.tree is not None and result.status == RunStatus.SUCCEEDED
         actors.add(result.tree.actor)
     assert len(actors) == 2
     assert all(
-        a is not None and a.split(".")[-2:] in (["analyst", "0"], ["analyst", "1"]) for a in actors
+        a is not None and a.split(".")[-2:] in (["adder", "0"], ["adder", "1"]) for a in actors
     )
 
 
