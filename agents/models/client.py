@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from typing_extensions import override
 
-# litellm fetches a price list from the internet at import unless told otherwise.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at import)
 
+# isort: split
 import litellm
 
 from agents.core.spec import ModelSpec

@@ -25,6 +25,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at import)
+
+# isort: split
 import litellm
 import litellm.main
 

@@ -23,6 +23,9 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at import)
+
+# isort: split
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 from litellm.types.utils import (

@@ -124,10 +124,13 @@ class ToolCalls:
         if spans:
             self.events.keep_spans(inv.ctx.run_id, spans)
 
+    def _capturing(self, span: trace.Span) -> bool:
+        """Whether `span` records message contents (opt-in): build costly values only then."""
+        return self.trace_options.capture_content and span.is_recording()
+
     def _content(self, span: trace.Span, key: str, value: Any) -> None:
-        options = self.trace_options
-        if options.capture_content and span.is_recording():
-            record_content(span, key, value, options.max_content_chars)
+        if self._capturing(span):
+            record_content(span, key, value, self.trace_options.max_content_chars)
 
     async def _run_tools(self, inv: Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
         gate = asyncio.Semaphore(inv.ctx.limits.max_parallel_tools)

@@ -106,8 +106,9 @@ class ModelCalls(ToolCalls):
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
             if reply.cost_usd is not None:
                 span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
-            output = genai.output_messages(reply.as_message(), reply.finish_reason)
-            self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
+            if self._capturing(span):
+                output = genai.output_messages(reply.as_message(), reply.finish_reason)
+                self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
             set_outcome(span, None)
         self._spent(inv, reply)
         if recorded is None:
@@ -143,10 +144,12 @@ class ModelCalls(ToolCalls):
         ctx = inv.ctx
         timeout = min(self.spec.timeouts.model, ctx.time_left())
         messages = request.messages
-        self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
-        if request.tools:
-            tools = genai.tool_definitions(request.tools)
-            self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
+        # The whole conversation, converted at every call: only when contents are recorded.
+        if self._capturing(span):
+            self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
+            if request.tools:
+                tools = genai.tool_definitions(request.tools)
+                self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
             return await asyncio.wait_for(
