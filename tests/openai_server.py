@@ -8,7 +8,19 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["FakeOpenAI"]
+__all__ = ["CHAT_COMPLETIONS_FIELDS", "FakeOpenAI"]
+
+# The request body's fields, as OpenAI's API reference for `POST /v1/chat/completions` lists them.
+CHAT_COMPLETIONS_FIELDS = frozenset(
+    {
+        "messages", "model", "audio", "frequency_penalty", "function_call", "functions",
+        "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities",
+        "n", "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key",
+        "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier",
+        "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
+        "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+    }
+)  # fmt: skip
 
 
 class FakeOpenAI:
@@ -87,7 +99,14 @@ class FakeOpenAI:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def respond(self, body: dict, authorization: str, echo: str = "") -> tuple[int, dict]:
-        """The answer; a rejection quotes the key, the request (`echo`) and the tool result."""
+        """The answer; a rejection quotes the key, the request (`echo`) and the tool result.
+
+        A field the Chat Completions API does not define is refused, as OpenAI refuses it (so
+        that nothing of litellm's or Baton's own bookkeeping may reach a provider)."""
+        unknown = sorted(set(body) - CHAT_COMPLETIONS_FIELDS)
+        if unknown:
+            message = f"Unrecognized request argument supplied: {', '.join(unknown)}"
+            return 400, {"error": {"message": message, "type": "invalid_request_error"}}
         results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
         if results and self.reject_after_tool:
             key = authorization.removeprefix("Bearer ")
