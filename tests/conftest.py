@@ -47,17 +47,15 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
-    """Ray for the whole session, started once: a real three-node cluster on this machine (a
-    head, and two worker nodes with custom resources `coder` and `writer`). Tests may add and
-    remove nodes of their own."""
+    """Ray for the whole session, started once: a real cluster on this machine, of one head
+    node. Tests add and remove nodes of their own (each node costs its Ray processes' CPU for
+    as long as it lives)."""
     import ray
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False}
     )
-    cluster.add_node(num_cpus=1, resources={"coder": 4})
-    cluster.add_node(num_cpus=1, resources={"writer": 4})
     ray.init(
         address=cluster.address,
         namespace="baton-tests",

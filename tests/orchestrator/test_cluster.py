@@ -1,9 +1,10 @@
-"""Agents on a multi-node Ray cluster (the session's: a head and two worker nodes with custom
-resources), and runs that stay correct when actors and nodes fail."""
+"""Agents on a multi-node Ray cluster (the session's head, and two worker nodes with custom
+resources for this module's tests), and runs that stay correct when actors and nodes fail."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,16 @@ from orchestrator.engine import Engine
 from tests.testkit import start
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def worker_nodes(ray_cluster: Any) -> Iterator[None]:
+    """Two worker nodes, one with the custom resource `coder`, one with `writer`."""
+    nodes = [ray_cluster.add_node(num_cpus=1, resources={r: 4}) for r in ("coder", "writer")]
+    ray_cluster.wait_for_nodes()
+    yield
+    for node in nodes:
+        ray_cluster.remove_node(node)
 
 
 def node_of(cluster: Any, resource: str) -> str:
