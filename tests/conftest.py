@@ -20,25 +20,6 @@ forbid_remote_models()
 # And in every `baton` process the tests start (their agents included).
 os.environ["BATON_FORBID_REMOTE_MODELS"] = "1"
 
-# The files that take longest (about a minute each, mostly agent processes starting) go first:
-# `make test`'s two workers take files in collection order, and one of these coming last would
-# leave the other worker idle for its length.
-_LONGEST_FIRST = (
-    "test_shutdown.py",
-    "test_engine.py",
-    "test_api.py",
-    "test_trace_completeness.py",
-    "test_cluster.py",
-    "test_durable_agents.py",
-    "test_hosts.py",
-    "test_durable.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: in-file order kept
-
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
