@@ -13,14 +13,13 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
 from orchestrator import __version__
-from orchestrator.a2a import a2a_routes
 from orchestrator.api.deps import caller_guard
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimiter
+from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.config import AgentSystem
-from orchestrator.mcp_server import build_mcp_server, mcp_http_app
 from orchestrator.render import default_mermaid_dist
 from orchestrator.routing import AUTO
 from orchestrator.schemas import ErrorBody
@@ -55,14 +54,18 @@ def create_app(
     async def current_service() -> RunService:
         return app.state.service  # type: ignore[no-any-return]
 
-    mcp = build_mcp_server(current_service)
-    mcp_app = mcp_http_app(mcp)
+    # Built on their first request (the SDKs' imports are half of the service's start).
+    mcp = LazyMcp(current_service)
+    a2a = LazyA2A(system, current_service, options.public_url, keys.enabled)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with service_factory() as service, mcp.session_manager.run():
+        async with service_factory() as service:
             app.state.service = service
-            yield
+            try:
+                yield
+            finally:
+                await mcp.close()
 
     app = FastAPI(
         title="Baton",
@@ -83,24 +86,13 @@ def create_app(
     guard = [Depends(caller_guard(keys, limiter))]
     for module in (runs, approvals, agents):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
-    for route in mcp_app.routes:  # `/mcp`: Baton as an MCP server, behind the same keys
-        assert isinstance(route, Route)
-        app.router.routes.append(
-            Route(
-                route.path,
-                endpoint=ProtocolGuard(route.endpoint, keys, limiter, options.mcp_origins),
-            )
-        )
-    card_routes, rpc_routes = a2a_routes(system, current_service, options.public_url, keys.enabled)
-    app.router.routes.extend(card_routes)  # the card is public: it says how to authenticate
-    for route in rpc_routes:  # `/a2a`: Baton as an A2A agent, behind the same keys
-        app.router.routes.append(
-            Route(
-                route.path,
-                endpoint=ProtocolGuard(route.app, keys, limiter, options.mcp_origins),
-                methods=["POST"],
-            )
-        )
+    # `/mcp`: Baton as an MCP server; `/a2a`: Baton as an A2A agent; behind the same keys.
+    for path, lazy, methods in ((MCP_PATH, mcp, None), (A2A_RPC_PATH, a2a, ["POST"])):
+        guarded = ProtocolGuard(lazy.endpoint(path), keys, limiter, options.mcp_origins)
+        app.router.routes.append(Route(path, endpoint=guarded, methods=methods))
+    # The card is public: it says how to authenticate.
+    card = a2a.endpoint(A2A_CARD_PATH)
+    app.router.routes.append(Route(A2A_CARD_PATH, endpoint=card, methods=["GET"]))
     mount_ui(app, options.mermaid_dist or default_mermaid_dist())
     app.openapi = lambda: _openapi(app, system)  # type: ignore[method-assign]
     return app

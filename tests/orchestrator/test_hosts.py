@@ -52,15 +52,18 @@ def test_agents_without_ray_options_share_the_host_and_the_others_say_why_not() 
     assert [(h.name, len(h.agents)) for h in default] == [(SHARED_HOST, 5)]
 
 
-def test_the_service_and_the_cli_never_load_litellm() -> None:
-    # Only agent hosts need it: it would cost every `baton serve` and `baton run` 2.4 s of
-    # start-up and about 150 MB.
+def test_the_service_and_the_cli_never_load_litellm_nor_the_protocol_sdks() -> None:
+    # Only agent hosts need litellm: it would cost every `baton serve` and `baton run` 2.4 s of
+    # start-up and about 150 MB. The MCP and A2A SDKs wait for the first request to `/mcp`,
+    # `/a2a` or the agent card (1.5 s of the service's start otherwise).
     probe = (
         "import sys, orchestrator.api.app, orchestrator.cli, orchestrator.engine, "
         "agents.ray.pool, agents.ray.ledger_actor; "
-        "sys.exit('litellm' in sys.modules)"
+        "found = [m for m in ('litellm', 'mcp', 'a2a') if m in sys.modules]; "
+        "sys.exit(str(found) if found else 0)"
     )
-    assert subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
+    done = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-500:]
 
 
 def _isolated_default_team() -> str:
