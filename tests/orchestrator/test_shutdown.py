@@ -145,9 +145,15 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
     ray_address: str, service_dir: Path
 ) -> None:
     # `on_interrupt: fail`: not resumed (see test_durable for what `resume`, the default, does).
+    # The sleeper waits 30 s, not 3: the run must still be in flight when the service dies, and
+    # under load its `tool_started` once reached this follower more than 3 s late.
     failing = service_dir / "svc-fail.yaml"
     failing.write_text((service_dir / "svc.yaml").read_text().replace(
         "name: svc\n", "name: svc\non_interrupt: fail\n", 1
+    ).replace(
+        "arguments: {seconds: 3}}]}\n          - {content: rested}",
+        "arguments: {seconds: 30}}]}\n          - {content: rested}",
+        1,
     ))  # fmt: skip
     service = ServiceProcess(
         failing,
