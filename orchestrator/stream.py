@@ -71,6 +71,13 @@ class RunStream:
         pause = 0.05
         while True:
             try:
+                if cursor < 0:
+                    # Where the feed is now, at once. A follower that asked the ledger before
+                    # this point would miss what came in between (until a later event showed
+                    # the gap: seconds, for a run in a long tool call), so every follower asks
+                    # again once the stream has its place.
+                    _, cursor, _ = await ledger.feed(cursor, 0.0)
+                    self._everyone(None)
                 items, cursor, gap = await ledger.feed(cursor, _POLL_S)
             except asyncio.CancelledError:
                 raise
