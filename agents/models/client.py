@@ -84,7 +84,7 @@ class LiteLLMClient(ModelClient):
         kwargs: dict[str, Any] = dict(self.spec.params)
         # Baton's tools are plain functions, never litellm proxy's MCP gateway tools; without
         # this, litellm's first call with tools imports its gateway (and the mcp package):
-        # 1.2 s of CPU and ~40 MB in every agent process, before any request is sent.
+        # 1.1 s of CPU and 21 MB in every agent process (measured), before any request is sent.
         kwargs["_skip_mcp_handler"] = True
         if tools:
             kwargs["tools"] = tools
