@@ -16,6 +16,7 @@ from agents.core.spec import ModelSpec
 from agents.models.base import BUILTIN_PREFIX, ModelClient, ModelReply, TextSink, ToolCall
 from agents.models.inline import inline_setup, sets_up_inline
 from agents.models.safety import check_model_allowed
+from agents.models.unlogged import unlogged
 
 __all__ = ["LiteLLMClient", "configure_litellm"]
 
@@ -95,12 +96,13 @@ class LiteLLMClient(ModelClient):
         # `acompletion` is the cheapest async way into litellm that keeps its retries
         # (`num_retries`), usage and cost. Measured with the built-in model (no network) on a
         # 2-core machine: 1.0-1.2 ms of CPU per call, of which the cost calculation is about a
-        # third and the (callback-less) success handlers a tenth; `Router.acompletion` costs
-        # half as much again, and the sync `completion` blocks the event loop for the whole
-        # request. What is left to trim is the worker-thread hop of its set-up (`inline_setup`:
-        # 0.80-0.89 ms per call without it). bench/delegation_overhead.py's floors call plain
+        # third and the (callback-less) success logging a tenth to a fifth; `Router.acompletion`
+        # costs half as much again, and the sync `completion` blocks the event loop for the
+        # whole request. What Baton trims: the worker-thread hop of its set-up (`inline_setup`:
+        # 0.80-0.89 ms per call without it) and, while no litellm callback is registered, the
+        # success logging (`unlogged`). bench/delegation_overhead.py's floors call plain
         # `litellm.acompletion`.
-        with inline_setup(self._inline):
+        with inline_setup(self._inline), unlogged(kwargs):
             if on_text is not None:
                 response = await self._streamed(messages, kwargs, on_text)
             else:
