@@ -113,7 +113,9 @@ DESK = """
 """
 
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
-# `narrator` streams its answer slowly; `desk` hands over.
+# `dozer` takes a minute, for cancellations whose way in (subscribing first) may take longer
+# than the sleeper's few seconds on a busy machine; `narrator` streams its answer slowly; `desk`
+# hands over.
 SERVICE_CONFIG = (
     """
 name: svc
@@ -137,6 +139,16 @@ agents:
       params:
         replies:
           - {tool_calls: [{name: slow_step, arguments: {seconds: 3}}]}
+          - {content: rested}
+  - name: dozer
+    description: Waits a minute before answering.
+    capabilities: [doze]
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
           - {content: rested}
 """
     + NARRATOR

@@ -103,7 +103,8 @@ async def test_a_streamed_message_sends_status_updates_and_the_answer_as_it_is_w
 async def test_a_subscriber_follows_a_task_that_is_cancelled_to_its_end(api: str) -> None:
     client = await create_client(api, config(streaming=True))
     async with client:
-        request = message("wait", **{"baton.agent": "sleeper"})
+        # The dozer takes a minute: the task is still working when the cancellation comes.
+        request = message("wait", **{"baton.agent": "dozer"})
         request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
         started = client.send_message(request)
         first = await anext(aiter(started))

@@ -242,6 +242,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "coordinator",
         "analyst",
         "sleeper",
+        "dozer",
         "narrator",
         "desk",
         "refunds",

@@ -133,6 +133,7 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "coordinator (entry)",
         "analyst",
         "sleeper",
+        "dozer",
         "narrator",
         "desk",
         "refunds",
