@@ -26,7 +26,7 @@ import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at
 # isort: split
 import litellm
 
-__all__ = ["unlogged", "would_log"]
+__all__ = ["unlogged"]
 
 try:
     from litellm._internal_context import is_internal_call as _switch
@@ -47,7 +47,7 @@ _GLOBAL_LISTS = (
 _CALL_PARAMS = frozenset({"callbacks", "success_callback", "failure_callback"})
 
 
-def would_log(params: Mapping[str, Any]) -> bool:
+def _would_log(params: Mapping[str, Any]) -> bool:
     """Whether a litellm callback, the process's or the call's own, would see a call."""
     return any(getattr(litellm, name, None) for name in _GLOBAL_LISTS) or any(
         params.get(name) for name in _CALL_PARAMS
@@ -57,7 +57,7 @@ def would_log(params: Mapping[str, Any]) -> bool:
 @contextmanager
 def unlogged(params: Mapping[str, Any]) -> Iterator[None]:
     """Within this block, litellm skips its success logging unless a callback would see it."""
-    if _switch is None or would_log(params):
+    if _switch is None or _would_log(params):
         yield
         return
     token = _switch.set(True)

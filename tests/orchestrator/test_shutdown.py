@@ -145,15 +145,12 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
     ray_address: str, service_dir: Path
 ) -> None:
     # `on_interrupt: fail`: not resumed (see test_durable for what `resume`, the default, does).
-    # The sleeper waits 30 s, not 3: the run must still be in flight when the service dies,
-    # however long its `tool_started` takes to reach this follower on a busy machine.
+    # The dozer waits a minute, not the sleeper's 3 s: the run must still be in flight when the
+    # service dies, however long its `tool_started` takes to reach this follower on a busy
+    # machine.
     failing = service_dir / "svc-fail.yaml"
     failing.write_text((service_dir / "svc.yaml").read_text().replace(
         "name: svc\n", "name: svc\non_interrupt: fail\n", 1
-    ).replace(
-        "arguments: {seconds: 3}}]}\n          - {content: rested}",
-        "arguments: {seconds: 30}}]}\n          - {content: rested}",
-        1,
     ))  # fmt: skip
     service = ServiceProcess(
         failing,
@@ -164,7 +161,7 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
     )
     service.start()
     try:
-        run = (await submit(service.url, {"task": "wait", "agent": "sleeper"})).json()
+        run = (await submit(service.url, {"task": "wait", "agent": "dozer"})).json()
         async for _, kind, _ in follow(service.url, run["id"]):
             if kind == "tool_started":
                 break
@@ -184,7 +181,7 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
         root = trace["spans"][0]
         assert (root["name"], root["status"]) == ("invoke_workflow baton", "ERROR")
         agent = root["children"][0]
-        assert agent["name"] == "invoke_agent sleeper" and agent["end_ns"] is not None
+        assert agent["name"] == "invoke_agent dozer" and agent["end_ns"] is not None
         # (The detached agent may have gone on meanwhile: what it sent by then is there too.)
         steps = [c["name"] for c in agent["children"]]
         assert steps[:2] == ["chat baton/scripted", "execute_tool slow_step"], steps
