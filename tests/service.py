@@ -114,8 +114,8 @@ DESK = """
 
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
 # `dozer` takes a minute, for runs that must still be in flight after steps (subscribing,
-# following to a tool's start) that may outlast the sleeper's few seconds on a busy machine; `narrator` streams its answer slowly; `desk`
-# hands over.
+# following to a tool's start) that may outlast the sleeper's few seconds on a busy machine;
+# `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
     """
 name: svc
