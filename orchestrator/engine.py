@@ -14,14 +14,14 @@ import ray
 from ray.exceptions import TaskCancelledError
 
 from agents.core.errors import DelegationRefused
-from agents.core.events import RunStarted
+from agents.core.events import Event, RunStarted
 from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
 from orchestrator.config import AgentSystem
-from orchestrator.results import RunResult, events_sent, final_event
+from orchestrator.results import RunResult, abandoned_entry, events_sent, final_event
 from orchestrator.routing import AUTO, RoutingDecision, route
 from orchestrator.run_spans import gather_spans
 from orchestrator.submission import Lineage, Origin
@@ -34,7 +34,6 @@ from tracing import (
     end_workflow,
     extract_context,
     inject_context,
-    lost_agent_span,
     span_ids,
     workflow_span,
 )
@@ -91,6 +90,8 @@ class Engine:
         self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: set[str] = set()  # active runs asked to stop
+        # First events of runs left open (`finish=False`) that `finish` must be sure of.
+        self._openings: dict[str, RunStarted] = {}
         self._closed = False  # leaving Ray: no more calls to it from timers
         self._entry_grace_s = entry_grace_s
         self._export = export
@@ -207,7 +208,7 @@ class Engine:
             token_budget: tokens the whole delegation tree may spend (default: the config's).
             deadline_s: the run's wall-clock limit (default: the config's).
             finish: close the run's event log when it ends. False leaves it open for the
-                caller to record the result first and then call `ledger.finish` (so that
+                caller to record the result first and then call `finish` (so that
                 whoever sees the `run_finished` event finds the run recorded).
             lineage: a resumed run, a replay or a fork: where its steps come from besides its
                 own execution (see `journal_url`). None: a new run.
@@ -240,7 +241,7 @@ class Engine:
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
-        opening: ray.ObjectRef[None] | None = None
+        riding: RunStarted | None = None  # the first event, if the entry agent sends it
         self._active.add(run_id)
         try:
             with workflow_span(
@@ -261,9 +262,9 @@ class Engine:
                 if limits.token_budget is None and not (
                     lineage.epoch or lineage.replay_of or lineage.fork_from
                 ):
-                    # Not awaited (a round trip per run): the ledger orders the first event
-                    # before the agents' however their batches overtake it.
-                    opening = self.ledger.open_soon(run_id, first)
+                    # No call of its own (a round trip per run): it rides with the entry
+                    # agent's first events, and the ledger orders it before theirs.
+                    riding = first
                 else:  # agents ask the ledger for the budget; a past run's steps load first
                     await self.ledger.open(
                         run_id,
@@ -273,7 +274,7 @@ class Engine:
                         lineage.replay_of,
                         lineage.fork_from,
                     )
-                tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of)
+                tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of, riding)
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
@@ -298,14 +299,29 @@ class Engine:
         finally:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
-            if opening is not None:
-                await opening
             if finish:
-                await self.ledger.finish(run_id, final_event(result, entry), events_sent(result))
+                final = final_event(result, entry)
+                await self.ledger.finish(run_id, final, events_sent(result), riding)
+            elif riding is not None:
+                self._openings[run_id] = riding
         return result
 
+    async def finish(
+        self, run_id: str, final: Event, sent: dict[str, int]
+    ) -> list[tuple[int, Event]]:
+        """Close the event log of a run that `run(..., finish=False)` left open.
+
+        Returns its events the store still lacks (see `LedgerClient.finish`).
+        """
+        return await self.ledger.finish(run_id, final, sent, self._openings.pop(run_id, None))
+
     async def _dispatch_entry(
-        self, task: str, entry: str, ctx: RunContext, replay_of: str | None = None
+        self,
+        task: str,
+        entry: str,
+        ctx: RunContext,
+        replay_of: str | None = None,
+        opening: RunStarted | None = None,
     ) -> AgentResult:
         known = entry in self.system.topology.graph
         try:
@@ -341,26 +357,11 @@ class Engine:
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
             return await asyncio.wait_for(
-                self._dispatcher.dispatch(entry, delegation, on_submit=submitted),
+                self._dispatcher.dispatch(entry, delegation, submitted, opening),
                 ctx.time_left() + self._entry_grace_s,
             )
         except TimeoutError:
-            # Its own spans are stuck with it: record what the orchestrator saw.
-            lost_agent_span(
-                entry,
-                "",
-                run_id,
-                delegation.context.chain,
-                int((ctx.deadline - ctx.limits.deadline_s) * 1e9),
-                "abandoned",
-                f"{entry} did not stop within {self._entry_grace_s:g}s after the deadline",
-            )
-            return AgentResult(
-                agent=entry,
-                status=RunStatus.LIMIT_EXCEEDED,
-                error=f"{entry} did not return within {self._entry_grace_s:g}s after the deadline",
-                started_at=started_at,
-            )
+            return abandoned_entry(entry, delegation.context, self._entry_grace_s)
         except TaskCancelledError:
             return stopped
         finally:

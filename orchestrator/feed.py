@@ -75,7 +75,8 @@ class EventFeed:
         # Subscribed before the ledger is asked, so that nothing falls between the two (what
         # comes twice is told apart by its id).
         with self.stream.subscribe(run_id) as news:
-            ask, quiet = True, False
+            # A run this service started has all its events so far in `news` already.
+            ask, quiet = not self.stream.complete(run_id), False
             while True:
                 if ask:  # what the ledger has past `last`: at first, after a gap, when quiet
                     found, state = await self.engine.ledger.events(run_id, last)

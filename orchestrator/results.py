@@ -5,11 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.core.events import RunFinished
-from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import AgentResult, RunContext, RunStatus, Usage
 from orchestrator.routing import RoutingDecision
-from tracing import SpanRecord
+from tracing import SpanRecord, lost_agent_span
 
-__all__ = ["RunResult", "events_sent", "final_event"]
+__all__ = ["RunResult", "abandoned_entry", "events_sent", "final_event"]
 
 
 class RunResult(BaseModel):
@@ -57,3 +57,19 @@ def events_sent(result: RunResult | None) -> dict[str, int]:
             sender, count = node.events_sent
             sent[sender] = max(count, sent.get(sender, 0))
     return sent
+
+
+def abandoned_entry(entry: str, ctx: RunContext, grace_s: float) -> AgentResult:
+    """The result of an entry agent that did not return within `grace_s` past the deadline.
+
+    Its own spans are stuck with it: the span recorded here is what the orchestrator saw.
+    """
+    started_at = ctx.deadline - ctx.limits.deadline_s
+    why = f"{entry} did not stop within {grace_s:g}s after the deadline"
+    lost_agent_span(entry, "", ctx.run_id, ctx.chain, int(started_at * 1e9), "abandoned", why)
+    return AgentResult(
+        agent=entry,
+        status=RunStatus.LIMIT_EXCEEDED,
+        error=f"{entry} did not return within {grace_s:g}s after the deadline",
+        started_at=started_at,
+    )

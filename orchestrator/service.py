@@ -143,6 +143,7 @@ class RunService(RunViews, Durability):
         finally:
             self._settled.set()  # runs waiting to start go on, or fail with the reason
         self._ready.set()
+        self.feed.stream.start(self.engine.ledger)  # in place before the first run starts
         await self._orphans.close()
 
     def drain(self) -> asyncio.Task[None]:
@@ -315,6 +316,7 @@ class RunService(RunViews, Durability):
             if self.system.needs_approvals
             else None
         )
+        self.feed.stream.watch(run_id)  # its followers need not ask the ledger
         try:
             result = await self.engine.run(
                 request.task,
@@ -344,7 +346,7 @@ class RunService(RunViews, Durability):
             # (unless the store is unavailable: then it is recorded once the store is back).
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             final = final_event(result, entry, error)
-            events = await self.engine.ledger.finish(run_id, final, events_sent(result))
+            events = await self.engine.finish(run_id, final, events_sent(result))
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )

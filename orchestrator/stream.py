@@ -3,6 +3,9 @@
 A service follows many runs at once (SSE clients, `baton run --server`, MCP callers). Instead of
 a long-poll of the ledger per followed run, one task here long-polls the ledger's feed of all
 runs' events and hands each event to the followers of its run.
+
+It also keeps the events of the runs this service started (`watch`) since it took its place in
+the feed: their followers get those at once, with no call to the ledger.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Iterator
 
-from agents.core.events import Event
+from agents.core.events import Event, RunFinished
 from agents.ray.ledger_client import LedgerClient
 
 __all__ = ["News", "RunStream"]
@@ -25,6 +29,10 @@ News = tuple[int, Event] | None
 
 # How long one long-poll of the feed waits for news before it asks again.
 _POLL_S = 5.0
+# Finished runs whose events are kept for followers who come late (then: the ledger, the store).
+_KEEP_ENDED = 256
+# Watched runs kept at most (one whose end never came here is dropped, oldest first).
+_KEEP_WATCHED = 10_000
 
 
 class RunStream:
@@ -33,6 +41,10 @@ class RunStream:
     def __init__(self) -> None:
         self._followers: dict[str, set[asyncio.Queue[News]]] = {}
         self._task: asyncio.Task[None] | None = None
+        self._placed = False  # every event from now on comes through here (no gap since)
+        # Every event so far of each watched run, and the watched runs that ended, oldest first.
+        self._history: dict[str, list[tuple[int, Event]]] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
 
     def start(self, ledger: LedgerClient) -> None:
         """Start reading the feed (once the ledger is up)."""
@@ -47,10 +59,26 @@ class RunStream:
                 await self._task
             self._task = None
 
+    def watch(self, run_id: str) -> None:
+        """Keep every event of a run about to start (unless the stream is not in place yet)."""
+        if self._placed:
+            self._history.setdefault(run_id, [])
+            if len(self._history) > _KEEP_WATCHED:
+                self._history.pop(next(iter(self._history)))
+
+    def complete(self, run_id: str) -> bool:
+        """Whether a subscriber of the run gets all its events so far with its first news."""
+        return run_id in self._history
+
     @contextlib.contextmanager
     def subscribe(self, run_id: str) -> Iterator[asyncio.Queue[News]]:
-        """The run's news from now on, for as long as the block lasts."""
+        """The run's news from now on, for as long as the block lasts.
+
+        A watched run's events so far come first (see `complete`).
+        """
         queue: asyncio.Queue[News] = asyncio.Queue()
+        for item in self._history.get(run_id, ()):
+            queue.put_nowait(item)
         self._followers.setdefault(run_id, set()).add(queue)
         try:
             yield queue
@@ -62,6 +90,10 @@ class RunStream:
                     del self._followers[run_id]
 
     def _everyone(self, news: News) -> None:
+        # Something was missed (or may have been): what was kept may have holes.
+        self._placed = False
+        self._history.clear()
+        self._ended.clear()
         for followers in self._followers.values():
             for queue in followers:
                 queue.put_nowait(news)
@@ -78,6 +110,7 @@ class RunStream:
                     # again once the stream has its place.
                     _, cursor, _ = await ledger.feed(cursor, 0.0)
                     self._everyone(None)
+                    self._placed = True
                 items, cursor, gap = await ledger.feed(cursor, _POLL_S)
             except asyncio.CancelledError:
                 raise
@@ -94,3 +127,12 @@ class RunStream:
             for run_id, seq, event in items:
                 for queue in self._followers.get(run_id, ()):
                     queue.put_nowait((seq, event))
+                if seq and run_id in self._history:
+                    self._keep(run_id, seq, event)
+
+    def _keep(self, run_id: str, seq: int, event: Event) -> None:
+        self._history[run_id].append((seq, event))
+        if isinstance(event, RunFinished):
+            self._ended[run_id] = None
+            while len(self._ended) > _KEEP_ENDED:
+                self._history.pop(self._ended.popitem(last=False)[0], None)

@@ -18,6 +18,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.errors import describe_error
+from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.handoff import invoke_here
@@ -99,20 +100,33 @@ class RayDispatcher:
             handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
         return name, handles[replica]
 
-    def submit(self, target: str, delegation: Delegation) -> tuple[str, ray.ObjectRef[AgentResult]]:
+    def submit(
+        self, target: str, delegation: Delegation, opening: Event | None = None
+    ) -> tuple[str, ray.ObjectRef[AgentResult]]:
         """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
         name, handle = self._handle(target)
-        return name, handle.invoke.remote(target, delegation)
+        if opening is None:
+            return name, handle.invoke.remote(target, delegation)
+        return name, handle.invoke.remote(target, delegation, opening)
 
     async def dispatch(
         self,
         target: str,
         delegation: Delegation,
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
+        opening: Event | None = None,
     ) -> AgentResult:
-        """Hand `delegation` to a replica of `target` and return its result."""
+        """Hand `delegation` to a replica of `target` and return its result.
+
+        `opening`: the run's first event, for the entry agent to send to the ledger with its
+        own (with every attempt: the ledger keeps the first that comes). A ledger call saved
+        per run; whoever finishes the run hands it to `LedgerClient.finish` too, for a run
+        whose entry agent was never reached.
+        """
         here = self._local.get(target)
         if here is not None:
+            if opening is not None and self._ledger is not None:
+                self._ledger.emit(delegation.context.run_id, opening)
             return await invoke_here(here, delegation)
         ctx = delegation.context
         retried = False
@@ -121,7 +135,7 @@ class RayDispatcher:
             attempted = delegation.model_copy(
                 update={"context": ctx.model_copy(update={"attempts": (*ctx.attempts, attempt)})}
             )
-            name, lost = await self._attempt(target, attempted, on_submit)
+            name, lost = await self._attempt(target, attempted, on_submit, opening)
             if not isinstance(lost, BaseException):
                 return lost
             why = "retried once" if retried else "not retried"
@@ -152,12 +166,13 @@ class RayDispatcher:
         target: str,
         delegation: Delegation,
         on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None,
+        opening: Event | None = None,
     ) -> tuple[str, AgentResult | BaseException]:
         """One try: the result, or the error of an actor that died or cannot be found."""
         name = target
         submitted_ns = time.time_ns()
         try:
-            name, ref = self.submit(target, delegation)
+            name, ref = self.submit(target, delegation, opening)
             if on_submit is not None:
                 on_submit(ref)
             try:

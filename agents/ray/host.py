@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from agents.core.events import Event
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
@@ -133,7 +134,7 @@ class AgentHost:
             secrets,
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
-        ledger = LedgerClient(ledger_handle)
+        self._ledger = ledger = LedgerClient(ledger_handle)
         # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here)
@@ -204,8 +205,16 @@ class AgentHost:
             },
         }
 
-    async def invoke(self, agent: str, delegation: Delegation) -> AgentResult:
-        """Run one delegation on a hosted agent and return its result tree."""
+    async def invoke(
+        self, agent: str, delegation: Delegation, opening: Event | None = None
+    ) -> AgentResult:
+        """Run one delegation on a hosted agent and return its result tree.
+
+        `opening`: the run's first event, when this is the run's entry; it goes to the ledger
+        with the agent's own events (the orchestrator makes no call of its own to open the run).
+        """
+        if opening is not None:
+            self._ledger.emit(delegation.context.run_id, opening)
         return await self._run(agent, True, delegation)
 
     async def _run(self, agent: str, flush: bool, delegation: Delegation) -> AgentResult:

@@ -130,13 +130,19 @@ class LedgerActor:
             self._changed(run_id)
 
     async def finish(
-        self, run_id: str, final: Event, sent: dict[str, int] | None = None
+        self,
+        run_id: str,
+        final: Event,
+        sent: dict[str, int] | None = None,
+        first: Event | None = None,
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
         `sent`: how many events of the run each agent process sent; they are waited for (a
         while): the caller may have its result before this actor has a process's last batch.
         With a journal they are stored by now (none to return, unless writing failed).
+        `first`: the run's first event, if it was handed to the entry agent to send (it is
+        recorded unless it came).
         """
         until = time.monotonic() + EVENTS_WAIT_S
         for sender, count in (sent or {}).items():
@@ -144,7 +150,7 @@ class LedgerActor:
                 if not await self._wait_for_change(run_id, until):
                     logger.warning("run %s: closed without its last events from %s", run_id, sender)
                     break
-        events = self._ledger.finish(run_id, final)
+        events = self._ledger.finish(run_id, final, first)
         self._steps.pop(run_id, None)
         self._changed(run_id)
         if self._writer is not None and await self._writer.sync():

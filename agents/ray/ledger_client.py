@@ -209,24 +209,22 @@ class LedgerClient:
         """
         await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
-    def open_soon(self, run_id: str, first: Event) -> Any:
-        """Open a run without a budget or a past, without waiting for the ledger.
-
-        The agents' events may then reach the ledger before `first`: it keeps them, and puts
-        `first` before the entry agent's (`agents.runtime.causal`). Returns the call's ref, to
-        await before `finish` (a ledger that is gone is noticed there).
-        """
-        return self._handle.open.remote(run_id, None, first)
-
     async def finish(
-        self, run_id: str, final: Event, sent: dict[str, int] | None = None
+        self,
+        run_id: str,
+        final: Event,
+        sent: dict[str, int] | None = None,
+        first: Event | None = None,
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
         `sent`: how many events of the run each agent process sent (see `emitted`); they come
-        first.
+        first. `first`: the run's first event, when it was handed to the entry agent to send
+        with its own (`RayDispatcher.dispatch`); recorded here if it never came.
         """
-        events: list[tuple[int, Event]] = await self._handle.finish.remote(run_id, final, sent)
+        events: list[tuple[int, Event]] = await self._handle.finish.remote(
+            run_id, final, sent, first
+        )
         return events
 
     async def events(

@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.core.events import AgentStarted, ApprovalDecided, ApprovalRequested, Event
+from agents.core.events import (
+    AgentStarted,
+    ApprovalDecided,
+    ApprovalRequested,
+    Event,
+    RunStarted,
+)
 from agents.runtime.causal import CausalOrder
 from agents.runtime.ports import Decision, RunState
 from tracing import agent_span_counts
@@ -46,6 +52,7 @@ class _RunBook:
     epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
     order: CausalOrder = field(default_factory=CausalOrder)  # events waiting for their cause
+    opened: bool = False  # its `run_started` came (it may come twice: see `emit`)
 
 
 class RunLedger:
@@ -136,10 +143,18 @@ class RunLedger:
             return "open"
         return "closed" if run_id in self._closed else "unknown"
 
-    def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
-        """Record the run's last event and close it; return all its events with their ids."""
+    def finish(
+        self, run_id: str, final: Event, first: Event | None = None
+    ) -> list[tuple[int, Event]]:
+        """Record the run's last event and close it; return all its events with their ids.
+
+        `first`: the run's first event, recorded first if it has not come (it rides with the
+        entry agent's events, which never come when the entry agent was never reached).
+        """
         if run_id not in self._closed:
             book = self._open_book(run_id)
+            if first is not None and not book.opened:
+                self.emit(run_id, first)
             for held in book.order.drain():  # their causes will not come now
                 self._append(run_id, book, held)
             self.emit(run_id, final)
@@ -312,6 +327,10 @@ class RunLedger:
             return
         if isinstance(event, AgentStarted):
             book.started += 1
+        elif isinstance(event, RunStarted):
+            if book.opened:  # sent again with a retried entry delegation
+                return
+            book.opened = True
         self._release_late(run_id, book)
         for released in book.order.admit(event):
             self._append(run_id, book, released)

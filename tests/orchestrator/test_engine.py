@@ -333,6 +333,9 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert result.error == "stuck did not return within 0.5s after the deadline"
     assert time.monotonic() - began < 3.0
+    # The run's first event was to ride with the agent's own, stuck with it: it is there.
+    events, _ = await engine.ledger.events(result.run_id, 0)
+    assert events[0][1].type == "run_started"
 
 
 async def test_delegations_are_spread_over_an_agents_replicas(team: Engine) -> None:

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import ray
 
-from agents.core.events import ModelDelta
+from agents.core.events import ModelDelta, RunFinished, RunStarted
+from agents.core.messages import RunStatus
 from agents.ray.ledger_client import LedgerClient
-from orchestrator.stream import RunStream
+from orchestrator.stream import News, RunStream
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -36,3 +37,42 @@ async def test_a_follower_who_asked_the_ledger_before_the_stream_began_asks_agai
     finally:
         await stream.stop()
         ray.kill(handle)
+
+
+async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_once(
+    ray_cluster: Any,
+) -> None:
+    # The service watches the runs it starts: their followers, even late ones, get every event
+    # so far from the stream, without asking the ledger. Other runs' followers still ask it.
+    from agents.ray.ledger_actor import LedgerActor
+
+    handle = LedgerActor.remote()  # type: ignore[attr-defined]
+    ledger = LedgerClient(handle)
+    stream = RunStream()
+    try:
+        with stream.subscribe("-") as placed:
+            stream.start(ledger)
+            assert await asyncio.wait_for(placed.get(), 60) is None  # in its place
+        stream.watch("watched")
+        for run_id in ("watched", "other"):
+            with stream.subscribe(run_id) as live:
+                await ledger.open(run_id, None, RunStarted(agent="a"))
+                await ledger.finish(run_id, RunFinished(agent="a", status=RunStatus.SUCCEEDED))
+                await _until_finished(live)
+        assert stream.complete("watched") and not stream.complete("other")
+        with stream.subscribe("watched") as late:
+            kept = [late.get_nowait() for _ in range(late.qsize())]
+        told = [None if item is None else (item[0], item[1].type) for item in kept]
+        assert told == [(1, "run_started"), (2, "run_finished")]
+        with stream.subscribe("other") as late:
+            assert late.empty()
+    finally:
+        await stream.stop()
+        ray.kill(handle)
+
+
+async def _until_finished(news: asyncio.Queue[News]) -> None:
+    while True:
+        item = await asyncio.wait_for(news.get(), 60)
+        if item is not None and isinstance(item[1], RunFinished):
+            return

@@ -48,8 +48,8 @@ async def test_the_ledger_releases_shuffled_arrivals_in_causal_order() -> None:
 
 
 async def test_run_started_comes_first_when_the_agents_batches_overtake_it() -> None:
-    # The orchestrator opens a run without waiting for the ledger: the entry agent's first
-    # batch, from another process, may arrive before the run's first event.
+    # The run's first event travels with the entry agent's events: another process's batch
+    # (a sub-agent with actors of its own) may arrive before it.
     emitted = await _real_events()
     for seed in range(20):
         arrived = [RunStarted(agent="coordinator"), *emitted]
@@ -61,6 +61,20 @@ async def test_run_started_comes_first_when_the_agents_batches_overtake_it() -> 
         assert len(released) == len(arrived), f"seed {seed}: some still held"
         assert released[0].type == "run_started", f"seed {seed}: {released[0].type} first"
         assert causal_breaks(released) == [], f"seed {seed}"
+
+
+def test_the_run_s_first_event_counts_once_when_a_retried_entry_sends_it_again() -> None:
+    ledger = RunLedger()
+    for _ in range(2):  # each attempt at the entry delegation carries it
+        ledger.emit("r", RunStarted(agent="a"))
+    done = [e.type for _, e in ledger.finish("r", _finished("a"), RunStarted(agent="a"))]
+    assert done == ["run_started", "run_finished"]
+
+
+def test_a_run_whose_entry_agent_was_never_reached_still_begins_with_its_first_event() -> None:
+    ledger = RunLedger()  # refused, cancelled before its call, or its actor dead
+    done = [e.type for _, e in ledger.finish("r", _finished("a"), RunStarted(agent="a"))]
+    assert done == ["run_started", "run_finished"]
 
 
 def _child_start() -> AgentStarted:
