@@ -9,6 +9,9 @@ the same run, as a baseline for what HTTP, the store and the event stream cost. 
 CPU milliseconds per task of every process, and the ceiling they set: the tasks per second this
 machine's cores could give if they did nothing but this (all cores / CPU per task).
 
+Both are measured with the team's shared host in one process (the default) and in one replica
+per core (`shared_host: {replicas: N}`).
+
 Run: .venv/bin/python bench/http_throughput.py
 """
 
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -39,6 +43,7 @@ CRITICAL_PATH_S = 3 * MODEL_MS / 1000
 CONFIG = f"""
 name: bench-http
 limits: {{deadline_s: 300}}
+shared_host: {{replicas: REPLICAS}}
 agents:
   - name: lead
     delegates: [helper]
@@ -136,15 +141,19 @@ async def wait_ready(url: str) -> None:
     raise TimeoutError("baton serve did not become ready")
 
 
-async def main() -> None:
-    start()
-    import ray
+@dataclass
+class Measured:
+    """One way through: tasks per second, CPU per task by process, the ceiling it sets."""
 
-    address = ray.get_runtime_context().gcs_address
-    ideal = CONCURRENCY / CRITICAL_PATH_S
+    rate: float
+    cpu: str
+    ceiling: float
+
+
+async def through_http(config_text: str, address: str) -> tuple[Measured, list[float], list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "bench.yaml"
-        config.write_text(CONFIG)
+        config.write_text(config_text)
         port = 8700 + os.getpid() % 200
         url = f"http://127.0.0.1:{port}"
         server = serve(config, Path(tmp) / "runs.db", address, port)
@@ -154,51 +163,75 @@ async def main() -> None:
             before = cpu_seconds(server.pid)
             wall, submits, lags = await http_round(url, TASKS)
             after = cpu_seconds(server.pid)
-            http_cpu = cpu_ms_per_task(before, after, TASKS)
-            http_ceiling = cpu_ceiling(before, after, TASKS)
         finally:
             server.terminate()
             server.wait(timeout=60)
+    # The service's agents are detached (they outlive it): found by name, and stopped.
+    found = Engine(system(config_text), namespace="baton-bench")
+    found.start()
+    found.stop()
+    measured = Measured(
+        TASKS / wall, cpu_ms_per_task(before, after, TASKS), cpu_ceiling(before, after, TASKS)
+    )
+    return measured, submits, lags
 
-    engine = Engine(system(CONFIG), namespace="baton-bench")
+
+async def through_engine(config_text: str) -> Measured:
+    # A system of its own (another name): not the service's actors, whose ledger keeps a log.
+    own = system(config_text.replace("bench-http", "bench-engine"))
+    engine = Engine(own, namespace="baton-bench")
     engine.start()
     await engine_round(engine, 50)
     before = cpu_seconds()
-    direct = await engine_round(engine, TASKS)
+    wall = await engine_round(engine, TASKS)
     after = cpu_seconds()
-    direct_cpu = cpu_ms_per_task(before, after, TASKS)
-    direct_ceiling = cpu_ceiling(before, after, TASKS)
     engine.stop()
+    return Measured(
+        TASKS / wall, cpu_ms_per_task(before, after, TASKS), cpu_ceiling(before, after, TASKS)
+    )
 
-    rate, direct_rate = TASKS / wall, TASKS / direct
+
+async def main() -> None:
+    start()
+    import ray
+
+    address = ray.get_runtime_context().gcs_address
+    ideal = CONCURRENCY / CRITICAL_PATH_S
+    cores = os.cpu_count() or 1
     print(f"tasks: {TASKS}, {CONCURRENCY} at a time, model calls {MODEL_MS} ms")
     print(
         f"ideal:            {ideal:7.1f} tasks/s  (critical path {CRITICAL_PATH_S * 1000:.0f} ms)"
     )
-    print(
-        f"through HTTP:     {rate:7.1f} tasks/s  ratio to ideal {rate / ideal:.2f}  (target 0.35)"
-    )
-    print(
-        f"engine directly:  {direct_rate:7.1f} tasks/s  ratio to ideal "
-        f"{direct_rate / ideal:.2f}  (target 0.5)"
-    )
-    print(f"HTTP / direct:    {rate / direct_rate:.2f}")
-    print(
-        f"submit latency:   p50 {percentile(submits, 0.5) * 1000:.1f} ms  "
-        f"p99 {percentile(submits, 0.99) * 1000:.1f} ms"
-    )
-    print(
-        f"event lag:        p50 {percentile(lags, 0.5) * 1000:.1f} ms  "
-        f"p99 {percentile(lags, 0.99) * 1000:.1f} ms  (target: within 250 ms)"
-    )
-    print(f"events received:  {len(lags)} (mean {statistics.mean(lags) * 1000:.1f} ms lag)")
-    print(f"CPU ms per task, through HTTP:    {http_cpu}")
-    print(f"CPU ms per task, engine directly: {direct_cpu}")
-    print(
-        f"CPU-bound ceiling ({os.cpu_count()} cores): through HTTP {http_ceiling:.1f} tasks/s "
-        f"({http_ceiling / ideal:.2f} of ideal), engine directly {direct_ceiling:.1f} "
-        f"({direct_ceiling / ideal:.2f})"
-    )
+    for replicas in sorted({1, cores}):
+        config = CONFIG.replace("REPLICAS", str(replicas))
+        http, submits, lags = await through_http(config, address)
+        direct = await through_engine(config)
+        print(f"-- shared host in {replicas} process{'es' if replicas > 1 else ''}")
+        print(
+            f"through HTTP:     {http.rate:7.1f} tasks/s  ratio to ideal "
+            f"{http.rate / ideal:.2f}  (target 0.35)"
+        )
+        print(
+            f"engine directly:  {direct.rate:7.1f} tasks/s  ratio to ideal "
+            f"{direct.rate / ideal:.2f}  (target 0.5)"
+        )
+        print(f"HTTP / direct:    {http.rate / direct.rate:.2f}")
+        print(
+            f"submit latency:   p50 {percentile(submits, 0.5) * 1000:.1f} ms  "
+            f"p99 {percentile(submits, 0.99) * 1000:.1f} ms"
+        )
+        print(
+            f"event lag:        p50 {percentile(lags, 0.5) * 1000:.1f} ms  "
+            f"p99 {percentile(lags, 0.99) * 1000:.1f} ms  (target: within 250 ms)"
+        )
+        print(f"events received:  {len(lags)} (mean {statistics.mean(lags) * 1000:.1f} ms lag)")
+        print(f"CPU ms per task, through HTTP:    {http.cpu}")
+        print(f"CPU ms per task, engine directly: {direct.cpu}")
+        print(
+            f"CPU-bound ceiling ({cores} cores): through HTTP {http.ceiling:.1f} tasks/s "
+            f"({http.ceiling / ideal:.2f} of ideal), engine directly {direct.ceiling:.1f} "
+            f"({direct.ceiling / ideal:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ class Engine:
                 detached=self._detached,
                 forbid_remote=self._forbid_remote,
                 journal_url=self._journal_url,
+                shared_replicas=config.shared_host.replicas,
             )
             self._ledger = self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)

@@ -127,7 +127,9 @@ def print_topology(console: Console, system: AgentSystem) -> None:
     reasons = {a.name: own_actors_reason(a) for a in system.config.agents}
     shared = [name for name, reason in reasons.items() if reason is None]
     if shared:
-        console.print(f"one shared actor process: {', '.join(shared)}")
+        replicas = system.config.shared_host.replicas
+        kind = "one shared actor process" if replicas == 1 else f"{replicas} shared actor processes"
+        console.print(f"{kind}: {', '.join(shared)}")
     for name, reason in reasons.items():
         if reason is not None:
             console.print(f"own actors: {name} ({reason})")

@@ -1,7 +1,8 @@
 """Which agents share an actor process, and which get actors of their own.
 
 An agent that asks nothing of Ray shares the team's host: one actor process (about 300 MB with
-litellm loaded) runs all such agents, and delegations between them stay in that process. An agent
+litellm loaded; or several replicas of it, `shared_host.replicas`) runs all such agents, and
+delegations between them stay in that process. An agent
 with any `ray:` option (replicas, CPUs, GPUs, custom resources, restarts, concurrency, or
 `isolate: true`) gets actors of its own, placed and scaled as it asked.
 """
@@ -49,9 +50,10 @@ def own_actors_reason(spec: AgentSpec) -> str | None:
 _DEFAULTS = RayOptions()
 
 
-def plan_hosts(agents: Sequence[AgentSpec]) -> list[Host]:
+def plan_hosts(agents: Sequence[AgentSpec], shared_replicas: int = 1) -> list[Host]:
     """The system's hosts: the shared one (if any agent shares), then one per other agent."""
     apart = {a.name for a in agents if own_actors_reason(a) is not None}
     shared = tuple(a.name for a in agents if a.name not in apart)
-    hosts = [Host(SHARED_HOST, shared, _DEFAULTS)] if shared else []
+    options = RayOptions(replicas=shared_replicas)
+    hosts = [Host(SHARED_HOST, shared, options)] if shared else []
     return hosts + [Host(a.name, (a.name,), a.ray) for a in agents if a.name in apart]

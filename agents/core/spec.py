@@ -25,6 +25,7 @@ __all__ = [
     "ModelSpec",
     "RayOptions",
     "RemoteSpec",
+    "SharedHostOptions",
     "Timeouts",
     "ToolRef",
 ]
@@ -65,6 +66,20 @@ class RayOptions(_Strict):
         default=False,
         description="Run in actors of its own even with no other option set (by default an "
         "agent without `ray:` options shares one actor process with the others like it).",
+    )
+
+
+class SharedHostOptions(_Strict):
+    """How the shared host runs: the actor process of every agent without `ray:` options."""
+
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Its replicas, each running all those agents: runs are spread over them "
+        "round-robin, and a run's delegations between them stay in its replica's process. One "
+        "process runs Python on one core at a time: for many runs at once, up to one replica "
+        "per core; each costs about 250 MB.",
     )
 
 

@@ -122,6 +122,7 @@ def start_pool(
     detached: bool = False,
     forbid_remote: bool = False,
     journal_url: str | None = None,
+    shared_replicas: int = 1,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -136,8 +137,9 @@ def start_pool(
         forbid_remote: the agents may call only built-in models and servers on loopback.
         journal_url: the run store, where the ledger writes runs' steps and events as they
             come (durable runs); None: they live in the ledger's memory only.
+        shared_replicas: replicas of the shared host (see `SharedHostOptions`).
     """
-    plan = plan_hosts(agents)
+    plan = plan_hosts(agents, shared_replicas)
     host_of = {agent: host for host in plan for agent in host.agents}
     system = SystemRef(
         namespace=namespace,

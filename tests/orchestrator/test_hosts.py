@@ -47,9 +47,10 @@ def test_agents_without_ray_options_share_the_host_and_the_others_say_why_not() 
         "analyst": "replicas: 2",
         "writer": "isolate: True",
     }
-    # The default team asks nothing of Ray: one host for all.
+    # The default team asks nothing of Ray: one host for all (in as many replicas as asked).
     default = plan_hosts(load_config(Path("configs/default.yaml")).config.agents)
-    assert [(h.name, len(h.agents)) for h in default] == [(SHARED_HOST, 5)]
+    assert [(h.name, len(h.agents), h.ray.replicas) for h in default] == [(SHARED_HOST, 5, 1)]
+    assert plan_hosts(agents, shared_replicas=3)[0].ray.replicas == 3
 
 
 def test_the_service_and_the_cli_never_load_litellm_nor_the_protocol_sdks() -> None:
@@ -92,15 +93,8 @@ async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
     assert shared.output == separate.output
     assert shared.usage == separate.usage
 
-    def pids(result: RunResult) -> dict[str, int]:
-        return {
-            s["attributes"]["gen_ai.agent.name"]: s["resource"]["process.pid"]
-            for s in result.spans
-            if s["name"].startswith("invoke_agent ")
-        }
-
-    assert len(set(pids(shared).values())) == 1  # the whole team in one process
-    assert len(set(pids(separate).values())) == 4  # each agent in a process of its own
+    assert len(set(_pids(shared).values())) == 1  # the whole team in one process
+    assert len(set(_pids(separate).values())) == 4  # each agent in a process of its own
 
     # The same spans, parentage and attributes (the actor names aside), the same diagram.
     def shape(result: RunResult) -> tuple[str, str]:
@@ -115,6 +109,38 @@ async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
         return Counter((e.type, getattr(e, "agent", "") or "") for _, e in found)
 
     assert await events(default_engine, shared) == await events(apart, separate)
+
+
+def _pids(result: RunResult) -> dict[str, int]:
+    """The process each agent of the run ran in."""
+    return {
+        s["attributes"]["gen_ai.agent.name"]: s["resource"]["process.pid"]
+        for s in result.spans
+        if s["name"].startswith("invoke_agent ")
+    }
+
+
+@pytest.fixture
+def twins(ray_address: str) -> Iterator[Engine]:
+    """The default team with its shared host in two replicas."""
+    team = yaml.safe_load(Path("configs/default.yaml").read_text())
+    team |= {"name": "twins", "shared_host": {"replicas": 2}}
+    engine = Engine(parse_config(yaml.safe_dump(team), "twins.yaml"), namespace="baton-tests")
+    engine.start()
+    yield engine
+    engine.stop()
+
+
+async def test_a_replicated_shared_host_spreads_runs_and_keeps_each_run_in_one_process(
+    twins: Engine,
+) -> None:
+    results = await asyncio.gather(*(twins.run(TASK) for _ in range(4)))
+    assert {r.status for r in results} == {RunStatus.SUCCEEDED}
+    processes = [set(_pids(r).values()) for r in results]
+    assert [len(p) for p in processes] == [1, 1, 1, 1]  # delegations stay in the replica
+    assert len(set.union(*processes)) == 2  # the runs were spread over both
+    rows = await twins.placement()
+    assert len(rows) == 10 and len({r["pid"] for r in rows}) == 2  # 5 agents, 2 replicas
 
 
 async def test_placement_says_which_agents_share_a_process(default_engine: Engine) -> None:
