@@ -65,6 +65,7 @@ class RunLedger:
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
         self._feed: deque[tuple[str, int, Event]] = deque(maxlen=MAX_FEED)
         self._fed = 0  # events ever put on the feed: the position of the newest
+        self._holding: set[str] = set()  # open runs with events waiting for their cause
 
     def feed(self, cursor: int) -> tuple[list[tuple[str, int, Event]], int, bool]:
         """Every run's events after position `cursor` of the feed, as (run, id, event).
@@ -75,16 +76,22 @@ class RunLedger:
         by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
         means "from now on".
         """
-        for run_id, book in self._runs.items():
-            self._release_late(run_id, book)
+        for run_id in list(self._holding):  # only runs with events waiting for their cause
+            book = self._runs.get(run_id)
+            if book is not None:
+                self._release_late(run_id, book)
+            if book is None or not book.order.holding:
+                self._holding.discard(run_id)
         if cursor < 0:
             return [], self._fed, False
         if cursor > self._fed:  # a position of a ledger before this one
             return [], self._fed, True
         behind = self._fed - cursor
         kept = min(behind, len(self._feed))
-        start = len(self._feed) - kept
-        return list(itertools.islice(self._feed, start, None)), self._fed, behind > kept
+        # From the right end: skipping to a place from the left walks the whole (full) deque.
+        items = list(itertools.islice(reversed(self._feed), kept))
+        items.reverse()
+        return items, self._fed, behind > kept
 
     def _book(self, run_id: str) -> _RunBook | None:
         return self._runs.get(run_id) or self._closed.get(run_id)
@@ -334,6 +341,8 @@ class RunLedger:
         self._release_late(run_id, book)
         for released in book.order.admit(event):
             self._append(run_id, book, released)
+        if book.order.holding:
+            self._holding.add(run_id)
 
     def _release_late(self, run_id: str, book: _RunBook) -> None:
         """Let out the run's events held past the wait for their cause."""

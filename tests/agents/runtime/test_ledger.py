@@ -14,6 +14,7 @@ from agents.core.events import (
     ToolStarted,
 )
 from agents.core.messages import RunStatus
+from agents.runtime.causal import CausalOrder
 from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
 STARTED = AgentStarted(agent="a")
@@ -148,8 +149,24 @@ def test_the_feed_carries_every_runs_events_in_order_and_says_when_some_were_mis
         ledger.emit(f"r{i % 7}", ToolStarted(tool="t", call_id=str(i)))
     items, now, missed = ledger.feed(3)
     assert missed and len(items) == MAX_FEED and now == MAX_FEED + 4
+    calls = [getattr(e, "call_id", None) for _, _, e in items]
+    assert calls[0] == "1" and calls[-1] == str(MAX_FEED)  # the newest kept, oldest first
+    assert [getattr(e, "call_id", None) for _, _, e in ledger.feed(now - 2)[0]] == calls[-2:]
     # And one that read a ledger before this one (restarted) too.
     assert RunLedger().feed(now) == ([], 0, True)
+
+
+def test_an_event_whose_cause_never_comes_reaches_the_feed_after_the_hold() -> None:
+    now = [0.0]
+    ledger = RunLedger()
+    ledger.open("r", None)
+    ledger._runs["r"].order = CausalOrder(hold_s=1.0, clock=lambda: now[0])
+    # A callee's start whose caller's tool_started is lost (its process died).
+    orphan = AgentStarted(agent="b", chain=["a", "b"], invocation="b1", seq=1, call_id="c1")
+    ledger.emit("r", orphan)
+    assert ledger.feed(0)[0] == []
+    now[0] = 1.0  # past the hold: the next read lets it out
+    assert [e for _, _, e in ledger.feed(0)[0]] == [orphan]
 
 
 @pytest.mark.anyio
