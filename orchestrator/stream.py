@@ -60,9 +60,14 @@ class RunStream:
             self._task = None
 
     def watch(self, run_id: str) -> None:
-        """Keep every event of a run about to start (unless the stream is not in place yet)."""
+        """Keep every event of a run about to start (unless the stream is not in place yet).
+
+        A run that starts again (resumed) is kept from now on: what came before is the ledger's.
+        """
         if self._placed:
-            self._history.setdefault(run_id, [])
+            self._ended.pop(run_id, None)
+            self._history.pop(run_id, None)
+            self._history[run_id] = []
             if len(self._history) > _KEEP_WATCHED:
                 self._history.pop(next(iter(self._history)))
 

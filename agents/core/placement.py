@@ -2,9 +2,9 @@
 
 An agent that asks nothing of Ray shares the team's host: one actor process (about 300 MB with
 litellm loaded; or several replicas of it, `shared_host.replicas`) runs all such agents, and
-delegations between them stay in that process. An agent
-with any `ray:` option (replicas, CPUs, GPUs, custom resources, restarts, concurrency, or
-`isolate: true`) gets actors of its own, placed and scaled as it asked.
+delegations between them stay in that process. An agent with any `ray:` option (replicas, CPUs,
+GPUs, custom resources, restarts, concurrency, or `isolate: true`) gets actors of its own,
+placed and scaled as it asked.
 """
 
 from __future__ import annotations

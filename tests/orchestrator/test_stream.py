@@ -66,6 +66,9 @@ async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_o
         assert told == [(1, "run_started"), (2, "run_finished")]
         with stream.subscribe("other") as late:
             assert late.empty()
+        stream.watch("watched")  # it starts again (resumed): its old end is not its end now
+        with stream.subscribe("watched") as again:
+            assert again.empty()
     finally:
         await stream.stop()
         ray.kill(handle)
