@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -55,6 +56,10 @@ class ServiceLimits:
 
 
 _STOPPED = "the service stopped while the run was in flight"
+# How long the start waits for the event stream's place in the ledger's feed (a round trip).
+_STREAM_PLACE_S = 5.0
+# Runs accepted here whose records followers get without reading the store (see `following`).
+_KEEP_ACCEPTED = 256
 
 
 class RunService(RunViews, Durability):
@@ -84,6 +89,7 @@ class RunService(RunViews, Durability):
         self.limits = limits or ServiceLimits()
         self._config = system.public_config(engine.redactor)
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._accepted: OrderedDict[str, StoredRun] = OrderedDict()  # as recorded, oldest first
         self._running: set[str] = set()
         self._slots = asyncio.Semaphore(self.limits.max_concurrent_runs)
         self._ready = asyncio.Event()
@@ -141,9 +147,11 @@ class RunService(RunViews, Durability):
             logger.exception("the agents did not start")
             return
         finally:
+            if not self.startup_error:  # its place taken before the first run (see `watch`)
+                self.feed.stream.start(self.engine.ledger)
+                await self.feed.stream.in_place(_STREAM_PLACE_S)
             self._settled.set()  # runs waiting to start go on, or fail with the reason
         self._ready.set()
-        self.feed.stream.start(self.engine.ledger)  # in place before the first run starts
         await self._orphans.close()
 
     def drain(self) -> asyncio.Task[None]:
@@ -226,6 +234,9 @@ class RunService(RunViews, Durability):
                     raise
                 return _replay(existing, digest), False
             self._start(run_id, self._execute(run_id, request))
+            self._accepted[run_id] = run
+            while len(self._accepted) > _KEEP_ACCEPTED:
+                self._accepted.popitem(last=False)
         return run, True
 
     async def _add_run(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
@@ -240,6 +251,18 @@ class RunService(RunViews, Durability):
             options=request.options(),
             **record,
         )
+
+    async def following(self, run_id: str) -> StoredRun:
+        """A run to follow, or `RunNotFound`.
+
+        One accepted here that is in flight, or whose every event the service's stream kept:
+        as recorded when it was accepted (its events say the rest, so no read of the store, which
+        may be away); else as stored.
+        """
+        run = self._accepted.get(run_id)
+        if run is not None and (run_id in self._tasks or self.feed.stream.complete(run_id)):
+            return run
+        return await self.get(run_id)
 
     async def get(self, run_id: str) -> StoredRun:
         """A stored run, or `RunNotFound`."""

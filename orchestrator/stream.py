@@ -41,7 +41,7 @@ class RunStream:
     def __init__(self) -> None:
         self._followers: dict[str, set[asyncio.Queue[News]]] = {}
         self._task: asyncio.Task[None] | None = None
-        self._placed = False  # every event from now on comes through here (no gap since)
+        self._placed = asyncio.Event()  # set: every event from now on comes through here
         # Every event so far of each watched run, and the watched runs that ended, oldest first.
         self._history: dict[str, list[tuple[int, Event]]] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
@@ -64,12 +64,18 @@ class RunStream:
 
         A run that starts again (resumed) is kept from now on: what came before is the ledger's.
         """
-        if self._placed:
+        if self._placed.is_set():
             self._ended.pop(run_id, None)
             self._history.pop(run_id, None)
             self._history[run_id] = []
             if len(self._history) > _KEEP_WATCHED:
                 self._history.pop(next(iter(self._history)))
+
+    async def in_place(self, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) until the stream has its place in the feed."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._placed.wait(), timeout_s)
+        return self._placed.is_set()
 
     def complete(self, run_id: str) -> bool:
         """Whether a subscriber of the run gets all its events so far with its first news."""
@@ -96,7 +102,7 @@ class RunStream:
 
     def _everyone(self, news: News) -> None:
         # Something was missed (or may have been): what was kept may have holes.
-        self._placed = False
+        self._placed.clear()
         self._history.clear()
         self._ended.clear()
         for followers in self._followers.values():
@@ -115,7 +121,7 @@ class RunStream:
                     # again once the stream has its place.
                     _, cursor, _ = await ledger.feed(cursor, 0.0)
                     self._everyone(None)
-                    self._placed = True
+                    self._placed.set()
                 items, cursor, gap = await ledger.feed(cursor, _POLL_S)
             except asyncio.CancelledError:
                 raise

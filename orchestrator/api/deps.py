@@ -16,6 +16,7 @@ __all__ = [
     "MERMAID",
     "RUN_ID",
     "Caller",
+    "FollowedRun",
     "Run",
     "Service",
     "caller_guard",
@@ -98,3 +99,11 @@ async def _existing_run(run_id: RUN_ID, service: Service) -> StoredRun:
 
 
 Run = Annotated[StoredRun, Depends(_existing_run)]
+
+
+async def _followed_run(run_id: RUN_ID, service: Service) -> StoredRun:
+    return await service.following(run_id)
+
+
+# A run to follow (its events): no read of the store while it is in flight in this service.
+FollowedRun = Annotated[StoredRun, Depends(_followed_run)]

@@ -1,6 +1,6 @@
 """The run store goes away mid-run (its PostgreSQL server stopped) and comes back: the API
-answers 503 meanwhile, the run in flight is recorded once the store is back, and nothing is
-corrupted."""
+answers 503 meanwhile (the run in flight can still be followed), the run is recorded once the
+store is back, and nothing is corrupted."""
 
 from __future__ import annotations
 
@@ -54,11 +54,19 @@ async def test_a_store_outage_is_a_503_and_the_run_is_recorded_once_it_is_back(
     service.start()
     try:
         run = (await submit(service.url, {"task": "wait", "agent": "sleeper"})).json()
+        dozing = (await submit(service.url, {"task": "doze", "agent": "dozer"})).json()
         stream = follow(service.url, run["id"])  # opened while the store is there
-        async for _, kind, _ in stream:
-            if kind == "tool_started":
-                break
+        dozing_so_far = follow(service.url, dozing["id"])
+        for followed in (stream, dozing_so_far):  # both tools started (and their starts stored)
+            async for _, kind, _ in followed:
+                if kind == "tool_started":
+                    break
+        await dozing_so_far.aclose()
         postgres.stop()
+        # A run in flight here can still be followed from its start: its events need no store.
+        late = follow(service.url, dozing["id"])
+        assert (await anext(late))[:2] == (1, "run_started")
+        await late.aclose()
         async with httpx.AsyncClient(base_url=service.url, timeout=30) as client:
             for answer in (
                 await client.get(f"/v1/runs/{run['id']}"),
@@ -80,6 +88,7 @@ async def test_a_store_outage_is_a_503_and_the_run_is_recorded_once_it_is_back(
             # ... and is recorded, whole, once it is back.
             stored = await asyncio.wait_for(_status_when_recorded(client, run["id"]), 60)
             assert stored["status"] == "succeeded" and stored["output"] == "rested"
+            assert (await client.post(f"/v1/runs/{dozing['id']}/cancel")).status_code == 202
             trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
             assert trace["span_count"] > 3
         events = await all_events(service.url, run["id"])

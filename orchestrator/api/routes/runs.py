@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from agents.core.events import Event
-from orchestrator.api.deps import MERMAID, Caller, Run, Service
+from orchestrator.api.deps import MERMAID, Caller, FollowedRun, Run, Service
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
 from orchestrator.routing import AUTO
 from orchestrator.schemas import (
@@ -170,7 +170,7 @@ async def trace(run: Run, service: Service) -> TraceView:
     responses=as_json({**COMMON_ERRORS, **NOT_FOUND}),
 )
 async def events(
-    run: Run,
+    run: FollowedRun,
     service: Service,
     last_event_id: Annotated[
         str,
