@@ -25,6 +25,9 @@ from tracing import chat_span, genai, set_outcome, span_ids
 
 __all__ = ["ModelCalls"]
 
+# How early by the wall clock a timed wait may end (event loops tick in milliseconds).
+_TIMER_SLACK_S = 0.05
+
 
 class ModelCalls(ToolCalls):
     """Model steps and how an invocation ends, for `AgentRuntime` (which provides these fields)."""
@@ -142,7 +145,11 @@ class ModelCalls(ToolCalls):
         self, inv: Invocation, request: ModelRequest, model: ModelClient, span: Any
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
-        timeout = min(self.spec.timeouts.model, ctx.time_left())
+        left = ctx.time_left()
+        timeout = min(self.spec.timeouts.model, left)
+        # Whether the run's deadline sets this wait: then its end is the deadline's, even when
+        # the loop's timer fires a little early by the wall clock (uvloop's ticks are 1 ms).
+        by_deadline = left <= self.spec.timeouts.model
         messages = request.messages
         # The whole conversation, converted at every call: only when contents are recorded.
         if self._capturing(span):
@@ -164,7 +171,7 @@ class ModelCalls(ToolCalls):
             )
         except TimeoutError:
             set_outcome(span, "timeout", "timeout")
-            if ctx.time_left() <= 0:
+            if ctx.time_left() <= (_TIMER_SLACK_S if by_deadline else 0):
                 return self._end(
                     inv,
                     RunStatus.LIMIT_EXCEEDED,

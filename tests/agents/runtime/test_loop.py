@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ import pytest
 from agents.core.limits import Limits
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec, Timeouts
+from agents.models.base import ModelReply
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import FunctionTool, load_function_tool
 from agents.tools.delegate import DelegateTool
@@ -122,6 +124,36 @@ async def test_the_run_deadline_stops_a_slow_model() -> None:
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert time.perf_counter() - started < 1.0
+
+
+@dataclass
+class EarlyTimer(RecordingClient):
+    """A model call whose wait ends `early` seconds before the run's deadline (wall clock)."""
+
+    deadline: float = 0.0
+    early: float = 0.002
+
+    async def complete(self, *args: Any, **kwargs: Any) -> ModelReply:
+        await asyncio.sleep(max(self.deadline - time.time() - self.early, 0.0))
+        raise TimeoutError
+
+
+@pytest.mark.parametrize(
+    ("deadline_s", "early", "status"),
+    [(0.3, 0.002, RunStatus.LIMIT_EXCEEDED), (100.0, 99.0, RunStatus.FAILED)],
+    ids=["the deadline's timer a moment early", "a time-out with time left"],
+)
+async def test_a_model_wait_the_deadline_bounds_ends_the_run_at_the_deadline(
+    deadline_s: float, early: float, status: RunStatus
+) -> None:
+    # uvloop's timers tick in milliseconds: a wait bounded by the deadline may end a moment
+    # before it by the wall clock. That is the deadline all the same; a time-out long before
+    # it is the model's.
+    task = delegation(deadline_s=deadline_s)
+    model = ModelSpec(name="baton/scripted", params={"replies": [{"content": "x"}]})
+    client = EarlyTimer(model, deadline=task.context.deadline, early=early)
+    result = await AgentRuntime(spec(), client, []).invoke(task)
+    assert result.status == status, result.error
 
 
 @dataclass
