@@ -109,6 +109,17 @@ class AgentSystem:
         """Short hash of the config: actors of different configs never share names."""
         return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]
 
+    def actor_prefix(self, journal_url: str | None = None) -> str:
+        """What the names of this system's actors on Ray start with.
+
+        The config's name and hash, and the run store its ledger writes runs' steps and events
+        to: a service with another store must not find this one's ledger and write there.
+        """
+        prefix = f"{self.config.name}-{self.fingerprint}"
+        if journal_url is None:
+            return prefix
+        return f"{prefix}-{hashlib.sha256(journal_url.encode()).hexdigest()[:6]}"
+
 
 def default_config_path() -> Path:
     """`configs/default.yaml` in the working directory if present, else the packaged copy."""

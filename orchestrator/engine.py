@@ -122,7 +122,7 @@ class Engine:
                 list(config.agents),
                 {a.name: self.system.topology.delegates(a.name) for a in config.agents},
                 namespace=self.namespace,
-                prefix=f"{config.name}-{self.system.fingerprint}",
+                prefix=self.system.actor_prefix(self._journal_url),
                 env=self._env,
                 trace=config.tracing,
                 detached=self._detached,

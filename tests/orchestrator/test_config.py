@@ -182,3 +182,15 @@ def test_the_support_example_uses_each_agent_feature_and_baton_check_lists_them(
         "checker: answers JSON: an inline JSON Schema (auto mode, 2 retries)",
     ):
         assert line in done.output, done.output
+
+
+def test_systems_with_another_config_or_another_store_never_share_actors() -> None:
+    # A second service with the same config but another run store must not find the first
+    # one's ledger by name: its runs' steps and events would be written to the first store.
+    team = load_config(Path("configs/default.yaml"))
+    changed = parse_config(Path("configs/default.yaml").read_text() + "\nallow_cycles: true\n")
+    a, b = "sqlite+aiosqlite:////srv/a.db", "postgresql+asyncpg://db/runs"
+    assert team.actor_prefix(a) == team.actor_prefix(a)  # replicas on one store share
+    names = {team.actor_prefix(None), team.actor_prefix(a), team.actor_prefix(b)}
+    assert len(names | {changed.actor_prefix(a)}) == 4
+    assert all(name.startswith(f"{team.config.name}-") for name in names)
