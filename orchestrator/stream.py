@@ -133,8 +133,9 @@ class RunStream:
                 pause = min(pause * 2, 2.0)
                 continue
             pause = 0.05
-            if gap:
+            if gap:  # what was kept has holes; from here on the stream has every event again
                 self._everyone(None)
+                self._placed.set()
             for run_id, seq, event in items:
                 for queue in self._followers.get(run_id, ()):
                     queue.put_nowait((seq, event))

@@ -11,6 +11,7 @@ import ray
 from agents.core.events import ModelDelta, RunFinished, RunStarted
 from agents.core.messages import RunStatus
 from agents.ray.ledger_client import LedgerClient
+from agents.runtime.ledger import MAX_FEED
 from orchestrator.stream import News, RunStream
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -69,6 +70,28 @@ async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_o
         stream.watch("watched")  # it starts again (resumed): its old end is not its end now
         with stream.subscribe("watched") as again:
             assert again.empty()
+    finally:
+        await stream.stop()
+        ray.kill(handle)
+
+
+async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluster: Any) -> None:
+    # A stream that fell behind by more than the feed keeps tells its followers to ask the
+    # ledger, and drops what it kept (it has holes); its place is the feed's end all the same,
+    # so a run watched from then on is kept whole again.
+    from agents.ray.ledger_actor import LedgerActor
+
+    handle = LedgerActor.remote()  # type: ignore[attr-defined]
+    stream = RunStream()
+    try:
+        with stream.subscribe("-") as news:
+            stream.start(LedgerClient(handle))
+            assert await asyncio.wait_for(news.get(), 60) is None  # in its place
+            flood = [("-", ModelDelta(agent="a", invocation="i", step=1, text="x"))]
+            await handle.emit_many.remote(flood * (MAX_FEED + 1), [], "p", None, 1)
+            assert await asyncio.wait_for(news.get(), 60) is None  # the gap, told first
+        stream.watch("after")
+        assert stream.complete("after")
     finally:
         await stream.stop()
         ray.kill(handle)
