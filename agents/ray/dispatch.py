@@ -105,8 +105,6 @@ class RayDispatcher:
     ) -> tuple[str, ray.ObjectRef[AgentResult]]:
         """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
         name, handle = self._handle(target)
-        if opening is None:
-            return name, handle.invoke.remote(target, delegation)
         return name, handle.invoke.remote(target, delegation, opening)
 
     async def dispatch(
