@@ -30,6 +30,7 @@ __all__ = [
     "slow_step",
     "slow_touch",
     "stamp",
+    "warn_drivers",
 ]
 
 
@@ -92,6 +93,16 @@ async def slow_ledger_mail(seconds: float) -> str:
 def fail_loudly(reason: str) -> str:
     """Always fail, saying why (a tool whose error a test can look for)."""
     raise ValueError(f"cannot comply: {reason}")
+
+
+def warn_drivers(message: str) -> str:
+    """Broadcast a warning to every Ray driver of the cluster, as the raylet does when it starts
+    many worker processes."""
+    import ray
+    from ray._private.utils import publish_error_to_driver
+
+    publish_error_to_driver("baton_test", message, ray._private.worker.global_worker.gcs_client)
+    return "warned"
 
 
 def leak_env(name: str) -> str:

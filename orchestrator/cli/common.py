@@ -5,7 +5,10 @@ The Typer app, the consoles, loading a config, opening the store.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,6 +29,7 @@ __all__ = [
     "RunIdArgument",
     "app",
     "console",
+    "echo",
     "err",
     "load_system",
     "open_export",
@@ -37,6 +41,36 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
+
+
+def echo(text: str, *, nl: bool = True) -> None:
+    """Plain text (JSON, Mermaid) on the command's output."""
+    typer.echo(text, nl=nl, file=console.file)
+
+
+@contextlib.contextmanager
+def _answer_on_stdout() -> Iterator[None]:
+    """The command's answer on stdout, anything else the process prints on stderr.
+
+    A Ray driver prints what the cluster broadcasts (the raylet's "N worker processes have been
+    started" warnings, whatever `log_to_driver` says) to `sys.stdout` from a thread of its own:
+    in a `--json` answer that would break the reader.
+    """
+    console.file = answer = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = answer
+        console.file = None  # type: ignore[assignment]  # back to following sys.stdout
+
+
+@app.callback()
+def _every_command(ctx: typer.Context) -> None:
+    # `baton mcp`'s transport claims stdout itself (its descriptor points at stderr meanwhile).
+    if ctx.invoked_subcommand != "mcp":
+        ctx.with_resource(_answer_on_stdout())
+
 
 ConfigOption = Annotated[
     Path | None,

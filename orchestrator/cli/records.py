@@ -8,7 +8,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from orchestrator.cli.common import RunIdArgument, app, console, err, open_store
+from orchestrator.cli.common import RunIdArgument, app, console, echo, err, open_store
 from orchestrator.report import print_run_view, print_runs, print_trace
 from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
@@ -37,7 +37,7 @@ def runs(
 
     page = asyncio.run(fetch())
     if as_json:
-        typer.echo(run_page_view(page, limit, 0).model_dump_json(indent=2))
+        echo(run_page_view(page, limit, 0).model_dump_json(indent=2))
         return
     print_runs(console, page)
 
@@ -118,7 +118,7 @@ def diagram(
         err.print(f"note: {fold}", style="dim")
     suffix = output.suffix.lower() if output is not None else ""
     if output is None:
-        typer.echo(drawn.text, nl=False)
+        echo(drawn.text, nl=False)
         return
     if suffix in (".mmd", ".mermaid"):
         output.write_text(drawn.text, encoding="utf-8")

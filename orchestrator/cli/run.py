@@ -19,6 +19,7 @@ from orchestrator.cli.common import (
     ConfigOption,
     app,
     console,
+    echo,
     err,
     load_system,
     open_export,
@@ -292,7 +293,7 @@ def replay(
         view = asyncio.run(_run_here(settings, system, start, QUIET))
         texts = asyncio.run(_stored_diagrams(settings, [run_id, view.id]))
     if as_json:
-        typer.echo(view.model_dump_json(indent=2))
+        echo(view.model_dump_json(indent=2))
     else:
         print_run_view(console, view)
     same = texts[0] == texts[1]
@@ -327,7 +328,7 @@ async def _diagrams_there(server: str, api_key: str | None, run_ids: list[str]) 
 
 def _print_and_exit(view: RunView, as_json: bool) -> None:
     if as_json:
-        typer.echo(view.model_dump_json(indent=2))
+        echo(view.model_dump_json(indent=2))
     else:
         print_run_view(console, view)
     raise typer.Exit(0 if view.status == "succeeded" else 1)

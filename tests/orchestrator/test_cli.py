@@ -175,6 +175,43 @@ async def _stored_spans(url: str, run_id: str) -> list[dict[str, object]]:
         await store.close()
 
 
+def test_run_json_is_all_that_reaches_stdout_while_the_cluster_broadcasts(
+    ray_address: str, tmp_path: Path
+) -> None:
+    # The agent's tool makes the cluster warn every driver (as the raylet does when many worker
+    # processes start); the model's next reply takes long enough for the warning to arrive.
+    (tmp_path / "loud.yaml").write_text("""
+name: loud
+agents:
+  - name: loud
+    tools: [tests.testkit:warn_drivers]
+    model:
+      name: baton/scripted
+      params:
+        latency_ms: 1500
+        replies:
+          - {tool_calls: [{name: warn_drivers, arguments: {message: cluster says hello}}]}
+          - {content: loud done}
+""")
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray_address,
+        "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+    }
+    loud = str(tmp_path / "loud.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "shout", "-c", loud, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "loud done"
+    assert "cluster says hello" in done.stderr
+
+
 def test_show_names_a_run_that_is_not_in_the_store(tmp_path: Path) -> None:
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     result = runner.invoke(app, ["show", "nope"], env={"BATON_STORE_URL": store_url})
