@@ -84,10 +84,11 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
 ) -> None:
     calls, parcels, sent = tmp_path / "calls.txt", tmp_path / "parcels.txt", tmp_path / "sent"
     calls.touch()
-    (tmp_path / "durable.yaml").write_text(CONFIG.format(calls=calls, sent=sent, slow_ms=6000))
+    config = tmp_path / "durable.yaml"
+    config.write_text(CONFIG.format(calls=calls, sent=sent, slow_ms=6000))
     store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     service = ServiceProcess(
-        tmp_path / "durable.yaml", store_url, "", tmp_path / "serve.log",
+        config, store_url, "", tmp_path / "serve.log",
         BATON_INSTANCE_ID="durable-test", PARCELS_FILE=str(parcels),
     )  # fmt: skip
     service._env.pop("RAY_ADDRESS")  # a local Ray of its own: it dies with the service
@@ -133,6 +134,8 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
                 leftover.kill()
         assert not sent.exists()  # the approved call had not run
 
+        # The slow model was there to be cut off; the service that comes back answers at once.
+        config.write_text(CONFIG.format(calls=calls, sent=sent, slow_ms=100))
         service.start()
         # The same run, uninterrupted, for comparison (alongside the resumed one).
         fresh_task = "parcels report R"
