@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from agents.core.errors import DelegationRefused, RefusalReason
 from agents.core.limits import Limits
@@ -235,6 +236,9 @@ class AgentResult(BaseModel):
         "the invocation's end (the last ones may reach the ledger after the result reaches the "
         "caller).",
     )
+    # An `agents.runtime.ports.Handover` on its way to the caller's process, which takes it
+    # over as soon as the result arrives (never stored nor shown).
+    handed_over: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

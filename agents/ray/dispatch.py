@@ -78,6 +78,9 @@ class RayDispatcher:
         system: where the actors are.
         ledger: the run ledger, which knows what each attempt started (no retries without it).
         local: how to invoke each agent hosted in this process, by agent.
+        hand_back: this process is an agent's (not the orchestrator's): a callee in another
+            process hands what it queued for the run back with its result, and it is sent to
+            the ledger from here (`LedgerClient.take_over`) instead of by a call of its own.
     """
 
     def __init__(
@@ -85,10 +88,12 @@ class RayDispatcher:
         system: SystemRef,
         ledger: LedgerClient | None = None,
         local: Mapping[str, Callable[[Delegation], Awaitable[AgentResult]]] | None = None,
+        hand_back: bool = False,
     ) -> None:
         self._system = system
         self._ledger = ledger
         self._local = local or {}
+        self._hand_back = hand_back and ledger is not None
         self._handles: dict[str, list[Any]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
@@ -105,7 +110,7 @@ class RayDispatcher:
     ) -> tuple[str, ray.ObjectRef[AgentResult]]:
         """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
         name, handle = self._handle(target)
-        return name, handle.invoke.remote(target, delegation, opening)
+        return name, handle.invoke.remote(target, delegation, opening, self._hand_back)
 
     async def dispatch(
         self,
@@ -173,12 +178,15 @@ class RayDispatcher:
             name, ref = self.submit(target, delegation, opening)
             if on_submit is not None:
                 on_submit(ref)
+            # Shielded: a result that comes as the caller stops waiting still hands its
+            # events and spans over (they left the callee's process with it).
+            received = asyncio.ensure_future(self._received(ref))
             try:
-                result: AgentResult = await ref
-                return name, result
+                return name, await asyncio.shield(received)
             except asyncio.CancelledError:
                 # The caller stopped waiting (timeout, cancellation): stop the work too.
                 ray.cancel(ref, recursive=True)
+                received.add_done_callback(_retrieved)
                 raise
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
             # A dead or missing actor is the caller's tool error, never a hung run.
@@ -195,6 +203,14 @@ class RayDispatcher:
                 f"actor unavailable: {type(exc).__name__}",
             )
             return name, exc
+
+    async def _received(self, ref: ray.ObjectRef[AgentResult]) -> AgentResult:
+        """The callee's result, once what it handed over is queued here (`hand_back`)."""
+        result: AgentResult = await ref
+        if result.handed_over is not None and self._ledger is not None:
+            self._ledger.take_over(result.handed_over)
+            result.handed_over = None
+        return result
 
     async def _until_back(self, name: str, limit_s: float) -> None:
         """Wait (at most `limit_s`) until the actor `name` answers again after a restart.
@@ -223,3 +239,9 @@ class RayDispatcher:
             return await self._ledger.effects(run_id, attempt)
         except Exception:
             return ["(unknown: the ledger did not answer)"]
+
+
+def _retrieved(done: asyncio.Future[AgentResult]) -> None:
+    """Take the outcome of a call nobody waits for any more (its error is expected)."""
+    if not done.cancelled():
+        done.exception()

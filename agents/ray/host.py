@@ -137,7 +137,7 @@ class AgentHost:
         self._ledger = ledger = LedgerClient(ledger_handle)
         # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
-        dispatcher = RayDispatcher(system, ledger, local=here)
+        dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
             tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
@@ -206,25 +206,33 @@ class AgentHost:
         }
 
     async def invoke(
-        self, agent: str, delegation: Delegation, opening: Event | None = None
+        self,
+        agent: str,
+        delegation: Delegation,
+        opening: Event | None = None,
+        hand_back: bool = False,
     ) -> AgentResult:
         """Run one delegation on a hosted agent and return its result tree.
 
         `opening`: the run's first event, when this is the run's entry; it goes to the ledger
         with the agent's own events (the orchestrator makes no call of its own to open the run).
+        `hand_back`: the caller is an agent; what is queued here for the run goes back with the
+        result (see `AgentRuntime.invoke`).
         """
         if opening is not None:
             self._ledger.emit(delegation.context.run_id, opening)
-        return await self._run(agent, True, delegation)
+        return await self._run(agent, True, delegation, hand_back)
 
-    async def _run(self, agent: str, flush: bool, delegation: Delegation) -> AgentResult:
+    async def _run(
+        self, agent: str, flush: bool, delegation: Delegation, hand_back: bool = False
+    ) -> AgentResult:
         # flush: the caller is in another process (see `AgentRuntime.invoke`).
         hosted = self._agents[agent]
         hosted.inflight += 1
         hosted.invocations += 1
         try:
             await hosted.open_mcp()
-            return await hosted.runtime.invoke(delegation, flush=flush)
+            return await hosted.runtime.invoke(delegation, flush=flush, hand_back=hand_back)
         finally:
             hosted.inflight -= 1
 

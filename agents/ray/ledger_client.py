@@ -10,7 +10,7 @@ from typing import Any
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step
-from agents.runtime.ports import Decision, RunState, SpanShipment
+from agents.runtime.ports import Decision, Handover, RunState, SpanShipment
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
@@ -164,6 +164,38 @@ class LedgerClient:
         """Send what is buffered now (called when an invocation ends)."""
         self._send()
 
+    def hand_over(self, run_id: str) -> Handover | None:
+        """Take the run's queued events, spans and steps out, to travel with a result.
+
+        They are no longer this process's: its counts of the run's events and shipments go
+        back by as many (see `emitted`, `shipped`); the receiving process counts them as its own.
+        """
+        events = [e for r, e in self._batch if r == run_id]
+        spans = [records for r, _, records in self._spans if r == run_id]
+        steps = [step for r, step in self._steps if r == run_id]
+        if not (events or spans or steps):
+            return None
+        self._batch = [item for item in self._batch if item[0] != run_id]
+        self._spans = [item for item in self._spans if item[0] != run_id]
+        self._steps = [item for item in self._steps if item[0] != run_id]
+        _uncount(self._emitted, run_id, len(events))
+        _uncount(self._shipments, run_id, len(spans))
+        if self._timer is not None and not (self._batch or self._spans or self._steps):
+            self._timer.cancel()
+            self._timer = None
+        return Handover(run_id, events, spans, steps)
+
+    def take_over(self, handover: Handover) -> None:
+        """Queue what another process handed over (`hand_over`), as this process's own."""
+        for event in handover.events:
+            self.emit(handover.run_id, event)
+        for records in handover.spans:
+            self.keep_spans(handover.run_id, records)
+        for step in handover.steps:
+            self.record(handover.run_id, step)
+        if handover.spans:
+            self._arm()
+
     def _take(
         self,
     ) -> tuple[list[tuple[str, Event]], list[SpanShipment], list[tuple[str, Step]]]:
@@ -294,6 +326,11 @@ def _count(counts: OrderedDict[str, int], run_id: str) -> int:
     if len(counts) > MAX_RUNS_NUMBERED:
         counts.popitem(last=False)
     return number
+
+
+def _uncount(counts: OrderedDict[str, int], run_id: str, n: int) -> None:
+    if n and run_id in counts:
+        counts[run_id] -= n
 
 
 def _detached(method: Any, args: tuple[Any, ...]) -> Any:

@@ -119,7 +119,9 @@ class AgentRuntime(Steering):
             schema["function"][CHANGES_STATE] = True
         return schema
 
-    async def invoke(self, delegation: Delegation, *, flush: bool = True) -> AgentResult:
+    async def invoke(
+        self, delegation: Delegation, *, flush: bool = True, hand_back: bool = False
+    ) -> AgentResult:
         """Run the tool loop for one delegation and report how it ended.
 
         Args:
@@ -127,6 +129,9 @@ class AgentRuntime(Steering):
             flush: send the buffered events and spans before returning, so that they arrive
                 before the result in another process. A caller in this same process (an
                 agent host) passes False: its own end, or the batch timer, sends them.
+            hand_back: the caller is an agent in another process: instead of a flush, what is
+                queued for the run travels in the result (`AgentResult.handed_over`) and the
+                caller's process sends it with its own.
         """
         ctx = delegation.context
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
@@ -197,10 +202,12 @@ class AgentRuntime(Steering):
             output_tokens=result.usage.output_tokens,
             **ids,
         )
-        self._ship_spans(inv, result, flush)
+        self._ship_spans(inv, result, flush, hand_back)
         return result
 
-    def _ship_spans(self, inv: Invocation, result: AgentResult | None, flush: bool) -> None:
+    def _ship_spans(
+        self, inv: Invocation, result: AgentResult | None, flush: bool, hand_back: bool = False
+    ) -> None:
         """Hand this invocation's finished spans on before its result (or cancellation) does.
 
         Nothing stays buffered in a process that may die. The entry agent's travel in its result
@@ -224,10 +231,15 @@ class AgentRuntime(Steering):
                     result.spans_sent = shipped
         elif self.events is not None:
             self.events.keep_spans(ctx.run_id, spans)
-        if result is not None and self.span_source is not None and self.events is not None:
+        if self.events is None:
+            return
+        if result is not None and hand_back and flush:
+            result.handed_over = self.events.hand_over(ctx.run_id)
+            flush = False
+        if result is not None and self.span_source is not None:
             # The ledger closes the run once it has every process's events.
             result.events_sent = self.events.emitted(ctx.run_id)
-        if self.events is not None and flush:
+        if flush:
             self.events.flush()
 
     async def _loop(self, inv: Invocation) -> AgentResult:

@@ -6,14 +6,17 @@ Ray actor's client) provide them; the runtime sees only these protocols.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from agents.core.events import ApprovalRequested, Event
+from agents.core.steps import Step
 
 __all__ = [
     "Approvals",
     "Decision",
     "EventSink",
+    "Handover",
     "Ledger",
     "RunState",
     "SpanShipment",
@@ -65,6 +68,21 @@ class Approvals(Protocol):
 # Finished spans of one run sent by one process: (run id, the shipment's number, the spans).
 SpanShipment = tuple[str, int, list[dict[str, Any]]]
 
+
+@dataclass
+class Handover:
+    """What one process had queued for a run, handed to another process with a result.
+
+    The receiving process sends it to the ledger as its own: one ledger call fewer per
+    delegation across processes, and what was queued leaves a process that may die.
+    """
+
+    run_id: str
+    events: list[Event]
+    spans: list[list[dict[str, Any]]]
+    steps: list[Step]
+
+
 # What a decision on a pending call did: taken, too late (already decided), or no such call.
 Decision = Literal["decided", "already_decided", "unknown"]
 
@@ -87,6 +105,12 @@ class EventSink(Protocol):
 
     def flush(self) -> None:
         """Send what is buffered now (called when an invocation ends)."""
+
+    def hand_over(self, run_id: str) -> Handover | None:
+        """Take what is queued here for the run out, to travel with a result (None: nothing)."""
+
+    def take_over(self, handover: Handover) -> None:
+        """Queue what another process handed over, as this process's own."""
 
     def shipped(self, run_id: str) -> tuple[str, int]:
         """This process's name, and how many span shipments it has made for the run so far."""
