@@ -50,7 +50,7 @@ check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
 test: lint system-deps ## Lint, then run the test suite (one local Ray instance, a PostgreSQL server)
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: setup ## Ruff (lint and format), mypy --strict on the packages, modules under 400 lines
 	$(VENV)/bin/ruff check .

@@ -16,7 +16,7 @@ import pytest
 
 from tests.service import KEYS, STORY, ServiceProcess, all_events, follow, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
 
 async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str) -> None:

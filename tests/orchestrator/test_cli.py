@@ -17,6 +17,8 @@ from orchestrator.engine import Engine
 from orchestrator.store import RunStore
 from tests.testkit import OtlpReceiver
 
+pytestmark = pytest.mark.long
+
 runner = CliRunner(env={"COLUMNS": "160"})
 
 

@@ -15,7 +15,7 @@ from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import start
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
 
 @pytest.fixture(scope="module", autouse=True)

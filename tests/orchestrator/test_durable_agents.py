@@ -14,7 +14,7 @@ from agents.core.messages import RunStatus
 from orchestrator.store import RunStore
 from tests.orchestrator.test_durable import _recorded
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
 
 # An agent with restarts that counts parcels (at most once) and then waits on an idempotent

@@ -20,7 +20,7 @@ from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
 from tests.testkit import config
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
 StartEngine = Callable[..., Engine]
 

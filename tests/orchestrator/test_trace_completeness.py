@@ -16,7 +16,7 @@ from orchestrator.results import RunResult
 from orchestrator.store import RunStore
 from tests.testkit import config
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
 FAN = 50  # delegations per step
 STEPS = 4  # delegating steps per run
