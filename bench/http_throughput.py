@@ -149,6 +149,12 @@ class Measured:
     cpu: str
     ceiling: float
 
+    @classmethod
+    def of(cls, wall: float, before: dict[str, float], after: dict[str, float]) -> Measured:
+        return cls(
+            TASKS / wall, cpu_ms_per_task(before, after, TASKS), cpu_ceiling(before, after, TASKS)
+        )
+
 
 async def through_http(config_text: str, address: str) -> tuple[Measured, list[float], list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,10 +176,7 @@ async def through_http(config_text: str, address: str) -> tuple[Measured, list[f
     found = Engine(system(config_text), namespace="baton-bench")
     found.start()
     found.stop()
-    measured = Measured(
-        TASKS / wall, cpu_ms_per_task(before, after, TASKS), cpu_ceiling(before, after, TASKS)
-    )
-    return measured, submits, lags
+    return Measured.of(wall, before, after), submits, lags
 
 
 async def through_engine(config_text: str) -> Measured:
@@ -186,9 +189,7 @@ async def through_engine(config_text: str) -> Measured:
     wall = await engine_round(engine, TASKS)
     after = cpu_seconds()
     engine.stop()
-    return Measured(
-        TASKS / wall, cpu_ms_per_task(before, after, TASKS), cpu_ceiling(before, after, TASKS)
-    )
+    return Measured.of(wall, before, after)
 
 
 async def main() -> None:

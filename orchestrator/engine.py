@@ -343,9 +343,11 @@ class Engine:
             replay=ctx.epoch > 0 or replay_of is not None,
         )
         run_id = ctx.run_id
-        started_at = ctx.deadline - ctx.limits.deadline_s
         stopped = AgentResult(
-            agent=entry, status=RunStatus.CANCELLED, error="run cancelled", started_at=started_at
+            agent=entry,
+            status=RunStatus.CANCELLED,
+            error="run cancelled",
+            started_at=ctx.started_at,
         )
         if run_id in self._cancelled:
             return stopped

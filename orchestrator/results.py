@@ -64,12 +64,11 @@ def abandoned_entry(entry: str, ctx: RunContext, grace_s: float) -> AgentResult:
 
     Its own spans are stuck with it: the span recorded here is what the orchestrator saw.
     """
-    started_at = ctx.deadline - ctx.limits.deadline_s
     why = f"{entry} did not stop within {grace_s:g}s after the deadline"
-    lost_agent_span(entry, "", ctx.run_id, ctx.chain, int(started_at * 1e9), "abandoned", why)
+    lost_agent_span(entry, "", ctx.run_id, ctx.chain, int(ctx.started_at * 1e9), "abandoned", why)
     return AgentResult(
         agent=entry,
         status=RunStatus.LIMIT_EXCEEDED,
         error=f"{entry} did not return within {grace_s:g}s after the deadline",
-        started_at=started_at,
+        started_at=ctx.started_at,
     )

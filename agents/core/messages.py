@@ -132,6 +132,11 @@ class RunContext(BaseModel):
         """Seconds until the run's deadline (negative once it has passed)."""
         return self.deadline - time.time()
 
+    @property
+    def started_at(self) -> float:
+        """When the run's clock started (Unix seconds): its deadline less its limit."""
+        return self.deadline - self.limits.deadline_s
+
     def enter(self, agent: str, trace_context: dict[str, str] | None = None) -> RunContext:
         """The context as seen by `agent` once it is called from this one."""
         return self.model_copy(

@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import uuid
 from collections import OrderedDict
-from typing import Any
+from typing import Any, TypeVar
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step
@@ -14,6 +14,8 @@ from agents.runtime.ports import Decision, Handover, RunState, SpanShipment
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
 
 # Longest time an event waits in an actor before it is sent to the ledger.
 EVENT_FLUSH_S = 0.05
@@ -170,20 +172,19 @@ class LedgerClient:
         They are no longer this process's: its counts of the run's events and shipments go
         back by as many (see `emitted`, `shipped`); the receiving process counts them as its own.
         """
-        events = [e for r, e in self._batch if r == run_id]
-        spans = [records for r, _, records in self._spans if r == run_id]
-        steps = [step for r, step in self._steps if r == run_id]
+        events, self._batch = _split(self._batch, run_id)
+        spans, self._spans = _split(self._spans, run_id)
+        steps, self._steps = _split(self._steps, run_id)
         if not (events or spans or steps):
             return None
-        self._batch = [item for item in self._batch if item[0] != run_id]
-        self._spans = [item for item in self._spans if item[0] != run_id]
-        self._steps = [item for item in self._steps if item[0] != run_id]
         _uncount(self._emitted, run_id, len(events))
         _uncount(self._shipments, run_id, len(spans))
         if self._timer is not None and not (self._batch or self._spans or self._steps):
             self._timer.cancel()
             self._timer = None
-        return Handover(run_id, events, spans, steps)
+        return Handover(
+            run_id, [e for _, e in events], [r for _, _, r in spans], [s for _, s in steps]
+        )
 
     def take_over(self, handover: Handover) -> None:
         """Queue what another process handed over (`hand_over`), as this process's own."""
@@ -193,8 +194,7 @@ class LedgerClient:
             self.keep_spans(handover.run_id, records)
         for step in handover.steps:
             self.record(handover.run_id, step)
-        if handover.spans:
-            self._arm()
+        self._arm()  # spans alone do not arm the timer
 
     def _take(
         self,
@@ -326,6 +326,15 @@ def _count(counts: OrderedDict[str, int], run_id: str) -> int:
     if len(counts) > MAX_RUNS_NUMBERED:
         counts.popitem(last=False)
     return number
+
+
+def _split(items: list[_T], run_id: str) -> tuple[list[_T], list[_T]]:
+    """The run's items (each starts with its run id), and the rest, in their order."""
+    theirs: list[_T] = []
+    rest: list[_T] = []
+    for item in items:
+        (theirs if item[0] == run_id else rest).append(item)
+    return theirs, rest
 
 
 def _uncount(counts: OrderedDict[str, int], run_id: str, n: int) -> None:
