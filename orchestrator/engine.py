@@ -44,8 +44,6 @@ logger = logging.getLogger(__name__)
 
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
 ENTRY_GRACE_S = 5.0
-# How often a cancelled run that goes on is cancelled again.
-_RECANCEL_S = 0.25
 
 
 class Engine:
@@ -389,12 +387,6 @@ class Engine:
         return True
 
     def _stop(self, run_id: str, ref: ray.ObjectRef[AgentResult]) -> None:
-        """Cancel the entry agent's call (recursive: its delegations too) while the run goes on.
-
-        Asked again every `_RECANCEL_S`: Ray drops a cancellation that reaches an async actor
-        before the call's coroutine is queued there (ray-project/ray#52628), and the call then
-        runs to its end: a run cancelled as it starts would go on.
-        """
-        if not self._closed and run_id in self._active and self._inflight.get(run_id) is ref:
-            ray.cancel(ref, recursive=True)
-            asyncio.get_running_loop().call_later(_RECANCEL_S, self._stop, run_id, ref)
+        """Cancel the entry agent's call (its delegations too) while the run goes on."""
+        if not self._closed:
+            self._dispatcher.cancel(ref)

@@ -56,6 +56,7 @@ class ServiceLimits:
 
 
 _STOPPED = "the service stopped while the run was in flight"
+_CANCELLED = (RunStatus.CANCELLED, "cancelled before it started")
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
 _STREAM_PLACE_S = 5.0
 # Runs accepted here whose records followers get without reading the store (see `following`).
@@ -91,6 +92,7 @@ class RunService(RunViews, Durability):
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._accepted: OrderedDict[str, StoredRun] = OrderedDict()  # as recorded, oldest first
         self._running: set[str] = set()
+        self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
         self._slots = asyncio.Semaphore(self.limits.max_concurrent_runs)
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()  # the agents started, or failed to
@@ -174,11 +176,8 @@ class RunService(RunViews, Durability):
                 self.limits.shutdown_grace_s,
             )
             await asyncio.wait(list(self._tasks.values()), timeout=self.limits.shutdown_grace_s)
-        for run_id, task in list(self._tasks.items()):
-            if run_id in self._running:
-                self.engine.cancel(run_id)  # recorded as interrupted by `_run`
-            else:
-                task.cancel()  # queued: recorded as interrupted by `_execute`
+        for run_id in list(self._tasks):
+            self._cancel_here(run_id)  # recorded as interrupted by `_run` or `_execute`
         if self._tasks:
             await asyncio.wait(list(self._tasks.values()), timeout=self.limits.wrap_up_s)
 
@@ -255,9 +254,8 @@ class RunService(RunViews, Durability):
     async def following(self, run_id: str) -> StoredRun:
         """A run to follow, or `RunNotFound`.
 
-        One accepted here that is in flight, or whose every event the service's stream kept:
-        as recorded when it was accepted (its events say the rest, so no read of the store, which
-        may be away); else as stored.
+        As accepted, if in flight here or if the stream kept its every event (the store may be
+        away); else as stored.
         """
         run = self._accepted.get(run_id)
         if run is not None and (run_id in self._tasks or self.feed.stream.complete(run_id)):
@@ -294,7 +292,9 @@ class RunService(RunViews, Durability):
         if task is None:
             return False
         if run_id in self._running:
-            self.engine.cancel(run_id)  # every agent working on it stops; the run ends cancelled
+            # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
+            if not self.engine.cancel(run_id):
+                self._cancel_asked.add(run_id)
         else:
             task.cancel()  # still queued
         return True
@@ -310,28 +310,27 @@ class RunService(RunViews, Durability):
             async with self._slots:
                 await self._settled.wait()
                 if self.startup_error:
-                    await self._end_unstarted(run_id, RunStatus.FAILED, self.startup_error)
+                    await self._end_unstarted(run_id, self.startup_error)
                     return
                 self._running.add(run_id)
                 await self._run(run_id, request, lineage)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
-                if self._stopping:
-                    await self._end_unstarted(run_id, RunStatus.INTERRUPTED, _STOPPED)
-                else:
-                    await self._end_unstarted(
-                        run_id, RunStatus.CANCELLED, "cancelled before it started"
-                    )
+                await self._end_unstarted(run_id)
         except Exception:  # recording failed: the store is unreachable, say; keep serving
             logger.exception("run %s could not be recorded", run_id)
         finally:
             self._running.discard(run_id)
+            self._cancel_asked.discard(run_id)
             self._tasks.pop(run_id, None)
             self.admission.ran(time.monotonic() - began)
 
     async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         record = self.recorder.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
+        if run_id in self._cancel_asked:  # while its start was being recorded
+            await self._end_unstarted(run_id)
+            return
         result: RunResult | None = None
         error: str | None = None
         tracker = (
@@ -374,7 +373,11 @@ class RunService(RunViews, Durability):
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
 
-    async def _end_unstarted(self, run_id: str, status: RunStatus, reason: str) -> None:
+    async def _end_unstarted(self, run_id: str, failure: str | None = None) -> None:
+        """End a run the engine never had: failed (`failure`), else cancelled or interrupted."""
+        status, reason = (RunStatus.FAILED, failure or "")
+        if not failure:
+            status, reason = (RunStatus.INTERRUPTED, _STOPPED) if self._stopping else _CANCELLED
         await self.store.end(run_id, status, reason)
         if self.ready:
             event = RunFinished(status=status, error=reason)

@@ -95,6 +95,8 @@ class RayDispatcher:
         self._local = local or {}
         self._hand_back = hand_back and ledger is not None
         self._handles: dict[str, list[Any]] = {}
+        # Calls in flight: their actor and delegation attempt, for `cancel`.
+        self._calls: dict[ray.ObjectRef[AgentResult], tuple[Any, str]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
     def _handle(self, target: str) -> tuple[str, Any]:
@@ -108,9 +110,26 @@ class RayDispatcher:
     def submit(
         self, target: str, delegation: Delegation, opening: Event | None = None
     ) -> tuple[str, ray.ObjectRef[AgentResult]]:
-        """Start the delegation on a replica of `target`; the ref can be `ray.cancel`led."""
+        """Start the delegation on a replica of `target`; `cancel` stops it until it returns."""
         name, handle = self._handle(target)
-        return name, handle.invoke.remote(target, delegation, opening, self._hand_back)
+        ref = handle.invoke.remote(target, delegation, opening, self._hand_back)
+        attempts = delegation.context.attempts
+        self._calls[ref] = (handle, attempts[-1] if attempts else "")
+        return name, ref
+
+    def cancel(self, ref: ray.ObjectRef[AgentResult]) -> None:
+        """Stop a call `submit` made, and the delegations it made in turn.
+
+        Ray's own cancellation is not enough: it drops one that reaches an async actor before
+        the call's coroutine is queued there (ray-project/ray#52628), and asking again does not
+        help: the call runs to its end. So the host is asked too (`AgentHost.cancel`), and it
+        stops the call, or refuses it when it comes.
+        """
+        ray.cancel(ref, recursive=True)
+        call = self._calls.get(ref)
+        if call is not None:
+            handle, attempt = call
+            handle.cancel.remote(attempt)
 
     async def dispatch(
         self,
@@ -174,6 +193,7 @@ class RayDispatcher:
         """One try: the result, or the error of an actor that died or cannot be found."""
         name = target
         submitted_ns = time.time_ns()
+        ref: ray.ObjectRef[AgentResult] | None = None
         try:
             name, ref = self.submit(target, delegation, opening)
             if on_submit is not None:
@@ -185,7 +205,7 @@ class RayDispatcher:
                 return name, await asyncio.shield(received)
             except asyncio.CancelledError:
                 # The caller stopped waiting (timeout, cancellation): stop the work too.
-                ray.cancel(ref, recursive=True)
+                self.cancel(ref)
                 received.add_done_callback(_retrieved)
                 raise
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
@@ -203,6 +223,9 @@ class RayDispatcher:
                 f"actor unavailable: {type(exc).__name__}",
             )
             return name, exc
+        finally:
+            if ref is not None:
+                self._calls.pop(ref, None)
 
     async def _received(self, ref: ray.ObjectRef[AgentResult]) -> AgentResult:
         """The callee's result, once what it handed over is queued here (`hand_back`)."""

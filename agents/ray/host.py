@@ -11,6 +11,7 @@ import asyncio
 import functools
 import os
 import socket
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from agents.tools.mcp import McpServer
 
 __all__ = ["AgentHost"]
+
+# Cancellations of calls that had not come yet (`AgentHost.cancel`): a few, for a moment.
+_EARLY_CANCELS = 1024
 
 
 @dataclass
@@ -135,6 +139,8 @@ class AgentHost:
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
         self._ledger = ledger = LedgerClient(ledger_handle)
+        self._calls: dict[str, asyncio.Task[Any]] = {}  # by delegation attempt
+        self._early: OrderedDict[str, None] = OrderedDict()  # attempts cancelled before they came
         # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
@@ -219,9 +225,34 @@ class AgentHost:
         `hand_back`: the caller is an agent; what is queued here for the run goes back with the
         result (see `AgentRuntime.invoke`).
         """
+        attempt = delegation.context.attempts[-1] if delegation.context.attempts else ""
+        if attempt in self._early:
+            del self._early[attempt]
+            raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError
         if opening is not None:
             self._ledger.emit(delegation.context.run_id, opening)
-        return await self._run(agent, True, delegation, hand_back)
+        task = asyncio.current_task()
+        if attempt and task is not None:
+            self._calls[attempt] = task
+        try:
+            return await self._run(agent, True, delegation, hand_back)
+        finally:
+            self._calls.pop(attempt, None)
+
+    async def cancel(self, attempt: str) -> None:
+        """Stop the call of this delegation attempt (or refuse it when it comes).
+
+        Its delegations stop with it (their callers' cancellation reaches them). Besides
+        `ray.cancel`, which drops a cancellation that reaches an async actor before the call's
+        coroutine is queued there (ray-project/ray#52628), so that the call runs to its end.
+        """
+        task = self._calls.get(attempt)
+        if task is not None:
+            task.cancel()
+            return
+        self._early[attempt] = None
+        while len(self._early) > _EARLY_CANCELS:
+            self._early.popitem(last=False)
 
     async def _run(
         self, agent: str, flush: bool, delegation: Delegation, hand_back: bool = False
