@@ -25,12 +25,18 @@ def service_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @contextmanager
 def _serve(
-    ray_address: str, folder: Path, name: str, headers: dict[str, str] | None = None, **env: str
+    ray_address: str,
+    folder: Path,
+    name: str,
+    headers: dict[str, str] | None = None,
+    store: str | None = None,
+    **env: str,
 ) -> Iterator[ServiceProcess]:
-    """`baton serve` on the session's Ray with the shared test config, its own SQLite store."""
+    """`baton serve` on the session's Ray with the shared test config and a SQLite store (its
+    own, or that of the service `store` names, whose agents it then shares as a replica)."""
     service = ServiceProcess(
         folder / "svc.yaml",
-        f"sqlite+aiosqlite:///{folder / name}.db",
+        f"sqlite+aiosqlite:///{folder / (store or name)}.db",
         ray_address,
         folder / f"{name}.log",
         **env,
@@ -54,14 +60,16 @@ def api(ray_address: str, service_dir: Path) -> Iterator[str]:
         yield service.url
 
 
-# The same service behind API keys, tight rate limits and a small run queue.
+# The same service behind API keys, tight rate limits and a small run queue: a replica of
+# `api` (its store, and so its agents' actors: none of its own to start).
 @pytest.fixture(scope="session")
-def guarded(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
+def guarded(api: str, ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
     with _serve(
         ray_address,
         service_dir,
         "guarded",
         {"Authorization": f"Bearer {KEYS[0]}"},
+        store="api",
         BATON_API_KEYS=",".join(KEYS),
         BATON_RATE_LIMIT_PER_S="1",
         BATON_RATE_LIMIT_BURST="8",
