@@ -34,6 +34,25 @@ agents:
           - {content: rested}
 """
 
+# The test service's dozer and analyst (one host), with `on_interrupt: fail`.
+RESTART_CONFIG = """
+name: svc
+on_interrupt: fail
+agents:
+  - name: dozer
+    description: Waits a minute before answering.
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
+          - {content: rested}
+  - name: analyst
+    description: Does arithmetic.
+    tools: [configs.tools:calculate]
+"""
+
 
 def _tree(pid: int) -> list[psutil.Process]:
     root = psutil.Process(pid)
@@ -150,9 +169,7 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
     # service dies, however long its `tool_started` takes to reach this follower on a busy
     # machine.
     failing = service_dir / "svc-fail.yaml"
-    failing.write_text((service_dir / "svc.yaml").read_text().replace(
-        "name: svc\n", "name: svc\non_interrupt: fail\n", 1
-    ))  # fmt: skip
+    failing.write_text(RESTART_CONFIG)
     service = ServiceProcess(
         failing,
         f"sqlite+aiosqlite:///{service_dir / 'restart.db'}",
