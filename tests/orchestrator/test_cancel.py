@@ -1,13 +1,19 @@
-"""Cancelling runs over HTTP, wherever the cancellation finds them: queued, starting, mid-run."""
+"""Cancelling runs, wherever the cancellation finds them: queued, starting, mid-run."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from agents.core.events import AgentStarted, RunFinished
+from orchestrator.engine import Engine
+from orchestrator.service import RunService
+from orchestrator.store import RunStore
+from orchestrator.submission import Submission
 from tests.service import all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -60,3 +66,42 @@ async def test_runs_cancelled_as_soon_as_they_are_accepted_end_cancelled(api: st
             asyncio.gather(*(all_events(api, run_id) for run_id in ids)), timeout=20
         )
     assert [events[-1][2]["status"] for events in ends] == ["cancelled"] * 12
+
+
+async def test_a_run_cancelled_while_its_start_is_recorded_ends_without_calling_an_agent(
+    default_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service of the default team (its agents already up) whose store holds each run's
+    # start until told: the cancellation comes in between, before the engine has the run.
+    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+    recording, recorded = asyncio.Event(), asyncio.Event()
+    start = store.start
+
+    async def held_start(run_id: str) -> None:
+        recording.set()
+        await recorded.wait()
+        await start(run_id)
+
+    monkeypatch.setattr(store, "start", held_start)
+    service = RunService(
+        default_engine.system, Engine(default_engine.system, namespace="baton-tests"), store,
+        owner="held-start",
+    )  # fmt: skip
+    await service.start()
+    try:
+        run, _ = await service.submit(Submission(task="calculate 2 + 2"))
+        await asyncio.wait_for(recording.wait(), 60)
+        await service.cancel(run.id)
+        recorded.set()
+
+        async def events() -> list[object]:
+            return [item[1] async for item in service.feed.follow(run) if item is not None]
+
+        seen = await asyncio.wait_for(events(), 30)
+        stored = await service.get(run.id)
+    finally:
+        await service.stop()
+        await store.close()
+    assert (stored.status.value, stored.error) == ("cancelled", "cancelled before it started")
+    assert isinstance(seen[-1], RunFinished) and seen[-1].status.value == "cancelled"
+    assert not [e for e in seen if isinstance(e, AgentStarted)]
