@@ -112,10 +112,23 @@ DESK = """
       params: {replies: [{content: "not json"}, {content: '{"approved": true, "amount": 42}'}]}
 """
 
+# Takes a minute, for runs that must still be in flight after steps (subscribing, following to
+# a tool's start) that may outlast the sleeper's few seconds on a busy machine.
+DOZER = """
+  - name: dozer
+    description: Waits a minute before answering.
+    capabilities: [doze]
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
+          - {content: rested}
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
-# `dozer` takes a minute, for runs that must still be in flight after steps (subscribing,
-# following to a tool's start) that may outlast the sleeper's few seconds on a busy machine;
-# `narrator` streams its answer slowly; `desk` hands over.
+# `dozer` (above) a minute; `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
     """
 name: svc
@@ -140,17 +153,8 @@ agents:
         replies:
           - {tool_calls: [{name: slow_step, arguments: {seconds: 3}}]}
           - {content: rested}
-  - name: dozer
-    description: Waits a minute before answering.
-    capabilities: [doze]
-    tools: [tests.testkit:slow_step]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
-          - {content: rested}
 """
+    + DOZER
     + NARRATOR
     + DESK
     + APPROVAL_AGENTS

@@ -15,43 +15,30 @@ import psutil
 import pytest
 
 from orchestrator.store import RunStore
-from tests.service import ServiceProcess, all_events, follow, submit
+from tests.service import DOZER, ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
-CONFIG = """
+CONFIG = (
+    """
 name: alone
 limits: {deadline_s: 120}
-agents:
-  - name: sleeper
-    description: Waits before answering.
-    tools: [tests.testkit:slow_step]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
-          - {content: rested}
-"""
+agents:"""
+    + DOZER
+)
 
 # The test service's dozer and analyst (one host), with `on_interrupt: fail`.
-RESTART_CONFIG = """
+RESTART_CONFIG = (
+    """
 name: svc
 on_interrupt: fail
 agents:
-  - name: dozer
-    description: Waits a minute before answering.
-    tools: [tests.testkit:slow_step]
-    model:
-      name: baton/scripted
-      params:
-        replies:
-          - {tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}
-          - {content: rested}
   - name: analyst
     description: Does arithmetic.
     tools: [configs.tools:calculate]
 """
+    + DOZER
+)
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -152,7 +139,7 @@ async def _check_and_stop(
             assert events[-1][1].type == "run_finished"
             assert events[-1][1].status == "interrupted"
             names = {s["name"] for s in await store.spans(run_id)}
-            assert {"invoke_workflow baton", "invoke_agent sleeper", "chat baton/scripted",
+            assert {"invoke_workflow baton", "invoke_agent dozer", "chat baton/scripted",
                     "execute_tool slow_step"} <= names, names  # fmt: skip
     finally:
         await store.close()
