@@ -353,7 +353,7 @@ class Engine:
         def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
             self._inflight[run_id] = ref
             if run_id in self._cancelled:  # asked to stop while the call was being made
-                self._stop(run_id, ref)
+                self._stop(ref)
 
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
@@ -383,10 +383,10 @@ class Engine:
         self._cancelled.add(run_id)
         ref = self._inflight.get(run_id)
         if ref is not None:
-            self._stop(run_id, ref)
+            self._stop(ref)
         return True
 
-    def _stop(self, run_id: str, ref: ray.ObjectRef[AgentResult]) -> None:
+    def _stop(self, ref: ray.ObjectRef[AgentResult]) -> None:
         """Cancel the entry agent's call (its delegations too) while the run goes on."""
         if not self._closed:
             self._dispatcher.cancel(ref)
