@@ -2,6 +2,11 @@
 100 ms. Ideal wall time is the critical path of three model latencies (coordinator, sub-agent,
 coordinator); the figure is wall time / ideal.
 
+Two floors, measured in the same run: bare Ray actors doing the same fan-out, and the model
+calls alone in this process (one `litellm.acompletion`, then `width` of them gathered, then one:
+no orchestration, no Ray, no spans). The latter is what the stack itself costs here: its calls'
+CPU is spent on one core, one after the other, between the sleeps.
+
 Run: .venv/bin/python bench/fanout.py [N ...]
 """
 
@@ -62,6 +67,20 @@ async def floor_seconds(width: int) -> float:
     return seconds
 
 
+async def in_process_seconds(width: int) -> float:
+    model = _model()
+
+    async def fan_out() -> None:
+        messages = [{"role": "user", "content": "fan out"}]
+        await model.complete(messages)
+        await asyncio.gather(
+            *(model.complete([{"role": "user", "content": "part"}]) for _ in range(width))
+        )
+        await model.complete(messages)
+
+    return await median_seconds(fan_out, warmup=2, repeats=7)
+
+
 def fanout_yaml(width: int) -> str:
     calls = ", ".join(
         f"{{name: delegate_to_w{i}, arguments: {{task: part {i}}}}}" for i in range(width)
@@ -86,10 +105,11 @@ async def main() -> None:
     start()
     print(
         f"{'sub-agents':>10} {'wall ms':>8} {'ideal ms':>9} {'wall/ideal':>10} "
-        f"{'floor ms':>9} {'wall/floor':>10}"
+        f"{'floor ms':>9} {'wall/floor':>10} {'in-proc ms':>10} {'in-proc/ideal':>13}"
     )
     for width in WIDTHS:
         floor = await floor_seconds(width)
+        alone = await in_process_seconds(width)
         baton = engine(fanout_yaml(width))
 
         async def run(baton=baton, width=width) -> None:  # type: ignore[no-untyped-def]
@@ -101,10 +121,12 @@ async def main() -> None:
         baton.stop()
         print(
             f"{width:>10} {wall * 1000:>8.1f} {IDEAL_S * 1000:>9.0f} {wall / IDEAL_S:>10.3f} "
-            f"{floor * 1000:>9.1f} {wall / floor:>10.3f}",
+            f"{floor * 1000:>9.1f} {wall / floor:>10.3f} {alone * 1000:>10.1f} "
+            f"{alone / IDEAL_S:>13.3f}",
             flush=True,
         )
-    print("target: wall/ideal <= 1.15 at 32 (floor: bare actors making the same litellm calls)")
+    print("target: wall/ideal <= 1.15 at 32 (floor: bare actors making the same litellm calls;")
+    print("in-proc: the same model calls alone in one process, what litellm costs by itself)")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ events (SSE) to `run_finished`, fetches the run, then submits the next.
 Prints tasks/s as a ratio to the ideal (50 in flight / the 150 ms critical path: three 50 ms
 model calls in a row), p50/p99 submit latency, p50/p99 lag of events (received - emitted), and
 the same workload run straight on the engine in this process (no HTTP, no store), measured in
-the same run, as a baseline for what HTTP, the store and the event stream cost. For each, the
-CPU milliseconds per task of every process, and the ceiling they set: the tasks per second this
-machine's cores could give if they did nothing but this (all cores / CPU per task).
+the same run, as a baseline for what HTTP, the store and the event stream cost; and as the
+stack's own floor, the model calls alone in this process: each task three plain
+`litellm.acompletion` calls of the same model in a row, 50 tasks at a time, no orchestration.
+For each, the CPU milliseconds per task of every process, and the ceiling they set: the tasks
+per second this machine's cores could give if they did nothing but this (all cores / CPU per
+task).
 
 Both are measured with the team's shared host in one process (the default) and in one replica
 per core (`shared_host: {replicas: N}`).
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
-from bench._common import cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
+from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.client import parse_sse
 from orchestrator.engine import Engine
 
@@ -97,18 +101,40 @@ async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[flo
         return time.perf_counter() - began, submits, lags
 
 
-async def engine_round(engine: Engine, tasks: int) -> float:
+async def concurrently(task: Callable[[], Awaitable[None]], tasks: int) -> float:
+    """Seconds to run `tasks` tasks, CONCURRENCY at a time."""
     queue = list(range(tasks))
 
     async def worker() -> None:
         while queue:
             queue.pop()
-            result = await engine.run("go")
-            assert result.status == "succeeded", result.error
+            await task()
 
     began = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     return time.perf_counter() - began
+
+
+async def engine_round(engine: Engine, tasks: int) -> float:
+    async def task() -> None:
+        result = await engine.run("go")
+        assert result.status == "succeeded", result.error
+
+    return await concurrently(task, tasks)
+
+
+async def litellm_alone() -> tuple[float, float]:
+    """Tasks/s and CPU ms per task of the model calls alone, in this process."""
+    model = PlainModel({"latency_ms": MODEL_MS, "replies": [{"content": "ok"}]})
+
+    async def task() -> None:
+        for _ in range(3):
+            await model.complete([{"role": "user", "content": "go"}])
+
+    await concurrently(task, CONCURRENCY)
+    before = time.process_time()
+    wall = await concurrently(task, TASKS)
+    return TASKS / wall, (time.process_time() - before) * 1000 / TASKS
 
 
 def serve(config: Path, store: Path, address: str, port: int) -> subprocess.Popen[bytes]:
@@ -202,6 +228,11 @@ async def main() -> None:
     print(f"tasks: {TASKS}, {CONCURRENCY} at a time, model calls {MODEL_MS} ms")
     print(
         f"ideal:            {ideal:7.1f} tasks/s  (critical path {CRITICAL_PATH_S * 1000:.0f} ms)"
+    )
+    alone, alone_cpu = await litellm_alone()
+    print(
+        f"litellm alone:    {alone:7.1f} tasks/s  ratio to ideal {alone / ideal:.2f}  "
+        f"({alone_cpu:.1f} ms of CPU per task: the model calls in one process, no orchestration)"
     )
     for replicas in sorted({1, cores}):
         config = CONFIG.replace("REPLICAS", str(replicas))
