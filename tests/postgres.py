@@ -8,12 +8,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.ports import free_port
 
 __all__ = ["PostgresServer", "find_pg_bin", "postgres_server"]
 
@@ -25,12 +26,6 @@ def find_pg_bin() -> Path | None:
         return Path(os.path.realpath(found)).parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(candidates[-1]).parent if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PostgresServer:
@@ -47,7 +42,7 @@ class PostgresServer:
             for path in (self.root, sockets):
                 os.chown(path, user.pw_uid, user.pw_gid)
             self._prefix = ["runuser", "-u", "postgres", "--"]
-        self.port = _free_port()
+        self.port = free_port()
         self._options = f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run("initdb", "-D", str(self.data), "-U", "baton", "--auth=trust", "-E", "UTF8")
         self.url = f"postgresql+asyncpg://baton@127.0.0.1:{self.port}/runs"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from agents.runtime.ledger import RunLedger
 from agents.runtime.loop import AgentRuntime
 from agents.runtime.ports import Decision
 from agents.tools.mcp import McpTool, open_mcp_tools
+from tests.ports import free_port
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[3]
@@ -146,12 +146,6 @@ def test_shell_syntax_in_a_stdio_command_is_refused() -> None:
             McpServerSpec(name="evil", command=command)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_server() -> Iterator[str]:
     port = free_port()
@@ -164,12 +158,13 @@ def http_server() -> Iterator[str]:
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        with httpx.Client(timeout=1) as probe:  # one client: each new one loads the CA bundle
+            while time.monotonic() < deadline:
+                try:
+                    probe.get(url)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
         yield url
     finally:
         process.kill()
