@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -63,10 +62,6 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with service_factory() as service:
             app.state.service = service
-            # What start-up made (modules, the app, the store's engine) lives as long as the
-            # process: out of the collector's way, so its full passes scan only what requests
-            # make.
-            gc.freeze()
             try:
                 yield
             finally:
