@@ -128,6 +128,11 @@ class RunContext(BaseModel):
         """How many agents are on the chain (the entry agent is depth 1)."""
         return len(self.chain)
 
+    @property
+    def attempt(self) -> str:
+        """This delegation's attempt id (the innermost), or "" if none was made."""
+        return self.attempts[-1] if self.attempts else ""
+
     def time_left(self) -> float:
         """Seconds until the run's deadline (negative once it has passed)."""
         return self.deadline - time.time()

@@ -113,8 +113,8 @@ class RayDispatcher:
         """Start the delegation on a replica of `target`; `cancel` stops it until it returns."""
         name, handle = self._handle(target)
         ref = handle.invoke.remote(target, delegation, opening, self._hand_back)
-        attempts = delegation.context.attempts
-        self._calls[ref] = (handle, attempts[-1] if attempts else "")
+        if delegation.context.attempt:  # the host knows its call by it (`AgentHost.cancel`)
+            self._calls[ref] = (handle, delegation.context.attempt)
         return name, ref
 
     def cancel(self, ref: ray.ObjectRef[AgentResult]) -> None:

@@ -237,7 +237,7 @@ class AgentHost:
         `hand_back`: the caller is an agent; what is queued here for the run goes back with the
         result (see `AgentRuntime.invoke`).
         """
-        attempt = delegation.context.attempts[-1] if delegation.context.attempts else ""
+        attempt = delegation.context.attempt
         if attempt in self._early:
             del self._early[attempt]
             raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError

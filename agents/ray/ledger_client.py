@@ -160,7 +160,7 @@ class LedgerClient:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                self.flush()
+                self._send()
                 return
             self._timer = loop.call_later(EVENT_FLUSH_S, self._send)
 
