@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 from enum import StrEnum
 from typing import Any
@@ -249,6 +250,27 @@ class AgentResult(BaseModel):
     # An `agents.runtime.ports.Handover` on its way to the caller's process, which takes it
     # over as soon as the result arrives (never stored nor shown).
     handed_over: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
+    # The children pickled once, by the process that made this node (`seal_children`).
+    sealed_children: SkipJsonSchema[bytes | None] = Field(default=None, exclude=True, repr=False)
+
+    def seal_children(self) -> None:
+        """Pickle the children now, before this result leaves its process.
+
+        A result tree goes up a chain of processes one level at a time: sealed, each process
+        pickles only the nodes it made, and what came from below travels on as bytes (a chain
+        of 16 agents in processes of their own pickled the deepest node 16 times).
+        """
+        if self.children:
+            self.sealed_children = pickle.dumps(self.children, protocol=pickle.HIGHEST_PROTOCOL)
+            self.children = []
+
+    def open_children(self) -> None:
+        """Unpickle the sealed children, theirs too, all the way down (where the tree is read)."""
+        if self.sealed_children is not None:
+            self.children = pickle.loads(self.sealed_children)
+            self.sealed_children = None
+        for child in self.children:
+            child.open_children()
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

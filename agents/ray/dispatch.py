@@ -228,11 +228,17 @@ class RayDispatcher:
                 self._calls.pop(ref, None)
 
     async def _received(self, ref: ray.ObjectRef[AgentResult]) -> AgentResult:
-        """The callee's result, once what it handed over is queued here (`hand_back`)."""
+        """The callee's result, once what it handed over is queued here (`hand_back`).
+
+        An agent's process leaves the result's subtree sealed (it only carries it up); the
+        orchestrator's opens it.
+        """
         result: AgentResult = await ref
         if result.handed_over is not None and self._ledger is not None:
             self._ledger.take_over(result.handed_over)
             result.handed_over = None
+        if not self._hand_back:  # the orchestrator's: it reads the whole tree
+            result.open_children()
         return result
 
     async def _until_back(self, name: str, limit_s: float) -> None:

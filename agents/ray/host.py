@@ -247,9 +247,11 @@ class AgentHost:
         if attempt and task is not None:
             self._calls[attempt] = task
         try:
-            return await self._run(agent, True, delegation, hand_back)
+            result = await self._run(agent, True, delegation, hand_back)
         finally:
             self._calls.pop(attempt, None)
+        result.seal_children()  # see `AgentResult.seal_children`
+        return result
 
     async def cancel(self, attempt: str) -> None:
         """Stop the call of this delegation attempt (or refuse it when it comes).

@@ -16,6 +16,7 @@ import ray
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step, step_number
+from agents.ray.handover import Carried, open_batch
 from agents.runtime.ledger import RunLedger
 from agents.runtime.ports import Decision, RunState, SpanShipment
 
@@ -178,7 +179,7 @@ class LedgerActor:
         self,
         run_id: str,
         step: Step,
-        earlier: list[tuple[str, Event]],
+        earlier: list[tuple[str, Event | Carried]],
         spans: list[SpanShipment],
         steps: list[tuple[str, Step]],
         sender: str = "",
@@ -225,7 +226,7 @@ class LedgerActor:
         run_id: str,
         call_id: str,
         event: ApprovalRequested,
-        earlier: list[tuple[str, Event]] | None = None,
+        earlier: list[tuple[str, Event | Carried]] | None = None,
         spans: list[SpanShipment] | None = None,
         sender: str = "",
         steps: list[tuple[str, Step]] | None = None,
@@ -293,7 +294,7 @@ class LedgerActor:
 
     async def emit_many(
         self,
-        events: list[tuple[str, Event]],
+        events: list[tuple[str, Event | Carried]],
         spans: list[SpanShipment],
         sender: str = "",
         steps: list[tuple[str, Step]] | None = None,
@@ -307,13 +308,15 @@ class LedgerActor:
         """
         if sender and batch:
             await self._in_turn(sender, batch)
-        for run_id, step in steps or ():
+        # Handovers from callees' processes, taken over by the sender (`agents.ray.handover`).
+        opened, carried_spans, carried_steps = open_batch(events)
+        for run_id, step in [*(steps or ()), *carried_steps]:
             self._keep(run_id, step)
         changed = set()
-        for run_id, event in events:
+        for run_id, event in opened:
             self._ledger.emit(run_id, event, sender)
             changed.add(run_id)
-        for run_id, number, records in spans:
+        for run_id, number, records in [*spans, *carried_spans]:
             self._ledger.keep_spans(run_id, records, sender, number)
             changed.add(run_id)
         for run_id in changed:

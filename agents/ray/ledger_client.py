@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step
+from agents.ray.handover import Carried, seal, unseal
 from agents.runtime.ports import Decision, Handover, RunState, SpanShipment
 from tracing import SpanRecord
 
@@ -37,7 +38,7 @@ class LedgerClient:
     def __init__(self, handle: Any) -> None:
         self.handle = handle
         self._handle = handle
-        self._batch: list[tuple[str, Event]] = []
+        self._batch: list[tuple[str, Event | Carried]] = []  # events, and handovers taken over
         self._spans: list[SpanShipment] = []
         self._steps: list[tuple[str, Step]] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -191,28 +192,40 @@ class LedgerClient:
         steps, self._steps = _split(self._steps, run_id)
         if not (events or spans or steps):
             return None
-        _uncount(self._emitted, run_id, len(events))
-        _uncount(self._shipments, run_id, len(spans))
+        handover = seal(
+            run_id, [e for _, e in events], [r for _, _, r in spans], [s for _, s in steps]
+        )
+        _uncount(self._emitted, run_id, handover.events)
+        _uncount(self._shipments, run_id, handover.shipments)
         if self._timer is not None and not (self._batch or self._spans or self._steps):
             self._timer.cancel()
             self._timer = None
-        return Handover(
-            run_id, [e for _, e in events], [r for _, _, r in spans], [s for _, s in steps]
-        )
+        return handover
 
     def take_over(self, handover: Handover) -> None:
-        """Queue what another process handed over (`hand_over`), as this process's own."""
-        for event in handover.events:
-            self.emit(handover.run_id, event)
-        for records in handover.spans:
-            self.keep_spans(handover.run_id, records)
-        for step in handover.steps:
-            self.record(handover.run_id, step)
-        self._arm()  # spans alone do not arm the timer
+        """Queue what another process handed over (`hand_over`), as this process's own.
+
+        It stays sealed (to be sent, or handed over again, as bytes), unless the run's entry
+        runs here: then its spans are kept in the run's copies too (`remember`).
+        """
+        run_id = handover.run_id
+        if run_id in self._copies:
+            events, shipments, steps = unseal(handover)
+            for event in events:
+                self.emit(run_id, event)
+            for records in shipments:
+                self.keep_spans(run_id, records)
+            for step in steps:
+                self._steps.append((run_id, step))
+        else:
+            first = _count(self._shipments, run_id, handover.shipments) - handover.shipments + 1
+            _count(self._emitted, run_id, handover.events)
+            self._batch.append((run_id, Carried(handover, first)))
+        self._arm()
 
     def _take(
         self,
-    ) -> tuple[list[tuple[str, Event]], list[SpanShipment], list[tuple[str, Step]]]:
+    ) -> tuple[list[tuple[str, Event | Carried]], list[SpanShipment], list[tuple[str, Step]]]:
         """The buffered events, spans and steps, handed over (the flush timer stopped)."""
         if self._timer is not None:
             self._timer.cancel()
@@ -336,9 +349,9 @@ class LedgerClient:
         await asyncio.wait_for(self._handle.events.remote("-"), timeout_s)
 
 
-def _count(counts: OrderedDict[str, int], run_id: str) -> int:
-    """Add one to the run's count, keeping the newest `MAX_RUNS_NUMBERED` runs; the new count."""
-    number = counts.pop(run_id, 0) + 1
+def _count(counts: OrderedDict[str, int], run_id: str, n: int = 1) -> int:
+    """Add `n` to the run's count, keeping the newest `MAX_RUNS_NUMBERED` runs; the new count."""
+    number = counts.pop(run_id, 0) + n
     counts[run_id] = number
     if len(counts) > MAX_RUNS_NUMBERED:
         counts.popitem(last=False)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from agents.core.events import ApprovalRequested, Event
-from agents.core.steps import Step
 
 __all__ = [
     "Approvals",
@@ -69,18 +68,20 @@ class Approvals(Protocol):
 SpanShipment = tuple[str, int, list[dict[str, Any]]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Handover:
     """What one process had queued for a run, handed to another process with a result.
 
     The receiving process sends it to the ledger as its own: one ledger call fewer per
-    delegation across processes, and what was queued leaves a process that may die.
+    delegation across processes, and what was queued leaves a process that may die. Opaque
+    here: pickled once where it was queued (`agents.ray.handover`), so that a chain carrying
+    it up does not pickle it again at every level.
     """
 
     run_id: str
-    events: list[Event]
-    spans: list[list[dict[str, Any]]]
-    steps: list[Step]
+    events: int  # events inside, those of handovers sealed inside included
+    shipments: int  # span shipments inside, likewise
+    sealed: bytes
 
 
 # What a decision on a pending call did: taken, too late (already decided), or no such call.

@@ -95,6 +95,10 @@ async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
 
     assert len(set(_pids(shared).values())) == 1  # the whole team in one process
     assert len(set(_pids(separate).values())) == 4  # each agent in a process of its own
+    # The result tree holds every invocation, however many processes it came up through.
+    for result in (shared, separate):
+        assert result.tree is not None
+        assert sorted(node.agent for node in result.tree.walk()) == sorted(_pids(result))
 
     # The same spans, parentage and attributes (the actor names aside), the same diagram.
     def shape(result: RunResult) -> tuple[str, str]:

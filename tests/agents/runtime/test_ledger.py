@@ -11,6 +11,8 @@ from agents.core.events import (
     AgentStarted,
     ApprovalRequested,
     ModelDelta,
+    RunFinished,
+    RunStarted,
     ToolStarted,
 )
 from agents.core.messages import RunStatus
@@ -197,3 +199,60 @@ async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
         assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
     finally:
         ray.kill(ledger)
+
+
+@pytest.mark.anyio
+async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_sealed_where_made(
+    ray_cluster: Any,
+) -> None:
+    # Agents in processes of their own, c called by b called by a: each process hands what it
+    # still has queued for the run back with its result, and the caller's process sends it as
+    # its own. What c queued travels through b's process as c sealed it (not pickled again),
+    # and the ledger gets every event once, in order, and every span shipment.
+    from agents.ray.ledger_actor import LedgerActor
+    from agents.ray.ledger_client import LedgerClient
+
+    handle = LedgerActor.remote()  # type: ignore[attr-defined]
+    a, b, c = (LedgerClient(handle) for _ in range(3))
+    span = {"name": "invoke_agent x", "attributes": {}}
+    try:
+        await a.open("r", None, RunStarted(agent="a"))
+        a.emit("r", AgentStarted(agent="a"))
+        b.emit("r", AgentStarted(agent="b"))
+        c.emit("r", AgentStarted(agent="c"))
+        c.keep_spans("r", [span, span])
+        c.emit("r", FINISHED.model_copy(update={"agent": "c"}))
+        c.keep_spans("r", [span])
+        from_c = c.hand_over("r")
+        assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
+        assert c.emitted("r")[1] == 0 and c.shipped("r")[1] == 0  # no longer c's to send
+
+        b.take_over(from_c)
+        b.emit("r", FINISHED.model_copy(update={"agent": "b"}))
+        b.keep_spans("r", [span])
+        from_b = b.hand_over("r")
+        assert from_b is not None and (from_b.events, from_b.shipments) == (4, 3)
+        assert from_c.sealed in from_b.sealed
+
+        a.take_over(from_b)
+        a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+        assert a.emitted("r")[1] == 6 and a.shipped("r")[1] == 3
+        a.flush()
+        spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.shipped("r"))
+        assert len(spans) == 4 and missing == 0
+        events = await a.finish(
+            "r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), dict([a.emitted("r")])
+        )
+        order = [(e.type, e.agent) for _, e in events]
+        assert order == [
+            ("run_started", "a"),
+            ("agent_started", "a"),
+            ("agent_started", "b"),
+            ("agent_started", "c"),
+            ("agent_finished", "c"),
+            ("agent_finished", "b"),
+            ("agent_finished", "a"),
+            ("run_finished", "a"),
+        ]
+    finally:
+        ray.kill(handle)
