@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,10 @@ from pathlib import Path
 
 import httpx
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BATON = [sys.executable, "-m", "orchestrator"]
@@ -58,12 +61,6 @@ def cold(folder: Path) -> tuple[float, float]:
     return statistics.median(floor), statistics.median(runs)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _kind(process: psutil.Process) -> str:
     try:
         line = " ".join(process.cmdline())
@@ -85,7 +82,7 @@ def _kind(process: psutil.Process) -> str:
 
 def warm_and_memory(folder: Path) -> tuple[float, dict[str, list[float]]]:
     env = _env(folder / "serve.db")
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     service = subprocess.Popen(
         [*BATON, "serve", "--port", str(port)],
@@ -96,15 +93,16 @@ def warm_and_memory(folder: Path) -> tuple[float, dict[str, list[float]]]:
     )
     try:
         deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError("baton serve did not become ready")
-            time.sleep(0.2)
+        with httpx.Client() as probe:  # one client: each new one loads the CA bundle
+            while True:
+                try:
+                    if probe.get(f"{url}/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("baton serve did not become ready")
+                time.sleep(0.2)
         overheads = []
         for _ in range(REPEATS):
             wall, out = _timed([*BATON, "run", "--server", url, "--json", TASK], env)

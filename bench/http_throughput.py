@@ -38,6 +38,7 @@ import httpx
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.client import parse_sse
 from orchestrator.engine import Engine
+from tests.ports import free_port
 
 TASKS = 200
 CONCURRENCY = 50
@@ -186,7 +187,7 @@ async def through_http(config_text: str, address: str) -> tuple[Measured, list[f
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "bench.yaml"
         config.write_text(config_text)
-        port = 8700 + os.getpid() % 200
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         server = serve(config, Path(tmp) / "runs.db", address, port)
         try:

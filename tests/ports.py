@@ -1,4 +1,4 @@
-"""Ports for the servers the tests start."""
+"""Ports for the servers the tests and the benchmarks start."""
 
 from __future__ import annotations
 
