@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from agents.core.events import Event
 from agents.core.steps import Step
@@ -84,8 +84,6 @@ def open_batch(
 
     Their span shipments are numbered as the sending process's (`Carried.first`).
     """
-    if not any(isinstance(item, Carried) for _, item in events):
-        return cast(list[tuple[str, Event]], events), [], []  # no handover: events only
     opened: list[tuple[str, Event]] = []
     shipments: list[SpanShipment] = []
     steps: list[tuple[str, Step]] = []
