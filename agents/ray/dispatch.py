@@ -22,6 +22,7 @@ from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.handoff import invoke_here
+from agents.runtime.ports import Handover
 from tracing import lost_agent_span
 
 __all__ = ["RayDispatcher", "SystemRef"]
@@ -108,11 +109,18 @@ class RayDispatcher:
         return name, handles[replica]
 
     def submit(
-        self, target: str, delegation: Delegation, opening: Event | None = None
+        self,
+        target: str,
+        delegation: Delegation,
+        opening: Event | None = None,
+        carried: Handover | None = None,
     ) -> tuple[str, ray.ObjectRef[AgentResult]]:
-        """Start the delegation on a replica of `target`; `cancel` stops it until it returns."""
+        """Start the delegation on a replica of `target`; `cancel` stops it until it returns.
+
+        `carried`: what this process had queued for the run, for the callee's to send.
+        """
         name, handle = self._handle(target)
-        ref = handle.invoke.remote(target, delegation, opening, self._hand_back)
+        ref = handle.invoke.remote(target, delegation, opening, self._hand_back, carried)
         if delegation.context.attempt:  # the host knows its call by it (`AgentHost.cancel`)
             self._calls[ref] = (handle, delegation.context.attempt)
         return name, ref
@@ -194,15 +202,22 @@ class RayDispatcher:
         name = target
         submitted_ns = time.time_ns()
         ref: ray.ObjectRef[AgentResult] | None = None
+        # An agent's queue for the run goes with the call (`LedgerClient.hand_down`); kept
+        # here, to be sent from here unless the call returns (the ledger opens it once).
+        down = None
+        if self._hand_back and self._ledger is not None:
+            down = self._ledger.hand_down(delegation.context.run_id)
         try:
-            name, ref = self.submit(target, delegation, opening)
+            name, ref = self.submit(target, delegation, opening, down)
             if on_submit is not None:
                 on_submit(ref)
             # Shielded: a result that comes as the caller stops waiting still hands its
             # events and spans over (they left the callee's process with it).
             received = asyncio.ensure_future(self._received(ref))
             try:
-                return name, await asyncio.shield(received)
+                result = await asyncio.shield(received)
+                down = None  # the callee's process sent it, or handed it back with the result
+                return name, result
             except asyncio.CancelledError:
                 # The caller stopped waiting (timeout, cancellation): stop the work too.
                 self.cancel(ref)
@@ -226,6 +241,8 @@ class RayDispatcher:
         finally:
             if ref is not None:
                 self._calls.pop(ref, None)
+            if down is not None and self._ledger is not None:
+                self._ledger.take_over(down)
 
     async def _received(self, ref: ray.ObjectRef[AgentResult]) -> AgentResult:
         """The callee's result, once what it handed over is queued here (`hand_back`).

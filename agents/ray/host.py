@@ -28,6 +28,7 @@ from agents.models.safety import forbid_remote_models
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.runtime.loop import AgentRuntime
+from agents.runtime.ports import Handover
 from agents.runtime.remote import RemoteAgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import attributes as attr
@@ -229,18 +230,22 @@ class AgentHost:
         delegation: Delegation,
         opening: Event | None = None,
         hand_back: bool = False,
+        carried: Handover | None = None,
     ) -> AgentResult:
         """Run one delegation on a hosted agent and return its result tree.
 
         `opening`: the run's first event, when this is the run's entry; it goes to the ledger
         with the agent's own events (the orchestrator makes no call of its own to open the run).
         `hand_back`: the caller is an agent; what is queued here for the run goes back with the
-        result (see `AgentRuntime.invoke`).
+        result (see `AgentRuntime.invoke`). `carried`: what the caller's process had queued for
+        the run, sent from here as this process's own (`LedgerClient.hand_down`).
         """
         attempt = delegation.context.attempt
         if attempt in self._early:
             del self._early[attempt]
             raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError
+        if carried is not None:
+            self._ledger.take_over(carried)
         if opening is not None:
             self._ledger.emit(delegation.context.run_id, opening)
         task = asyncio.current_task()

@@ -309,12 +309,12 @@ class LedgerActor:
         if sender and batch:
             await self._in_turn(sender, batch)
         # Handovers from callees' processes, taken over by the sender (`agents.ray.handover`).
-        opened, carried_spans, carried_steps = open_batch(events)
+        opened, carried_spans, carried_steps = open_batch(events, sender, self._ledger.first_sight)
         for run_id, step in [*(steps or ()), *carried_steps]:
             self._keep(run_id, step)
         changed = set()
-        for run_id, event in opened:
-            self._ledger.emit(run_id, event, sender)
+        for run_id, event, origin in opened:
+            self._ledger.emit(run_id, event, origin)
             changed.add(run_id)
         for run_id, number, records in [*spans, *carried_spans]:
             self._ledger.keep_spans(run_id, records, sender, number)

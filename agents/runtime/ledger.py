@@ -44,7 +44,8 @@ class _RunBook:
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
     shipments: dict[str, tuple[int, int]] = field(default_factory=dict)  # sender -> got, highest
-    received: dict[str, int] = field(default_factory=dict)  # sender -> events that came from it
+    received: dict[str, int] = field(default_factory=dict)  # process -> its events that came
+    handovers: set[str] = field(default_factory=set)  # keys of the handovers opened
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
     approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
@@ -282,9 +283,19 @@ class RunLedger:
         book.lost_spans += lost
 
     def received(self, run_id: str, sender: str) -> int:
-        """How many of the run's events have come from the process `sender`."""
+        """How many of the run's events emitted by the process `sender` have come."""
         book = self._book(run_id)
         return book.received.get(sender, 0) if book is not None else 0
+
+    def first_sight(self, run_id: str, key: str) -> bool:
+        """Whether a handover of the run (`agents.ray.handover`) comes for the first time."""
+        if run_id in self._closed:
+            return False  # too late for the run's record
+        book = self._open_book(run_id)
+        if key in book.handovers:
+            return False
+        book.handovers.add(key)
+        return True
 
     def shipments_from(self, run_id: str, sender: str) -> int:
         """How many of the run's span shipments from `sender` have come."""
@@ -321,7 +332,7 @@ class RunLedger:
 
         Events go out (numbered, on the feed) in causal order: one whose cause is still on its
         way from another process waits for it (`agents.runtime.causal`). `sender` names the
-        process that sent it (see `received`).
+        process that emitted it (see `received`).
         """
         if run_id in self._closed:
             return

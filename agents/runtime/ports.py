@@ -70,18 +70,22 @@ SpanShipment = tuple[str, int, list[dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Handover:
-    """What one process had queued for a run, handed to another process with a result.
+    """What one process had queued for a run, handed to another process to send as its own.
 
-    The receiving process sends it to the ledger as its own: one ledger call fewer per
-    delegation across processes, and what was queued leaves a process that may die. Opaque
-    here: pickled once where it was queued (`agents.ray.handover`), so that a chain carrying
-    it up does not pickle it again at every level.
+    It travels with a result (the callee's last events, to its caller) and with a delegation
+    (the caller's events so far, to its callee): one ledger call fewer per delegation across
+    processes. Opaque here: pickled once where it was queued (`agents.ray.handover`), so that a
+    chain carrying it does not pickle it again at every level. `key` names it: one sent again
+    (its callee died with it, or perhaps after sending it) is counted once by the ledger.
     """
 
     run_id: str
     events: int  # events inside, those of handovers sealed inside included
     shipments: int  # span shipments inside, likewise
     sealed: bytes
+    origin: str = ""  # the process that queued the events sealed here (not those inside)
+    key: str = ""  # unique among the run's handovers
+    due: float = 0.0  # wall-clock time by which its oldest item is to reach the ledger
 
 
 # What a decision on a pending call did: taken, too late (already decided), or no such call.

@@ -225,7 +225,7 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
         c.keep_spans("r", [span])
         from_c = c.hand_over("r")
         assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
-        assert c.emitted("r")[1] == 0 and c.shipped("r")[1] == 0  # no longer c's to send
+        assert c.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
 
         b.take_over(from_c)
         b.emit("r", FINISHED.model_copy(update={"agent": "b"}))
@@ -236,12 +236,16 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
 
         a.take_over(from_b)
         a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-        assert a.emitted("r")[1] == 6 and a.shipped("r")[1] == 3
+        assert a.shipped("r")[1] == 3
         a.flush()
         spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.shipped("r"))
         assert len(spans) == 4 and missing == 0
-        events = await a.finish(
-            "r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), dict([a.emitted("r")])
+        # Each process's events are counted as its own, whoever sent them: the run closes
+        # at once (a wrong count keeps it waiting for events that never come, 5 s).
+        sent = dict([a.emitted("r"), b.emitted("r"), c.emitted("r")])
+        assert sorted(sent.values()) == [2, 2, 2]
+        events = await asyncio.wait_for(
+            a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
         )
         order = [(e.type, e.agent) for _, e in events]
         assert order == [
@@ -253,6 +257,60 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
             ("agent_finished", "b"),
             ("agent_finished", "a"),
             ("run_finished", "a"),
+        ]
+    finally:
+        ray.kill(handle)
+
+
+@pytest.mark.anyio
+async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_once_if_sent_again(
+    ray_cluster: Any,
+) -> None:
+    # a delegates to b in another process: what a has queued goes with the call and b's
+    # process sends it with its own. When the call fails, a cannot know whether b sent it
+    # before dying, so it sends it again: the ledger records it once.
+    from agents.ray.ledger_actor import LedgerActor
+    from agents.ray.ledger_client import LedgerClient
+
+    handle = LedgerActor.remote()  # type: ignore[attr-defined]
+    a, b, entry = (LedgerClient(handle) for _ in range(3))
+    span = {"name": "invoke_agent x", "attributes": {}}
+    try:
+        await a.open("r", None, RunStarted(agent="a"))
+        entry.remember("r")
+        entry.emit("r", STARTED.model_copy(update={"agent": "entry"}))
+        entry.keep_spans("r", [span])
+        assert entry.hand_down("r") is None  # the entry's process keeps its run's spans
+        entry.flush()
+
+        a.emit("r", AgentStarted(agent="a"))
+        a.keep_spans("r", [span])
+        down = a.hand_down("r")
+        assert down is not None and (down.events, down.shipments) == (1, 1)
+        assert a.hand_down("r") is None  # nothing left queued
+
+        b.take_over(down)
+        b.emit("r", AgentStarted(agent="b"))
+        b.keep_spans("r", [span])
+        b.flush()  # b's process sends a's events with its own, then dies
+        a.take_over(down)  # the call failed: a sends them itself
+        a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+        a.flush()
+
+        spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.shipped("r"))
+        assert len(spans) == 3 and missing == 0  # a's once
+        sent = dict([a.emitted("r"), b.emitted("r"), entry.emitted("r")])
+        events = await asyncio.wait_for(
+            a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
+        )
+        kinds = sorted((e.type, e.agent) for _, e in events)
+        assert kinds == [
+            ("agent_finished", "a"),
+            ("agent_started", "a"),
+            ("agent_started", "b"),
+            ("agent_started", "entry"),
+            ("run_finished", "a"),
+            ("run_started", "a"),
         ]
     finally:
         ray.kill(handle)
