@@ -202,11 +202,11 @@ class RayDispatcher:
         name = target
         submitted_ns = time.time_ns()
         ref: ray.ObjectRef[AgentResult] | None = None
-        # An agent's queue for the run goes with the call (`LedgerClient.hand_down`); kept
-        # here, to be sent from here unless the call returns (the ledger opens it once).
+        # An agent's queue for the run goes with the call (`Outbox.hand_over`); kept here, to
+        # be sent from here unless the call returns (the ledger opens it once).
         down = None
         if self._hand_back and self._ledger is not None:
-            down = self._ledger.hand_down(delegation.context.run_id)
+            down = self._ledger.hand_over(delegation.context.run_id)
         try:
             name, ref = self.submit(target, delegation, opening, down)
             if on_submit is not None:

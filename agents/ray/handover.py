@@ -3,7 +3,7 @@
 An agent in an actor of its own hands the events, spans and steps it still has queued for a run
 back with its result, and the caller's process sends them with its own batch (one ledger call
 fewer per delegation; see `LedgerClient.hand_over`); a caller likewise hands its queue down with
-a delegation (`LedgerClient.hand_down`). What a process took over usually travels on, down or up
+a delegation (`RayDispatcher._attempt`). What a process took over usually travels on, down or up
 a chain: carried as objects, a chain of N agents pickled and unpickled the deepest agent's
 events N times, O(N²) in all (a chain of 16: 470 KB and 0.47 ms of CPU per level). Sealed, each
 process pickles only what it queued itself; what it took over travels on as bytes, and the
@@ -25,10 +25,8 @@ from agents.core.events import Event
 from agents.core.steps import Step
 from agents.runtime.ports import Handover, SpanShipment
 
-__all__ = ["Carried", "Opened", "open_batch", "seal", "unseal"]
+__all__ = ["Carried", "open_batch", "seal"]
 
-# One run's events, span shipments (each a list of span records) and steps, in queue order.
-Opened = tuple[list[Event], list[list[dict[str, Any]]], list[Step]]
 # Whether the ledger sees a run's handover (by key) for the first time.
 Fresh = Callable[[str, str], bool]
 
@@ -71,15 +69,6 @@ def seal(
             count += 1
     sealed = pickle.dumps((items, spans, steps), protocol=pickle.HIGHEST_PROTOCOL)
     return Handover(run_id, count, shipments, sealed, origin, key, due)
-
-
-def unseal(handover: Handover) -> Opened:
-    """What the handover holds: events in order, span shipments, steps.
-
-    The events of handovers sealed inside come in their place.
-    """
-    events, spans, steps = _open(handover, None)
-    return [event for event, _ in events], spans, steps
 
 
 def _open(

@@ -238,7 +238,7 @@ class AgentHost:
         with the agent's own events (the orchestrator makes no call of its own to open the run).
         `hand_back`: the caller is an agent; what is queued here for the run goes back with the
         result (see `AgentRuntime.invoke`). `carried`: what the caller's process had queued for
-        the run, sent from here as this process's own (`LedgerClient.hand_down`).
+        the run, sent from here as this process's own (`LedgerClient.hand_over`).
         """
         attempt = delegation.context.attempt
         if attempt in self._early:

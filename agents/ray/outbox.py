@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from agents.core.events import Event
 from agents.core.steps import Step
-from agents.ray.handover import Carried, seal, unseal
+from agents.ray.handover import Carried, seal
 from agents.runtime.ports import Handover, SpanShipment
 from tracing import SpanRecord
 
@@ -31,7 +31,7 @@ class Outbox:
     One actor call per flush instead of one per event, flushed when an invocation ends (at the
     end of the event loop's turn, so that invocations ending together share a batch) and
     otherwise at most `EVENT_FLUSH_S` after an event was emitted. A run's queue may also travel
-    to another process, which sends it as its own (`hand_over`, `hand_down`, `take_over`).
+    to another process, which sends it as its own (`hand_over`, `take_over`).
     """
 
     def __init__(self, handle: Any) -> None:
@@ -139,11 +139,15 @@ class Outbox:
         self._soon = loop.call_soon(self._send)
 
     def hand_over(self, run_id: str) -> Handover | None:
-        """Take the run's queued events, spans and steps out, to travel with a result.
+        """Take the run's queued events, spans and steps out, to travel to another process.
 
-        The receiving process sends them as its own (`take_over`). Their events still count as
-        this process's (`emitted`: the ledger counts them by the process that emitted them);
-        its count of the run's span shipments goes back by as many (see `shipped`).
+        With a result (to the caller's), or with a delegation (to the callee's, instead of a
+        batch of the caller's own while it waits: a chain of agents in processes of their own
+        made one ledger call per level; the caller keeps it, to send it itself if the call
+        fails). The receiving process sends them as its own (`take_over`), by their due time.
+        Their events still count as this process's (`emitted`: the ledger counts them by the
+        process that emitted them); its count of the run's span shipments goes back by as
+        many (see `shipped`).
         """
         due = self._due()
         events, self._batch = _split(self._batch, run_id)
@@ -167,30 +171,14 @@ class Outbox:
             self._timer = None
         return handover
 
-    def hand_down(self, run_id: str) -> Handover | None:
-        """Take the run's queue out to travel with a delegation to another process.
-
-        The caller's events then reach the ledger with its callee's (or come back up with its
-        result) instead of by a batch of the caller's own while it waits: a chain of agents in
-        processes of their own made one ledger call per level. They still go by the time they
-        were due (`Handover.due`). The caller keeps the handover, to send it itself should the
-        call fail (`take_over`; the ledger opens it once). None for a run whose entry runs here
-        (its spans are kept here, `remember`).
-        """
-        return None if run_id in self._copies else self.hand_over(run_id)
-
     def take_over(self, handover: Handover) -> None:
         """Queue what another process handed over (`hand_over`), to send as this process's own.
 
-        It stays sealed (to be sent, or handed on, as bytes); where the run's entry runs its
-        spans are kept in the run's copies too (`remember`). It goes out by its due time.
+        It stays sealed, to be sent or handed on as bytes, by its due time. (Not kept in the
+        run's copies, `remember`: those serve a run that stayed in its entry's process.)
         """
         run_id = handover.run_id
         first = _count(self._shipments, run_id, handover.shipments) - handover.shipments + 1
-        copies = self._copies.get(run_id)
-        if copies is not None:
-            for records in unseal(handover)[1]:
-                copies.extend(records)
         self._batch.append((run_id, Carried(handover, first)))
         self._arm(handover.due)
 

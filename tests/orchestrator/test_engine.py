@@ -252,6 +252,12 @@ async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(team: Engine) 
     assert "is unavailable" in (slowpoke.error or "")
     assert result.status == RunStatus.SUCCEEDED  # boss recovered with the tool error in hand
     assert "ended failed" in (result.output or "")
+    # What boss's process handed down with the call, it sent again when the call failed (the
+    # dead process may have sent it first, as it did here): the run records it once.
+    events, _ = await engine.ledger.events("kill-me")
+    started = [e.agent for _, e in events if e.type == "agent_started"]
+    assert sorted(started) == ["boss", "slowpoke"]
+    assert len([e for _, e in events if e.type == "model_finished"]) == 3
     # The dead actor's own span died with it; the caller recorded what it saw, in the trace,
     # and the model call the actor had finished before it died is there, under it.
     lost = [s for s in result.spans if s["name"] == "invoke_agent slowpoke"]

@@ -277,17 +277,15 @@ async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_on
     span = {"name": "invoke_agent x", "attributes": {}}
     try:
         await a.open("r", None, RunStarted(agent="a"))
-        entry.remember("r")
         entry.emit("r", STARTED.model_copy(update={"agent": "entry"}))
         entry.keep_spans("r", [span])
-        assert entry.hand_down("r") is None  # the entry's process keeps its run's spans
         entry.flush()
 
         a.emit("r", AgentStarted(agent="a"))
         a.keep_spans("r", [span])
-        down = a.hand_down("r")
+        down = a.hand_over("r")
         assert down is not None and (down.events, down.shipments) == (1, 1)
-        assert a.hand_down("r") is None  # nothing left queued
+        assert a.hand_over("r") is None  # nothing left queued
 
         b.take_over(down)
         b.emit("r", AgentStarted(agent="b"))
