@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,11 +17,30 @@ from agents.core.events import (
     ToolStarted,
 )
 from agents.core.messages import RunStatus
+from agents.ray.ledger_client import LedgerClient
 from agents.runtime.causal import CausalOrder
 from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
 STARTED = AgentStarted(agent="a")
 FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, steps=1)
+SPAN = {"name": "invoke_agent x", "attributes": {}}
+
+
+@pytest.fixture
+def ledger_actor(ray_cluster: Any) -> Iterator[Any]:
+    """A real ledger actor on the session's Ray."""
+    from agents.ray.ledger_actor import LedgerActor
+
+    handle = LedgerActor.remote()  # type: ignore[attr-defined]
+    yield handle
+    ray.kill(handle)
+
+
+async def _processes(handle: Any) -> tuple[LedgerClient, LedgerClient, LedgerClient]:
+    """Three agent processes' ledger clients, and the run "r" opened (by the first)."""
+    clients = LedgerClient(handle), LedgerClient(handle), LedgerClient(handle)
+    await clients[0].open("r", None, RunStarted(agent="a"))
+    return clients
 
 
 def test_the_budget_is_shared_by_every_charge_of_a_run() -> None:
@@ -173,142 +193,119 @@ def test_an_event_whose_cause_never_comes_reaches_the_feed_after_the_hold() -> N
 
 @pytest.mark.anyio
 async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
-    ray_cluster: Any,
+    ledger_actor: Any,
 ) -> None:
     # Ray's async actors may start one caller's calls out of order; the ledger waits for a
     # batch's predecessor, so that a streamed reply reads as it was written.
-    from agents.ray.ledger_actor import LedgerActor
-
-    ledger = LedgerActor.remote()  # type: ignore[attr-defined]
-    try:
-        piece = ModelDelta(agent="a", invocation="i", step=1, text="")
-        second = ledger.emit_many.remote(
-            [("r", piece.model_copy(update={"text": "b "}))], [], "p", None, 2
-        )
-        first = ledger.emit_many.remote(
-            [("r", piece.model_copy(update={"text": "a "}))], [], "p", None, 1
-        )
-        await asyncio.gather(first, second)
-        items, _, _ = await ledger.feed.remote(0, 1.0)
-        assert [event.text for _, _, event in items] == ["a ", "b "]
-        # A batch whose predecessor never comes goes on alone, shortly.
-        await ledger.emit_many.remote(
-            [("r", piece.model_copy(update={"text": "c "}))], [], "p", None, 9
-        )
-        items, _, _ = await ledger.feed.remote(0, 1.0)
-        assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
-    finally:
-        ray.kill(ledger)
+    ledger = ledger_actor  # called directly, as an agent process's batches call it
+    piece = ModelDelta(agent="a", invocation="i", step=1, text="")
+    second = ledger.emit_many.remote(
+        [("r", piece.model_copy(update={"text": "b "}))], [], "p", None, 2
+    )
+    first = ledger.emit_many.remote(
+        [("r", piece.model_copy(update={"text": "a "}))], [], "p", None, 1
+    )
+    await asyncio.gather(first, second)
+    items, _, _ = await ledger.feed.remote(0, 1.0)
+    assert [event.text for _, _, event in items] == ["a ", "b "]
+    # A batch whose predecessor never comes goes on alone, shortly.
+    await ledger.emit_many.remote(
+        [("r", piece.model_copy(update={"text": "c "}))], [], "p", None, 9
+    )
+    items, _, _ = await ledger.feed.remote(0, 1.0)
+    assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
 
 
 @pytest.mark.anyio
 async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_sealed_where_made(
-    ray_cluster: Any,
+    ledger_actor: Any,
 ) -> None:
     # Agents in processes of their own, c called by b called by a: each process hands what it
     # still has queued for the run back with its result, and the caller's process sends it as
     # its own. What c queued travels through b's process as c sealed it (not pickled again),
     # and the ledger gets every event once, in order, and every span shipment.
-    from agents.ray.ledger_actor import LedgerActor
-    from agents.ray.ledger_client import LedgerClient
+    a, b, c = await _processes(ledger_actor)
+    a.emit("r", AgentStarted(agent="a"))
+    b.emit("r", AgentStarted(agent="b"))
+    c.emit("r", AgentStarted(agent="c"))
+    c.keep_spans("r", [SPAN, SPAN])
+    c.emit("r", FINISHED.model_copy(update={"agent": "c"}))
+    c.keep_spans("r", [SPAN])
+    from_c = c.hand_over("r")
+    assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
+    assert c.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
 
-    handle = LedgerActor.remote()  # type: ignore[attr-defined]
-    a, b, c = (LedgerClient(handle) for _ in range(3))
-    span = {"name": "invoke_agent x", "attributes": {}}
-    try:
-        await a.open("r", None, RunStarted(agent="a"))
-        a.emit("r", AgentStarted(agent="a"))
-        b.emit("r", AgentStarted(agent="b"))
-        c.emit("r", AgentStarted(agent="c"))
-        c.keep_spans("r", [span, span])
-        c.emit("r", FINISHED.model_copy(update={"agent": "c"}))
-        c.keep_spans("r", [span])
-        from_c = c.hand_over("r")
-        assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
-        assert c.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
+    b.take_over(from_c)
+    b.emit("r", FINISHED.model_copy(update={"agent": "b"}))
+    b.keep_spans("r", [SPAN])
+    from_b = b.hand_over("r")
+    assert from_b is not None and (from_b.events, from_b.shipments) == (4, 3)
+    assert from_c.sealed in from_b.sealed
 
-        b.take_over(from_c)
-        b.emit("r", FINISHED.model_copy(update={"agent": "b"}))
-        b.keep_spans("r", [span])
-        from_b = b.hand_over("r")
-        assert from_b is not None and (from_b.events, from_b.shipments) == (4, 3)
-        assert from_c.sealed in from_b.sealed
-
-        a.take_over(from_b)
-        a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-        assert a.shipped("r")[1] == 3
-        a.flush()
-        spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.shipped("r"))
-        assert len(spans) == 4 and missing == 0
-        # Each process's events are counted as its own, whoever sent them: the run closes
-        # at once (a wrong count keeps it waiting for events that never come, 5 s).
-        sent = dict([a.emitted("r"), b.emitted("r"), c.emitted("r")])
-        assert sorted(sent.values()) == [2, 2, 2]
-        events = await asyncio.wait_for(
-            a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
-        )
-        order = [(e.type, e.agent) for _, e in events]
-        assert order == [
-            ("run_started", "a"),
-            ("agent_started", "a"),
-            ("agent_started", "b"),
-            ("agent_started", "c"),
-            ("agent_finished", "c"),
-            ("agent_finished", "b"),
-            ("agent_finished", "a"),
-            ("run_finished", "a"),
-        ]
-    finally:
-        ray.kill(handle)
+    a.take_over(from_b)
+    a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+    assert a.shipped("r")[1] == 3
+    a.flush()
+    spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.shipped("r"))
+    assert len(spans) == 4 and missing == 0
+    # Each process's events are counted as its own, whoever sent them: the run closes
+    # at once (a wrong count keeps it waiting for events that never come, 5 s).
+    sent = dict([a.emitted("r"), b.emitted("r"), c.emitted("r")])
+    assert sorted(sent.values()) == [2, 2, 2]
+    events = await asyncio.wait_for(
+        a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
+    )
+    order = [(e.type, e.agent) for _, e in events]
+    assert order == [
+        ("run_started", "a"),
+        ("agent_started", "a"),
+        ("agent_started", "b"),
+        ("agent_started", "c"),
+        ("agent_finished", "c"),
+        ("agent_finished", "b"),
+        ("agent_finished", "a"),
+        ("run_finished", "a"),
+    ]
 
 
 @pytest.mark.anyio
 async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_once_if_sent_again(
-    ray_cluster: Any,
+    ledger_actor: Any,
 ) -> None:
     # a delegates to b in another process: what a has queued goes with the call and b's
     # process sends it with its own. When the call fails, a cannot know whether b sent it
     # before dying, so it sends it again: the ledger records it once.
-    from agents.ray.ledger_actor import LedgerActor
-    from agents.ray.ledger_client import LedgerClient
+    a, b, entry = await _processes(ledger_actor)
+    entry.emit("r", STARTED.model_copy(update={"agent": "entry"}))
+    entry.keep_spans("r", [SPAN])
+    entry.flush()
 
-    handle = LedgerActor.remote()  # type: ignore[attr-defined]
-    a, b, entry = (LedgerClient(handle) for _ in range(3))
-    span = {"name": "invoke_agent x", "attributes": {}}
-    try:
-        await a.open("r", None, RunStarted(agent="a"))
-        entry.emit("r", STARTED.model_copy(update={"agent": "entry"}))
-        entry.keep_spans("r", [span])
-        entry.flush()
+    a.emit("r", AgentStarted(agent="a"))
+    a.keep_spans("r", [SPAN])
+    down = a.hand_over("r")
+    assert down is not None and (down.events, down.shipments) == (1, 1)
+    assert a.hand_over("r") is None  # nothing left queued
 
-        a.emit("r", AgentStarted(agent="a"))
-        a.keep_spans("r", [span])
-        down = a.hand_over("r")
-        assert down is not None and (down.events, down.shipments) == (1, 1)
-        assert a.hand_over("r") is None  # nothing left queued
+    b.take_over(down)
+    b.emit("r", AgentStarted(agent="b"))
+    b.keep_spans("r", [SPAN])
+    b.flush()  # b's process sends a's events with its own, then dies
+    a.take_over(down)  # the call failed: a sends them itself
+    a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+    a.flush()
 
-        b.take_over(down)
-        b.emit("r", AgentStarted(agent="b"))
-        b.keep_spans("r", [span])
-        b.flush()  # b's process sends a's events with its own, then dies
-        a.take_over(down)  # the call failed: a sends them itself
-        a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-        a.flush()
-
-        spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.shipped("r"))
-        assert len(spans) == 3 and missing == 0  # a's once
-        sent = dict([a.emitted("r"), b.emitted("r"), entry.emitted("r")])
-        events = await asyncio.wait_for(
-            a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
-        )
-        kinds = sorted((e.type, e.agent) for _, e in events)
-        assert kinds == [
-            ("agent_finished", "a"),
-            ("agent_started", "a"),
-            ("agent_started", "b"),
-            ("agent_started", "entry"),
-            ("run_finished", "a"),
-            ("run_started", "a"),
-        ]
-    finally:
-        ray.kill(handle)
+    spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.shipped("r"))
+    assert len(spans) == 3 and missing == 0  # a's once
+    sent = dict([a.emitted("r"), b.emitted("r"), entry.emitted("r")])
+    events = await asyncio.wait_for(
+        a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
+    )
+    kinds = sorted((e.type, e.agent) for _, e in events)
+    assert kinds == [
+        ("agent_finished", "a"),
+        ("agent_started", "a"),
+        ("agent_started", "b"),
+        ("agent_started", "entry"),
+        ("run_finished", "a"),
+        ("run_started", "a"),
+    ]
