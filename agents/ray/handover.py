@@ -48,9 +48,9 @@ def seal(
     events: list[Event | Carried],
     spans: list[list[dict[str, Any]]],
     steps: list[Step],
-    origin: str = "",
-    key: str = "",
-    due: float = 0.0,
+    origin: str,
+    key: str,
+    due: float,
 ) -> Handover:
     """One run's queued items as a handover; handovers among the events stay sealed inside.
 

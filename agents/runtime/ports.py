@@ -83,9 +83,9 @@ class Handover:
     events: int  # events inside, those of handovers sealed inside included
     shipments: int  # span shipments inside, likewise
     sealed: bytes
-    origin: str = ""  # the process that queued the events sealed here (not those inside)
-    key: str = ""  # unique among the run's handovers
-    due: float = 0.0  # wall-clock time by which its oldest item is to reach the ledger
+    origin: str  # the process that queued the events sealed here (not those inside)
+    key: str  # unique among the run's handovers
+    due: float  # wall-clock time by which its oldest item is to reach the ledger
 
 
 # What a decision on a pending call did: taken, too late (already decided), or no such call.
