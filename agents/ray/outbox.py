@@ -108,13 +108,13 @@ class Outbox:
             self._send()
             return
         now = time.time()
-        delay = EVENT_FLUSH_S if due is None else min(max(due - now, 0.0), EVENT_FLUSH_S)
+        at = now + EVENT_FLUSH_S if due is None else min(due, now + EVENT_FLUSH_S)
         if self._timer is not None:
-            if self._timer_due <= now + delay:
+            if self._timer_due <= at:
                 return
             self._timer.cancel()
-        self._timer = loop.call_later(delay, self._send)
-        self._timer_due = now + delay
+        self._timer = loop.call_later(max(at - now, 0.0), self._send)
+        self._timer_due = at
 
     def _due(self) -> float:
         """The wall-clock time by which what is queued here is to be sent."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,8 @@ from agents.core.events import (
     ToolStarted,
 )
 from agents.core.messages import RunStatus
-from agents.ray.ledger_client import LedgerClient
+from agents.ray.handover import seal
+from agents.ray.ledger_client import EVENT_FLUSH_S, LedgerClient
 from agents.runtime.causal import CausalOrder
 from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
@@ -309,3 +311,23 @@ async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_on
         ("run_finished", "a"),
         ("run_started", "a"),
     ]
+
+
+@pytest.mark.anyio
+async def test_what_a_process_takes_over_keeps_its_deadline_down_and_up_a_chain(
+    ledger_actor: Any,
+) -> None:
+    # Events travelling with calls still reach followers by the time they were due (50 ms
+    # after they were emitted), however many processes they pass through on the way.
+    a, b, c = await _processes(ledger_actor)
+    a.emit("r", AgentStarted(agent="a"))
+    from_a = a.hand_over("r")
+    assert from_a is not None and from_a.due <= time.time() + EVENT_FLUSH_S
+    b.take_over(from_a)
+    b.emit("r", AgentStarted(agent="b"))  # younger: it does not put the deadline off
+    from_b = b.hand_over("r")
+    assert from_b is not None and from_b.due == from_a.due
+    late = seal("r", [AgentStarted(agent="x")], [], [], "x", "x.1", time.time() - 1.0)
+    c.take_over(late)  # overdue: due at once, here and wherever it is handed on
+    from_c = c.hand_over("r")
+    assert from_c is not None and from_c.due <= time.time()
