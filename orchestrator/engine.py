@@ -300,7 +300,10 @@ class Engine:
             self._cancelled.discard(run_id)
             if finish:
                 final = final_event(result, entry)
-                await self.ledger.finish(run_id, final, events_sent(result), riding)
+                # Nothing comes back: the events stay readable in the ledger (`events`).
+                await self.ledger.finish(
+                    run_id, final, events_sent(result), riding, returning=False
+                )
             elif riding is not None:
                 self._openings[run_id] = riding
         return result

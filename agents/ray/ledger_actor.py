@@ -139,6 +139,7 @@ class LedgerActor:
         final: Event,
         sent: dict[str, int] | None = None,
         first: Event | None = None,
+        returning: bool = True,
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
@@ -146,7 +147,8 @@ class LedgerActor:
         while): the caller may have its result before this actor has a process's last batch.
         With a journal they are stored by now (none to return, unless writing failed).
         `first`: the run's first event, if it was handed to the entry agent to send (it is
-        recorded unless it came).
+        recorded unless it came). `returning`: False for a caller that keeps no store (the
+        engine's own runs): nothing comes back (a chain of 16 sends ~100 events back else).
         """
         until = time.monotonic() + EVENTS_WAIT_S
         for sender, count in (sent or {}).items():
@@ -154,7 +156,7 @@ class LedgerActor:
                 if not await self._wait_for_change(run_id, until):
                     logger.warning("run %s: closed without its last events from %s", run_id, sender)
                     break
-        events = self._ledger.finish(run_id, final, first)
+        events = self._ledger.finish(run_id, final, first, returning)
         self._steps.pop(run_id, None)
         self._changed(run_id)
         if self._writer is not None and await self._writer.sync():

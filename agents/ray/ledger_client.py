@@ -108,15 +108,17 @@ class LedgerClient(Outbox):
         final: Event,
         sent: dict[str, int] | None = None,
         first: Event | None = None,
+        returning: bool = True,
     ) -> list[tuple[int, Event]]:
         """Add the run's last event and close it; return its events the store still lacks.
 
         `sent`: how many events of the run each agent process sent (see `emitted`); they come
         first. `first`: the run's first event, when it was handed to the entry agent to send
         with its own (`RayDispatcher.dispatch`); recorded here if it never came.
+        `returning`: False when the caller keeps no store: nothing comes back.
         """
         events: list[tuple[int, Event]] = await self._handle.finish.remote(
-            run_id, final, sent, first
+            run_id, final, sent, first, returning
         )
         return events
 

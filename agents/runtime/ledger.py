@@ -152,12 +152,13 @@ class RunLedger:
         return "closed" if run_id in self._closed else "unknown"
 
     def finish(
-        self, run_id: str, final: Event, first: Event | None = None
+        self, run_id: str, final: Event, first: Event | None = None, returning: bool = True
     ) -> list[tuple[int, Event]]:
         """Record the run's last event and close it; return all its events with their ids.
 
         `first`: the run's first event, recorded first if it has not come (it rides with the
         entry agent's events, which never come when the entry agent was never reached).
+        `returning`: False returns none (they stay readable).
         """
         if run_id not in self._closed:
             book = self._open_book(run_id)
@@ -167,7 +168,7 @@ class RunLedger:
                 self._append(run_id, book, held)
             self.emit(run_id, final)
         self.close(run_id)
-        return self.numbered(run_id)
+        return self.numbered(run_id) if returning else []
 
     def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget, or not counted here)."""

@@ -76,6 +76,17 @@ def test_events_arriving_before_open_are_kept_and_finished_runs_stay_readable() 
     assert len(ledger.events("r")) == 2
 
 
+def test_a_run_finished_for_a_caller_without_a_store_sends_nothing_back_and_stays_readable() -> (
+    None
+):
+    ledger = RunLedger()
+    ledger.emit("r", STARTED)
+    final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
+    assert ledger.finish("r", final, returning=False) == []
+    assert [e.type for e in ledger.events("r")] == ["agent_started", "run_finished"]
+    assert ledger.finish("r", final) == list(enumerate(ledger.events("r"), start=1))
+
+
 def test_a_second_decision_is_decided_already_even_after_the_run_closed() -> None:
     ledger = RunLedger()
     ledger.open("r", None)
