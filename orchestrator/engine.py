@@ -85,7 +85,7 @@ class Engine:
         self._env = dict(env or {})
         self._pool: AgentPool | None = None
         self._ledger: LedgerClient | None = None
-        self._inflight: dict[str, ray.ObjectRef[AgentResult]] = {}
+        self._inflight: dict[str, ray.ObjectRef[bytes]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: set[str] = set()  # active runs asked to stop
         # First events of runs left open (`finish=False`) that `finish` must be sure of.
@@ -353,7 +353,7 @@ class Engine:
         if run_id in self._cancelled:
             return stopped
 
-        def submitted(ref: ray.ObjectRef[AgentResult]) -> None:
+        def submitted(ref: ray.ObjectRef[bytes]) -> None:
             self._inflight[run_id] = ref
             if run_id in self._cancelled:  # asked to stop while the call was being made
                 self._stop(ref)
@@ -389,7 +389,7 @@ class Engine:
             self._stop(ref)
         return True
 
-    def _stop(self, ref: ray.ObjectRef[AgentResult]) -> None:
+    def _stop(self, ref: ray.ObjectRef[bytes]) -> None:
         """Cancel the entry agent's call (its delegations too) while the run goes on."""
         if not self._closed:
             self._dispatcher.cancel(ref)

@@ -21,6 +21,7 @@ from agents.core.errors import describe_error
 from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.wire import HostCall, open_result, seal_call
 from agents.runtime.handoff import invoke_here
 from agents.runtime.ports import Handover
 from tracing import lost_agent_span
@@ -97,7 +98,7 @@ class RayDispatcher:
         self._hand_back = hand_back and ledger is not None
         self._handles: dict[str, list[Any]] = {}
         # Calls in flight: their actor and delegation attempt, for `cancel`.
-        self._calls: dict[ray.ObjectRef[AgentResult], tuple[Any, str]] = {}
+        self._calls: dict[ray.ObjectRef[bytes], tuple[Any, str]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
     def _handle(self, target: str) -> tuple[str, Any]:
@@ -114,18 +115,19 @@ class RayDispatcher:
         delegation: Delegation,
         opening: Event | None = None,
         carried: Handover | None = None,
-    ) -> tuple[str, ray.ObjectRef[AgentResult]]:
+    ) -> tuple[str, ray.ObjectRef[bytes]]:
         """Start the delegation on a replica of `target`; `cancel` stops it until it returns.
 
         `carried`: what this process had queued for the run, for the callee's to send.
         """
         name, handle = self._handle(target)
-        ref = handle.invoke.remote(target, delegation, opening, self._hand_back, carried)
+        call = HostCall(target, delegation, opening, self._hand_back, carried)
+        ref = handle.invoke.remote(seal_call(call))
         if delegation.context.attempt:  # the host knows its call by it (`AgentHost.cancel`)
             self._calls[ref] = (handle, delegation.context.attempt)
         return name, ref
 
-    def cancel(self, ref: ray.ObjectRef[AgentResult]) -> None:
+    def cancel(self, ref: ray.ObjectRef[bytes]) -> None:
         """Stop a call `submit` made, and the delegations it made in turn.
 
         Ray's own cancellation is not enough: it drops one that reaches an async actor before
@@ -143,7 +145,7 @@ class RayDispatcher:
         self,
         target: str,
         delegation: Delegation,
-        on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None = None,
+        on_submit: Callable[[ray.ObjectRef[bytes]], None] | None = None,
         opening: Event | None = None,
     ) -> AgentResult:
         """Hand `delegation` to a replica of `target` and return its result.
@@ -195,13 +197,13 @@ class RayDispatcher:
         self,
         target: str,
         delegation: Delegation,
-        on_submit: Callable[[ray.ObjectRef[AgentResult]], None] | None,
+        on_submit: Callable[[ray.ObjectRef[bytes]], None] | None,
         opening: Event | None = None,
     ) -> tuple[str, AgentResult | BaseException]:
         """One try: the result, or the error of an actor that died or cannot be found."""
         name = target
         submitted_ns = time.time_ns()
-        ref: ray.ObjectRef[AgentResult] | None = None
+        ref: ray.ObjectRef[bytes] | None = None
         # An agent's queue for the run goes with the call (`Outbox.hand_over`); kept here, to
         # be sent from here unless the call returns (the ledger opens it once).
         down = None
@@ -244,13 +246,13 @@ class RayDispatcher:
             if down is not None and self._ledger is not None:
                 self._ledger.take_over(down)
 
-    async def _received(self, ref: ray.ObjectRef[AgentResult]) -> AgentResult:
+    async def _received(self, ref: ray.ObjectRef[bytes]) -> AgentResult:
         """The callee's result, once what it handed over is queued here (`hand_back`).
 
         An agent's process leaves the result's subtree sealed (it only carries it up); the
         orchestrator's opens it.
         """
-        result: AgentResult = await ref
+        result = open_result(await ref)
         if result.handed_over is not None and self._ledger is not None:
             self._ledger.take_over(result.handed_over)
             result.handed_over = None

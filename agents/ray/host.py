@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from agents.core.events import Event
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
@@ -27,8 +26,8 @@ from agents.models.base import tool_schema
 from agents.models.safety import forbid_remote_models
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.wire import open_call, seal_result
 from agents.runtime.loop import AgentRuntime
-from agents.runtime.ports import Handover
 from agents.runtime.remote import RemoteAgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import attributes as attr
@@ -224,39 +223,36 @@ class AgentHost:
             },
         }
 
-    async def invoke(
-        self,
-        agent: str,
-        delegation: Delegation,
-        opening: Event | None = None,
-        hand_back: bool = False,
-        carried: Handover | None = None,
-    ) -> AgentResult:
+    async def invoke(self, sealed: bytes) -> bytes:
         """Run one delegation on a hosted agent and return its result tree.
 
-        `opening`: the run's first event, when this is the run's entry; it goes to the ledger
-        with the agent's own events (the orchestrator makes no call of its own to open the run).
-        `hand_back`: the caller is an agent; what is queued here for the run goes back with the
-        result (see `AgentRuntime.invoke`). `carried`: what the caller's process had queued for
-        the run, sent from here as this process's own (`LedgerClient.hand_over`).
+        Both sealed (`agents.ray.wire`): the call is a `HostCall`, the result an `AgentResult`.
+        Its `opening`: the run's first event, when this is the run's entry; it goes to the
+        ledger with the agent's own events (the orchestrator makes no call of its own to open
+        the run). `hand_back`: the caller is an agent; what is queued here for the run goes
+        back with the result (see `AgentRuntime.invoke`). `carried`: what the caller's process
+        had queued for the run, sent from here as this process's own
+        (`LedgerClient.hand_over`).
         """
+        call = open_call(sealed)
+        delegation = call.delegation
         attempt = delegation.context.attempt
         if attempt in self._early:
             del self._early[attempt]
             raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError
-        if carried is not None:
-            self._ledger.take_over(carried)
-        if opening is not None:
-            self._ledger.emit(delegation.context.run_id, opening)
+        if call.carried is not None:
+            self._ledger.take_over(call.carried)
+        if call.opening is not None:
+            self._ledger.emit(delegation.context.run_id, call.opening)
         task = asyncio.current_task()
         if attempt and task is not None:
             self._calls[attempt] = task
         try:
-            result = await self._run(agent, True, delegation, hand_back)
+            result = await self._run(call.agent, True, delegation, call.hand_back)
         finally:
             self._calls.pop(attempt, None)
         result.seal_children()  # see `AgentResult.seal_children`
-        return result
+        return seal_result(result)
 
     async def cancel(self, attempt: str) -> None:
         """Stop the call of this delegation attempt (or refuse it when it comes).
