@@ -26,14 +26,14 @@ _MESSAGES = [{"role": "user", "content": "go"}]
 
 def _worker_threads_started(calls: Callable[[], Awaitable[object]]) -> int:
     """How many executor threads a fresh event loop starts while `calls` runs."""
-    before = {t.ident for t in threading.enumerate()}
+    # Threads themselves, not their idents: a thread that ends meanwhile frees its ident for
+    # the new one.
+    before = set(threading.enumerate())
 
     async def main() -> int:
         await calls()
         return sum(
-            1
-            for t in threading.enumerate()
-            if t.ident not in before and t.name.startswith("asyncio")
+            1 for t in threading.enumerate() if t not in before and t.name.startswith("asyncio")
         )
 
     return asyncio.run(main())
