@@ -21,7 +21,7 @@ from agents.core.errors import describe_error
 from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.ledger_client import LedgerClient
-from agents.ray.wire import HostCall, open_result, seal_call
+from agents.ray.wire import HostCall, seal, unseal
 from agents.runtime.handoff import invoke_here
 from agents.runtime.ports import Handover
 from tracing import lost_agent_span
@@ -122,7 +122,7 @@ class RayDispatcher:
         """
         name, handle = self._handle(target)
         call = HostCall(target, delegation, opening, self._hand_back, carried)
-        ref = handle.invoke.remote(seal_call(call))
+        ref = handle.invoke.remote(seal(call))
         if delegation.context.attempt:  # the host knows its call by it (`AgentHost.cancel`)
             self._calls[ref] = (handle, delegation.context.attempt)
         return name, ref
@@ -252,7 +252,7 @@ class RayDispatcher:
         An agent's process leaves the result's subtree sealed (it only carries it up); the
         orchestrator's opens it.
         """
-        result = open_result(await ref)
+        result = unseal(await ref, AgentResult)
         if result.handed_over is not None and self._ledger is not None:
             self._ledger.take_over(result.handed_over)
             result.handed_over = None

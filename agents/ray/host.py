@@ -26,7 +26,7 @@ from agents.models.base import tool_schema
 from agents.models.safety import forbid_remote_models
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
-from agents.ray.wire import open_call, seal_result
+from agents.ray.wire import HostCall, seal, unseal
 from agents.runtime.loop import AgentRuntime
 from agents.runtime.remote import RemoteAgentRuntime
 from agents.tools.delegate import build_tools
@@ -234,7 +234,7 @@ class AgentHost:
         had queued for the run, sent from here as this process's own
         (`LedgerClient.hand_over`).
         """
-        call = open_call(sealed)
+        call = unseal(sealed, HostCall)
         delegation = call.delegation
         attempt = delegation.context.attempt
         if attempt in self._early:
@@ -252,7 +252,7 @@ class AgentHost:
         finally:
             self._calls.pop(attempt, None)
         result.seal_children()  # see `AgentResult.seal_children`
-        return seal_result(result)
+        return seal(result)
 
     async def cancel(self, attempt: str) -> None:
         """Stop the call of this delegation attempt (or refuse it when it comes).

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation
 from agents.runtime.ports import Handover
 
-__all__ = ["HostCall", "open_call", "open_result", "seal_call", "seal_result"]
+__all__ = ["HostCall", "seal", "unseal"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -35,27 +38,20 @@ class HostCall:
     carried: Handover | None = None
 
 
-def seal_call(call: HostCall) -> bytes:
-    """The call as the bytes `AgentHost.invoke` takes."""
-    return pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+def seal(value: HostCall | AgentResult) -> bytes:
+    """A call as the bytes `AgentHost.invoke` takes, or a result as the bytes it returns.
+
+    A result's children are sealed already (see `AgentResult.seal_children`).
+    """
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def open_call(sealed: bytes) -> HostCall:
-    """The call `seal_call` sealed (in a host: the bytes come from Baton's own processes)."""
-    call = pickle.loads(sealed)
-    if not isinstance(call, HostCall):
-        raise TypeError(f"expected a sealed HostCall, got {type(call).__name__}")
-    return call
+def unseal(sealed: bytes, kind: type[_T]) -> _T:
+    """What `seal` sealed, checked to be a `kind` (the bytes come from Baton's own processes).
 
-
-def seal_result(result: AgentResult) -> bytes:
-    """A host's result as the bytes it returns (its children sealed already)."""
-    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def open_result(sealed: bytes) -> AgentResult:
-    """The result `seal_result` sealed (its children stay sealed: see `open_children`)."""
-    result = pickle.loads(sealed)
-    if not isinstance(result, AgentResult):
-        raise TypeError(f"expected a sealed AgentResult, got {type(result).__name__}")
-    return result
+    A result's children stay sealed (see `AgentResult.open_children`).
+    """
+    value = pickle.loads(sealed)
+    if not isinstance(value, kind):
+        raise TypeError(f"expected a sealed {kind.__name__}, got {type(value).__name__}")
+    return value
