@@ -62,9 +62,13 @@ async def test_runs_cancelled_as_soon_as_they_are_accepted_end_cancelled(api: st
             return str(run["id"])
 
         ids = await asyncio.gather(*(accepted_then_cancelled() for _ in range(12)))
-        ends = await asyncio.wait_for(
-            asyncio.gather(*(all_events(api, run_id) for run_id in ids)), timeout=20
-        )
+        try:
+            ends = await asyncio.wait_for(
+                asyncio.gather(*(all_events(api, run_id) for run_id in ids)), timeout=20
+            )
+        except TimeoutError:  # say where each run stands
+            runs = [(await client.get(f"/v1/runs/{run_id}")).json() for run_id in ids]
+            pytest.fail(f"not all ended in 20 s: {[(r['id'], r['status']) for r in runs]}")
     assert [events[-1][2]["status"] for events in ends] == ["cancelled"] * 12
 
 
