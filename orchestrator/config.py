@@ -23,6 +23,7 @@ from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
+from orchestrator.revision import code_revision
 from orchestrator.topology import Topology, build_topology
 from orchestrator.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
 from tracing import Redactor, secret_values_from_env, secret_values_in
@@ -112,10 +113,11 @@ class AgentSystem:
     def actor_prefix(self, journal_url: str | None = None) -> str:
         """What the names of this system's actors on Ray start with.
 
-        The config's name and hash, and the run store its ledger writes runs' steps and events
-        to: a service with another store must not find this one's ledger and write there.
+        The config's name and hash, the revision of Baton's agent code (`code_revision`), and
+        the run store its ledger writes runs' steps and events to: a service with another store
+        must not find this one's ledger and write there.
         """
-        prefix = f"{self.config.name}-{self.fingerprint}"
+        prefix = f"{self.config.name}-{self.fingerprint}-{code_revision()}"
         if journal_url is None:
             return prefix
         return f"{prefix}-{hashlib.sha256(journal_url.encode()).hexdigest()[:6]}"

@@ -194,3 +194,25 @@ def test_systems_with_another_config_or_another_store_never_share_actors() -> No
     names = {team.actor_prefix(None), team.actor_prefix(a), team.actor_prefix(b)}
     assert len(names | {changed.actor_prefix(a)}) == 4
     assert all(name.startswith(f"{team.config.name}-") for name in names)
+
+
+def test_actors_of_another_revision_of_the_agent_code_are_never_found_by_name(
+    tmp_path: Path,
+) -> None:
+    # A service's actors outlive it; after an upgrade, the restarted service must start its
+    # own rather than call the old code's (same config, same store) with calls it does not take.
+    from orchestrator.revision import code_revision
+
+    system = load_config("configs/default.yaml")
+    prefix = system.actor_prefix("sqlite:///runs.db")
+    assert code_revision() in prefix
+    assert prefix == load_config("configs/default.yaml").actor_prefix("sqlite:///runs.db")
+    package = tmp_path / "agents"
+    package.mkdir()
+    (package / "host.py").write_text("def invoke(agent, delegation): ...\n")
+    before = code_revision((package,))
+    (package / "host.py").write_text("def invoke(sealed): ...\n")
+    changed = code_revision.__wrapped__((package,))  # uncached: the same path, new code
+    assert changed != before
+    (package / "host.py").write_text("def invoke(agent, delegation): ...\n")
+    assert code_revision.__wrapped__((package,)) == before
