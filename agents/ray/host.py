@@ -226,13 +226,8 @@ class AgentHost:
     async def invoke(self, sealed: bytes) -> bytes:
         """Run one delegation on a hosted agent and return its result tree.
 
-        Both sealed (`agents.ray.wire`): the call is a `HostCall`, the result an `AgentResult`.
-        Its `opening`: the run's first event, when this is the run's entry; it goes to the
-        ledger with the agent's own events (the orchestrator makes no call of its own to open
-        the run). `hand_back`: the caller is an agent; what is queued here for the run goes
-        back with the result (see `AgentRuntime.invoke`). `carried`: what the caller's process
-        had queued for the run, sent from here as this process's own
-        (`LedgerClient.hand_over`).
+        Both sealed (`agents.ray.wire`): the call is a `HostCall` (what its fields ask of this
+        host is documented there), the result an `AgentResult`.
         """
         call = unseal(sealed, HostCall)
         delegation = call.delegation

@@ -26,9 +26,11 @@ _T = TypeVar("_T")
 class HostCall:
     """What `AgentHost.invoke` is asked: run `delegation` on the hosted `agent`.
 
-    `opening`: the run's first event (the run's entry). `hand_back`: the caller is an agent,
-    and takes the callee's queue back with the result. `carried`: the caller's queue, for the
-    callee's process to send as its own.
+    `opening`: the run's first event, when this is the run's entry; it goes to the ledger with
+    the agent's own events (the orchestrator makes no call of its own to open the run).
+    `hand_back`: the caller is an agent; what the host queued for the run goes back with the
+    result (see `AgentRuntime.invoke`). `carried`: what the caller's process had queued for the
+    run, sent from the host as its own (`LedgerClient.hand_over`).
     """
 
     agent: str
