@@ -16,9 +16,10 @@ import ray
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step, step_number
-from agents.ray.handover import Carried, open_batch
+from agents.ray.handover import open_batch
+from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, unseal
 from agents.runtime.ledger import RunLedger
-from agents.runtime.ports import Decision, RunState, SpanShipment
+from agents.runtime.ports import Decision, RunState
 
 __all__ = ["LedgerActor"]
 
@@ -133,30 +134,21 @@ class LedgerActor:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
 
-    async def finish(
-        self,
-        run_id: str,
-        final: Event,
-        sent: dict[str, int] | None = None,
-        first: Event | None = None,
-        returning: bool = True,
-    ) -> list[tuple[int, Event]]:
-        """Add the run's last event and close it; return its events the store still lacks.
+    async def finish(self, sealed: bytes) -> list[tuple[int, Event]]:
+        """Add a run's last event and close it (a sealed `RunEnd`, which says how).
 
-        `sent`: how many events of the run each agent process sent; they are waited for (a
-        while): the caller may have its result before this actor has a process's last batch.
-        With a journal they are stored by now (none to return, unless writing failed).
-        `first`: the run's first event, if it was handed to the entry agent to send (it is
-        recorded unless it came). `returning`: False for a caller that keeps no store (the
-        engine's own runs): nothing comes back (a chain of 16 sends ~100 events back else).
+        Returns its events the store still lacks: with a journal they are stored by now (none,
+        unless writing failed).
         """
+        end = unseal(sealed, RunEnd)
+        run_id = end.run_id
         until = time.monotonic() + EVENTS_WAIT_S
-        for sender, count in (sent or {}).items():
+        for sender, count in (end.sent or {}).items():
             while self._ledger.received(run_id, sender) < count:
                 if not await self._wait_for_change(run_id, until):
                     logger.warning("run %s: closed without its last events from %s", run_id, sender)
                     break
-        events = self._ledger.finish(run_id, final, first, returning)
+        events = self._ledger.finish(run_id, end.final, end.first, end.returning)
         self._steps.pop(run_id, None)
         self._changed(run_id)
         if self._writer is not None and await self._writer.sync():
@@ -177,25 +169,17 @@ class LedgerActor:
         )
         return True
 
-    async def commit(
-        self,
-        run_id: str,
-        step: Step,
-        earlier: list[tuple[str, Event | Carried]],
-        spans: list[SpanShipment],
-        steps: list[tuple[str, Step]],
-        sender: str = "",
-        batch: int = 0,
-    ) -> bool:
-        """Store a step and what its process sent before it; False if the run moved on.
+    async def commit(self, sealed: bytes) -> bool:
+        """Store a step and what its process sent before it (a sealed `Commit`).
 
         The barrier before an effect that must not be repeated: the step is stored when this
-        returns True. A step of an older life of the run (resumed since) is refused.
+        returns True. A step of an older life of the run (resumed since) is refused: False.
         """
-        await self.emit_many(earlier, spans, sender, steps, batch)
+        call = unseal(sealed, Commit)
+        await self._apply(call.earlier)
         if self._writer is None:
-            return step.epoch >= self._ledger.epoch(run_id)
-        return self._keep(run_id, step) and await self._writer.sync()
+            return call.step.epoch >= self._ledger.epoch(call.run_id)
+        return self._keep(call.run_id, call.step) and await self._writer.sync()
 
     def close(self, run_id: str) -> None:
         """Stop counting the run; its events stay readable for a while."""
@@ -223,24 +207,15 @@ class LedgerActor:
         """The at-most-once tools started under a delegation attempt."""
         return self._ledger.effects(run_id, attempt)
 
-    async def request_approval(
-        self,
-        run_id: str,
-        call_id: str,
-        event: ApprovalRequested,
-        earlier: list[tuple[str, Event | Carried]] | None = None,
-        spans: list[SpanShipment] | None = None,
-        sender: str = "",
-        steps: list[tuple[str, Step]] | None = None,
-        batch: int = 0,
-    ) -> str:
-        """Register a call waiting for approval, after the caller's `earlier` events.
+    async def request_approval(self, sealed: bytes) -> str:
+        """Register a call waiting for approval, after its process's earlier events.
 
-        They are sent along because an async actor does not keep one caller's calls in order.
+        A sealed `ApprovalCall`. Returns the approval's unique id.
         """
-        await self.emit_many(earlier or [], spans or [], sender, steps, batch)
-        unique = self._ledger.request_approval(run_id, call_id, event)
-        self._changed(run_id)
+        call = unseal(sealed, ApprovalCall)
+        await self._apply(call.earlier)
+        unique = self._ledger.request_approval(call.run_id, call.call_id, call.event)
+        self._changed(call.run_id)
         return unique
 
     async def decide(
@@ -294,31 +269,30 @@ class LedgerActor:
             if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
                 return version, len(self._ledger.pending(run_id)), state
 
-    async def emit_many(
-        self,
-        events: list[tuple[str, Event | Carried]],
-        spans: list[SpanShipment],
-        sender: str = "",
-        steps: list[tuple[str, Step]] | None = None,
-        batch: int = 0,
-    ) -> None:
-        """Record batches of events, numbered span shipments and steps from one agent process.
+    async def emit_many(self, sealed: bytes) -> None:
+        """Record a batch of events, numbered span shipments and steps (a sealed `Batch`)."""
+        await self._apply(unseal(sealed, Batch))
 
-        `batch` numbers the process's batches from 1 (0: unnumbered); one that overtook an
-        earlier one waits for it (up to `ORDER_WAIT_S`). Steps of an older life of their run
-        (resumed since) are dropped.
+    async def _apply(self, batch: Batch) -> None:
+        """Record a batch from one agent process.
+
+        A numbered batch that overtook an earlier one waits for it (up to `ORDER_WAIT_S`).
+        Steps of an older life of their run (resumed since) are dropped.
         """
-        if sender and batch:
-            await self._in_turn(sender, batch)
+        sender = batch.sender
+        if sender and batch.number:
+            await self._in_turn(sender, batch.number)
         # Handovers from callees' processes, taken over by the sender (`agents.ray.handover`).
-        opened, carried_spans, carried_steps = open_batch(events, sender, self._ledger.first_sight)
-        for run_id, step in [*(steps or ()), *carried_steps]:
+        opened, carried_spans, carried_steps = open_batch(
+            batch.events, sender, self._ledger.first_sight
+        )
+        for run_id, step in [*batch.steps, *carried_steps]:
             self._keep(run_id, step)
         changed = set()
         for run_id, event, origin in opened:
             self._ledger.emit(run_id, event, origin)
             changed.add(run_id)
-        for run_id, number, records in [*spans, *carried_spans]:
+        for run_id, number, records in [*batch.spans, *carried_spans]:
             self._ledger.keep_spans(run_id, records, sender, number)
             changed.add(run_id)
         for run_id in changed:

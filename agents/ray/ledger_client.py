@@ -8,6 +8,7 @@ from typing import Any
 from agents.core.events import ApprovalRequested, Event
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
+from agents.ray.wire import ApprovalCall, Commit, RunEnd, seal
 from agents.runtime.ports import Decision, RunState
 from tracing import SpanRecord
 
@@ -42,10 +43,8 @@ class LedgerClient(Outbox):
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         """Register a call waiting for approval; return its unique approval id."""
         # The buffered events go in the same call, so that they come before this one.
-        events, spans, steps = self._take()
-        unique: str = await self._handle.request_approval.remote(
-            run_id, call_id, event, events, spans, self._sender, steps, self._number()
-        )
+        call = ApprovalCall(run_id, call_id, event, self._batched(*self._take()))
+        unique: str = await self._handle.request_approval.remote(seal(call))
         return unique
 
     async def await_decision(
@@ -73,10 +72,8 @@ class LedgerClient(Outbox):
 
     async def commit(self, run_id: str, step: Step) -> bool:
         """Store a step and all that is queued before it; False if the run has moved on."""
-        events, spans, steps = self._take()
-        stored: bool = await self._handle.commit.remote(
-            run_id, step, events, spans, steps, self._sender, self._number()
-        )
+        call = Commit(run_id, step, self._batched(*self._take()))
+        stored: bool = await self._handle.commit.remote(seal(call))
         return stored
 
     async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
@@ -117,9 +114,8 @@ class LedgerClient(Outbox):
         with its own (`RayDispatcher.dispatch`); recorded here if it never came.
         `returning`: False when the caller keeps no store: nothing comes back.
         """
-        events: list[tuple[int, Event]] = await self._handle.finish.remote(
-            run_id, final, sent, first, returning
-        )
+        end = RunEnd(run_id, final, sent, first, returning)
+        events: list[tuple[int, Event]] = await self._handle.finish.remote(seal(end))
         return events
 
     async def events(

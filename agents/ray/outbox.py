@@ -11,7 +11,9 @@ from typing import Any, TypeVar
 
 from agents.core.events import Event
 from agents.core.steps import Step
+from agents.ray import wire
 from agents.ray.handover import Carried, seal
+from agents.ray.wire import Batch
 from agents.runtime.ports import Handover, SpanShipment
 from tracing import SpanRecord
 
@@ -201,16 +203,24 @@ class Outbox:
         events, spans, steps = self._take()
         if self._closed or not (events or spans or steps):
             return None
-        args = (events, spans, self._sender, steps, self._number())
+        sealed = wire.seal(self._batched(events, spans, steps))
         # Sent as no call's child: a cancelled call's callers cancel it again, recursively, as
         # they unwind, and Ray would drop with it a batch still on its way to the ledger: the
         # cancelled invocation's last events and spans (Ray's own tests clear it so, too).
-        return contextvars.copy_context().run(_detached, self._handle.emit_many, args)
+        return contextvars.copy_context().run(_detached, self._handle.emit_many, sealed)
 
-    def _number(self) -> int:
-        """The next batch's number (the ledger applies a process's batches in this order)."""
+    def _batched(
+        self,
+        events: list[tuple[str, Event | Carried]],
+        spans: list[SpanShipment],
+        steps: list[tuple[str, Step]],
+    ) -> Batch:
+        """What was taken (`_take`) as this process's next batch, numbered.
+
+        The ledger applies a process's batches in the order of their numbers.
+        """
         self._batches += 1
-        return self._batches
+        return Batch(events, spans, steps, self._sender, self._batches)
 
 
 def _count(counts: OrderedDict[str, int], run_id: str, n: int = 1) -> int:
@@ -236,11 +246,11 @@ def _uncount(counts: OrderedDict[str, int], run_id: str, n: int) -> None:
         counts[run_id] -= n
 
 
-def _detached(method: Any, args: tuple[Any, ...]) -> Any:
+def _detached(method: Any, sealed: bytes) -> Any:
     import ray._raylet  # loaded already: `method` is an actor's
 
     # The Ray call a coroutine of an async actor is running: a call submitted under it is its child.
     current: contextvars.ContextVar[Any] | None = getattr(ray._raylet, "async_task_id", None)
     if current is not None:
         current.set(None)
-    return method.remote(*args)
+    return method.remote(sealed)

@@ -11,6 +11,7 @@ import ray
 from agents.core.events import ModelDelta, RunFinished, RunStarted
 from agents.core.messages import RunStatus
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.wire import Batch, seal
 from agents.runtime.ledger import MAX_FEED
 from orchestrator.stream import News, RunStream
 
@@ -31,7 +32,7 @@ async def test_a_follower_who_asked_the_ledger_before_the_stream_began_asks_agai
     try:
         with stream.subscribe("r") as news:
             between = ModelDelta(agent="a", invocation="i", step=1, text="tool started")
-            await handle.emit_many.remote([("r", between)], [], "p", None, 1)
+            await handle.emit_many.remote(seal(Batch([("r", between)], sender="p", number=1)))
             stream.start(LedgerClient(handle))
             # No other event comes: without the notice, this waits forever.
             assert await asyncio.wait_for(news.get(), 60) is None
@@ -88,7 +89,7 @@ async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluste
             stream.start(LedgerClient(handle))
             assert await asyncio.wait_for(news.get(), 60) is None  # in its place
             flood = [("-", ModelDelta(agent="a", invocation="i", step=1, text="x"))]
-            await handle.emit_many.remote(flood * (MAX_FEED + 1), [], "p", None, 1)
+            await handle.emit_many.remote(seal(Batch(flood * (MAX_FEED + 1), sender="p", number=1)))
             assert await asyncio.wait_for(news.get(), 60) is None  # the gap, told first
         stream.watch("after")
         assert stream.complete("after")

@@ -18,6 +18,7 @@ from agents.core.events import (
     ToolStarted,
 )
 from agents.core.messages import RunStatus
+from agents.ray import wire
 from agents.ray.handover import seal
 from agents.ray.ledger_client import EVENT_FLUSH_S, LedgerClient
 from agents.runtime.causal import CausalOrder
@@ -212,19 +213,18 @@ async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
     # batch's predecessor, so that a streamed reply reads as it was written.
     ledger = ledger_actor  # called directly, as an agent process's batches call it
     piece = ModelDelta(agent="a", invocation="i", step=1, text="")
-    second = ledger.emit_many.remote(
-        [("r", piece.model_copy(update={"text": "b "}))], [], "p", None, 2
-    )
-    first = ledger.emit_many.remote(
-        [("r", piece.model_copy(update={"text": "a "}))], [], "p", None, 1
-    )
+
+    def batch(text: str, number: int) -> bytes:
+        events = [("r", piece.model_copy(update={"text": text}))]
+        return wire.seal(wire.Batch(events, sender="p", number=number))
+
+    second = ledger.emit_many.remote(batch("b ", 2))
+    first = ledger.emit_many.remote(batch("a ", 1))
     await asyncio.gather(first, second)
     items, _, _ = await ledger.feed.remote(0, 1.0)
     assert [event.text for _, _, event in items] == ["a ", "b "]
     # A batch whose predecessor never comes goes on alone, shortly.
-    await ledger.emit_many.remote(
-        [("r", piece.model_copy(update={"text": "c "}))], [], "p", None, 9
-    )
+    await ledger.emit_many.remote(batch("c ", 9))
     items, _, _ = await ledger.feed.remote(0, 1.0)
     assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
 
