@@ -4,6 +4,7 @@ resources for this module's tests), and runs that stay correct when actors and n
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,9 +145,18 @@ agents:
 """
 
 
-async def kill_helper_mid_tool(engine: Engine, run_id: str) -> Any:
+async def kill_helper_mid_tool(engine: Engine, run_id: str, effect: Path | None = None) -> Any:
+    """Run, and kill the helper's actor while its tool runs (once `effect` exists, if given).
+
+    (`tool_started` reaches the ledger as the tool is about to run: the tool's own first act
+    may not have happened yet.)
+    """
     job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
     await wait_for(engine, run_id, "tool_started", "helper")
+    deadline = time.monotonic() + 30
+    while effect is not None and not await asyncio.to_thread(effect.exists):
+        assert time.monotonic() < deadline, f"the tool never made {effect}"
+        await asyncio.sleep(0.01)
     ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it
     return await asyncio.wait_for(job, timeout=60)
 
@@ -187,7 +197,7 @@ async def test_a_call_that_must_run_at_most_once_is_never_run_again(
             arguments=f'{{path: "{outbox}", seconds: 1.5}}',
         ),
     )
-    result = await kill_helper_mid_tool(engine, "killed-not-retried")
+    result = await kill_helper_mid_tool(engine, "killed-not-retried", outbox)
     assert result.tree is not None
     [helper] = result.tree.children
     assert helper.status == RunStatus.FAILED
