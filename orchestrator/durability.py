@@ -13,6 +13,7 @@ from agents.core.steps import step_number
 from orchestrator.admission import Admission
 from orchestrator.engine import Engine
 from orchestrator.errors import NotReady, NotReplayable, NotResumable
+from orchestrator.feed import EventFeed
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.submission import Lineage, Submission
 from tracing.attributes import BATON_STEP
@@ -27,6 +28,7 @@ class Durability:
 
     engine: Engine
     store: RunStore
+    feed: EventFeed
     owner: str
     limits: Any  # ServiceLimits
     admission: Admission
@@ -49,7 +51,13 @@ class Durability:
         """Record a new run (see `RunService._add_run`)."""
         raise NotImplementedError
 
-    def _start(self, run_id: str, work: Coroutine[Any, Any, None]) -> None:
+    def _start(self, run_id: str, work: Coroutine[Any, Any, None], new: bool = True) -> None:
+        if new:
+            # Its events are kept from its acceptance: a client that follows it before it
+            # starts (as most do, at once) gets them from the stream, asking the ledger
+            # nothing. (A resumed run is watched as it starts: until then its followers ask
+            # the ledger for the events of its earlier life.)
+            self.feed.stream.watch(run_id)
         # A fresh context: the run is a trace of its own, not part of this request's.
         self._tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
 
@@ -128,7 +136,7 @@ class Durability:
         """Run a reopened run again: its agents take their finished steps from the record."""
         request = Submission(task=run.task, **(run.options or {}))
         lineage = Lineage(epoch=run.resumes, replay_of=run.replay_of, fork=run.fork)
-        self._start(run.id, self._execute(run.id, request, lineage))
+        self._start(run.id, self._execute(run.id, request, lineage), new=False)
 
     async def _take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""

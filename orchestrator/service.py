@@ -331,6 +331,7 @@ class RunService(RunViews, Durability):
         if run_id in self._cancel_asked:  # while its start was being recorded
             await self._end_unstarted(run_id)
             return
+        self.feed.stream.watch(run_id)  # (resumed, or accepted before the stream's place)
         result: RunResult | None = None
         error: str | None = None
         tracker = (
@@ -338,7 +339,6 @@ class RunService(RunViews, Durability):
             if self.system.needs_approvals
             else None
         )
-        self.feed.stream.watch(run_id)  # its followers need not ask the ledger
         try:
             result = await self.engine.run(
                 request.task,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +16,11 @@ from agents.core.messages import RunStatus
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
 from agents.runtime.ledger import MAX_FEED
+from orchestrator.engine import Engine
+from orchestrator.service import RunService
+from orchestrator.store import RunStore
 from orchestrator.stream import News, RunStream
+from orchestrator.submission import Submission
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -96,6 +103,59 @@ async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluste
     finally:
         await stream.stop()
         ray.kill(handle)
+
+
+async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_ledger(
+    default_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Clients follow a run as soon as it is accepted, before it starts (here its start is held
+    # until the follower is in place). The service keeps its events from then on: the follower
+    # gets all of them from the stream, and the ledger is asked for none (a call per run).
+    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
+    recording, followed = asyncio.Event(), asyncio.Event()
+    start = store.start
+
+    async def held_start(run_id: str) -> None:
+        recording.set()
+        await followed.wait()
+        await start(run_id)
+
+    monkeypatch.setattr(store, "start", held_start)
+    engine = Engine(default_engine.system, namespace="baton-tests")
+    service = RunService(default_engine.system, engine, store, owner="early-follower")
+    await service.start()
+    try:
+        await asyncio.wait_for(service.feed.ready.wait(), 120)
+        asked: list[str] = []
+        events = engine.ledger.events
+
+        async def counted(run_id: str, *args: Any, **kwargs: Any) -> Any:
+            asked.append(run_id)
+            return await events(run_id, *args, **kwargs)
+
+        monkeypatch.setattr(engine.ledger, "events", counted)
+        subscribe = service.feed.stream.subscribe
+
+        @contextlib.contextmanager
+        def noticed(run_id: str) -> Iterator[asyncio.Queue[News]]:
+            with subscribe(run_id) as news:
+                followed.set()
+                yield news
+
+        monkeypatch.setattr(service.feed.stream, "subscribe", noticed)
+        run, _ = await service.submit(Submission(task="calculate 2 + 2"))
+        await asyncio.wait_for(recording.wait(), 60)
+
+        async def seen() -> list[str]:
+            return [item[1].type async for item in service.feed.follow(run) if item is not None]
+
+        kinds = await asyncio.wait_for(seen(), 60)
+    finally:
+        await service.stop()
+        await store.close()
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert "agent_finished" in kinds
+    assert asked == []
 
 
 async def _until_finished(news: asyncio.Queue[News]) -> None:
