@@ -250,3 +250,31 @@ async def all_events(
         return [item async for item in follow(url, run_id, **options)]
 
     return await asyncio.wait_for(collect(), 60)
+
+
+async def held_service(
+    engine: Any, store_url: str, owner: str, monkeypatch: Any
+) -> tuple[Any, asyncio.Event, asyncio.Event]:
+    """An in-process `RunService` of `engine`'s team whose store holds each run's start.
+
+    Returns the service (started), an event set once a run's start is being recorded, and the
+    event that lets the start be recorded. The team's actors are `engine`'s (found by name).
+    """
+    from orchestrator.engine import Engine
+    from orchestrator.service import RunService
+    from orchestrator.store import RunStore
+
+    store = await RunStore.open(store_url)
+    recording, release = asyncio.Event(), asyncio.Event()
+    start = store.start
+
+    async def held_start(run_id: str) -> None:
+        recording.set()
+        await release.wait()
+        await start(run_id)
+
+    monkeypatch.setattr(store, "start", held_start)
+    own = Engine(engine.system, namespace=engine.namespace)
+    service = RunService(engine.system, own, store, owner=owner)
+    await service.start()
+    return service, recording, release

@@ -11,10 +11,8 @@ import pytest
 
 from agents.core.events import AgentStarted, RunFinished
 from orchestrator.engine import Engine
-from orchestrator.service import RunService
-from orchestrator.store import RunStore
 from orchestrator.submission import Submission
-from tests.service import all_events, follow, submit
+from tests.service import all_events, follow, held_service, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -77,21 +75,10 @@ async def test_a_run_cancelled_while_its_start_is_recorded_ends_without_calling_
 ) -> None:
     # A service of the default team (its agents already up) whose store holds each run's
     # start until told: the cancellation comes in between, before the engine has the run.
-    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
-    recording, recorded = asyncio.Event(), asyncio.Event()
-    start = store.start
-
-    async def held_start(run_id: str) -> None:
-        recording.set()
-        await recorded.wait()
-        await start(run_id)
-
-    monkeypatch.setattr(store, "start", held_start)
-    service = RunService(
-        default_engine.system, Engine(default_engine.system, namespace="baton-tests"), store,
-        owner="held-start",
-    )  # fmt: skip
-    await service.start()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    service, recording, recorded = await held_service(
+        default_engine, url, "held-start", monkeypatch
+    )
     try:
         run, _ = await service.submit(Submission(task="calculate 2 + 2"))
         await asyncio.wait_for(recording.wait(), 60)
@@ -105,7 +92,7 @@ async def test_a_run_cancelled_while_its_start_is_recorded_ends_without_calling_
         stored = await service.get(run.id)
     finally:
         await service.stop()
-        await store.close()
+        await service.store.close()
     assert (stored.status.value, stored.error) == ("cancelled", "cancelled before it started")
     assert isinstance(seen[-1], RunFinished) and seen[-1].status.value == "cancelled"
     assert not [e for e in seen if isinstance(e, AgentStarted)]

@@ -17,10 +17,9 @@ from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
 from agents.runtime.ledger import MAX_FEED
 from orchestrator.engine import Engine
-from orchestrator.service import RunService
-from orchestrator.store import RunStore
 from orchestrator.stream import News, RunStream
 from orchestrator.submission import Submission
+from tests.service import held_service
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -111,19 +110,11 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
     # Clients follow a run as soon as it is accepted, before it starts (here its start is held
     # until the follower is in place). The service keeps its events from then on: the follower
     # gets all of them from the stream, and the ledger is asked for none (a call per run).
-    store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}")
-    recording, followed = asyncio.Event(), asyncio.Event()
-    start = store.start
-
-    async def held_start(run_id: str) -> None:
-        recording.set()
-        await followed.wait()
-        await start(run_id)
-
-    monkeypatch.setattr(store, "start", held_start)
-    engine = Engine(default_engine.system, namespace="baton-tests")
-    service = RunService(default_engine.system, engine, store, owner="early-follower")
-    await service.start()
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    service, recording, followed = await held_service(
+        default_engine, url, "early-follower", monkeypatch
+    )
+    engine = service.engine
     try:
         await asyncio.wait_for(service.feed.ready.wait(), 120)
         asked: list[str] = []
@@ -152,7 +143,7 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
         kinds = await asyncio.wait_for(seen(), 60)
     finally:
         await service.stop()
-        await store.close()
+        await service.store.close()
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert "agent_finished" in kinds
     assert asked == []
