@@ -1,4 +1,5 @@
-"""`baton serve` as a real subprocess on 127.0.0.1, for tests that talk HTTP to it."""
+"""`baton serve` as a real subprocess on 127.0.0.1, for tests that talk HTTP to it (and a service
+in the test's own process, whose store holds each run's start: `held_service`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from orchestrator.client import parse_sse
 from tests.ports import free_port
+
+if TYPE_CHECKING:  # the in-process service's modules load only where it is used
+    import pytest
+
+    from orchestrator.engine import Engine
+    from orchestrator.service import RunService
 
 __all__ = [
     "APPROVAL_AGENTS",
@@ -27,6 +34,7 @@ __all__ = [
     "all_events",
     "follow",
     "free_port",
+    "held_service",
     "submit",
 ]
 
@@ -253,18 +261,19 @@ async def all_events(
 
 
 async def held_service(
-    engine: Any, store_url: str, owner: str, monkeypatch: Any
-) -> tuple[Any, asyncio.Event, asyncio.Event]:
+    engine: Engine, folder: Path, owner: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[RunService, asyncio.Event, asyncio.Event]:
     """An in-process `RunService` of `engine`'s team whose store holds each run's start.
 
-    Returns the service (started), an event set once a run's start is being recorded, and the
-    event that lets the start be recorded. The team's actors are `engine`'s (found by name).
+    Its SQLite store is in `folder`. Returns the service (started), an event set once a run's
+    start is being recorded, and the event that lets the start be recorded. The team's actors
+    are `engine`'s (found by name).
     """
     from orchestrator.engine import Engine
     from orchestrator.service import RunService
     from orchestrator.store import RunStore
 
-    store = await RunStore.open(store_url)
+    store = await RunStore.open(f"sqlite+aiosqlite:///{folder / 'runs.db'}")
     recording, release = asyncio.Event(), asyncio.Event()
     start = store.start
 

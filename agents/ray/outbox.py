@@ -13,7 +13,6 @@ from agents.core.events import Event
 from agents.core.steps import Step
 from agents.ray import wire
 from agents.ray.handover import Carried, seal
-from agents.ray.wire import Batch
 from agents.runtime.ports import Handover, SpanShipment
 from tracing import SpanRecord
 
@@ -214,13 +213,13 @@ class Outbox:
         events: list[tuple[str, Event | Carried]],
         spans: list[SpanShipment],
         steps: list[tuple[str, Step]],
-    ) -> Batch:
+    ) -> wire.Batch:
         """What was taken (`_take`) as this process's next batch, numbered.
 
         The ledger applies a process's batches in the order of their numbers.
         """
         self._batches += 1
-        return Batch(events, spans, steps, self._sender, self._batches)
+        return wire.Batch(events, spans, steps, self._sender, self._batches)
 
 
 def _count(counts: OrderedDict[str, int], run_id: str, n: int = 1) -> int:

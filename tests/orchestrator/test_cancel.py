@@ -75,9 +75,8 @@ async def test_a_run_cancelled_while_its_start_is_recorded_ends_without_calling_
 ) -> None:
     # A service of the default team (its agents already up) whose store holds each run's
     # start until told: the cancellation comes in between, before the engine has the run.
-    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     service, recording, recorded = await held_service(
-        default_engine, url, "held-start", monkeypatch
+        default_engine, tmp_path, "held-start", monkeypatch
     )
     try:
         run, _ = await service.submit(Submission(task="calculate 2 + 2"))

@@ -110,9 +110,8 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
     # Clients follow a run as soon as it is accepted, before it starts (here its start is held
     # until the follower is in place). The service keeps its events from then on: the follower
     # gets all of them from the stream, and the ledger is asked for none (a call per run).
-    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     service, recording, followed = await held_service(
-        default_engine, url, "early-follower", monkeypatch
+        default_engine, tmp_path, "early-follower", monkeypatch
     )
     engine = service.engine
     try:
