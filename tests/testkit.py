@@ -30,6 +30,7 @@ __all__ = [
     "slow_step",
     "slow_touch",
     "stamp",
+    "until_written",
     "warn_drivers",
 ]
 
@@ -62,7 +63,13 @@ def start(engines: list[Engine], yaml_text: str) -> Engine:
 
 async def slow_touch(path: str, seconds: float) -> str:
     """Wait, then create the file at `path`; cancelled, create `path` with the suffix
-    `.cancelled` instead (so a test can tell whether, and when, the wait was cut short)."""
+    `.cancelled` instead (so a test can tell whether, and when, the wait was cut short).
+
+    `path` with the suffix `.started` is created as the wait begins: the `tool_started` event
+    comes before the tool's body runs (a cancellation in between stops the call before it
+    starts, and neither file is written).
+    """
+    Path(path).with_suffix(".started").write_text("started")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
@@ -71,6 +78,14 @@ async def slow_touch(path: str, seconds: float) -> str:
         raise
     await asyncio.to_thread(Path(path).write_text, "finished")
     return "touched"
+
+
+async def until_written(path: Path, failure: str, timeout_s: float = 30) -> None:
+    """Wait (bounded) until a tool has written `path`: nothing else tells a test that it did."""
+    deadline = time.monotonic() + timeout_s
+    while not await asyncio.to_thread(path.exists):
+        assert time.monotonic() < deadline, failure
+        await asyncio.sleep(0.01)
 
 
 async def block_loop(seconds: float) -> str:

@@ -4,7 +4,6 @@ resources for this module's tests), and runs that stay correct when actors and n
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from tests.testkit import start
+from tests.testkit import start, until_written
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
@@ -153,10 +152,8 @@ async def kill_helper_mid_tool(engine: Engine, run_id: str, effect: Path | None 
     """
     job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
     await wait_for(engine, run_id, "tool_started", "helper")
-    deadline = time.monotonic() + 30
-    while effect is not None and not await asyncio.to_thread(effect.exists):
-        assert time.monotonic() < deadline, f"the tool never made {effect}"
-        await asyncio.sleep(0.01)
+    if effect is not None:
+        await until_written(effect, f"the tool never made {effect}")
     ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it
     return await asyncio.wait_for(job, timeout=60)
 

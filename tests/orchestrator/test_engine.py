@@ -18,7 +18,7 @@ from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
-from tests.testkit import config
+from tests.testkit import config, until_written
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
@@ -301,6 +301,7 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
         engine.run("search the archive", agent=f"lead_{key}", run_id=run_id)
     )
     await wait_for_event(engine, run_id, "tool_started", f"digger_{key}")
+    await until_written(marker.with_suffix(".started"), "the tool did not start")
     assert engine.cancel(run_id)
     result = await asyncio.wait_for(job, timeout=15)
     assert result.status == RunStatus.CANCELLED
@@ -311,11 +312,7 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
     assert "execute_tool slow_touch" in names and "invoke_workflow baton" in names
     assert len({s["trace_id"] for s in result.spans}) == 1
     # The sub-agent's tool was cancelled too: it never got to finish its wait.
-    cancelled = marker.with_suffix(".cancelled")
-    deadline = time.monotonic() + 10
-    while not cancelled.exists():
-        assert time.monotonic() < deadline, "the tool was not cancelled"
-        await asyncio.sleep(0.05)
+    await until_written(marker.with_suffix(".cancelled"), "the tool was not cancelled", 10)
     assert not marker.exists()
 
 
