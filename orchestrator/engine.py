@@ -360,10 +360,8 @@ class Engine:
 
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
-            return await asyncio.wait_for(
-                self._dispatcher.dispatch(entry, delegation, submitted, opening),
-                ctx.time_left() + self._entry_grace_s,
-            )
+            async with asyncio.timeout(ctx.time_left() + self._entry_grace_s):
+                return await self._dispatcher.dispatch(entry, delegation, submitted, opening)
         except TimeoutError:
             return abandoned_entry(entry, delegation.context, self._entry_grace_s)
         except TaskCancelledError:

@@ -57,7 +57,8 @@ class EventFeed:
         """Before the agents (and so the ledger) are up: heartbeats, or the store's record."""
         while not self.ready.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.ready.wait(), self.heartbeat_s)
+                async with asyncio.timeout(self.heartbeat_s):
+                    await self.ready.wait()
             if not self.ready.is_set():
                 stored = await self.store.get(run_id)
                 if stored is None or stored.finished:
@@ -108,7 +109,8 @@ class EventFeed:
         """The next new event of the run, or: ask the ledger (a gap), or a quiet period."""
         while True:
             try:
-                item = await asyncio.wait_for(news.get(), self.heartbeat_s)
+                async with asyncio.timeout(self.heartbeat_s):
+                    item = await news.get()
             except TimeoutError:
                 return "quiet"
             if item is None or item[0] > last + 1:  # missed some: the ledger has them

@@ -74,7 +74,8 @@ class RunStream:
     async def in_place(self, timeout_s: float) -> bool:
         """Wait (at most `timeout_s`) until the stream has its place in the feed."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._placed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._placed.wait()
         return self._placed.is_set()
 
     def complete(self, run_id: str) -> bool:

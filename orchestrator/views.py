@@ -67,7 +67,8 @@ class RunViews:
         except Exception as exc:
             status["ray"] = describe_error(exc)
         try:
-            await asyncio.wait_for(self.store.ping(), 5)
+            async with asyncio.timeout(5):
+                await self.store.ping()
             status["store"] = "ok"
         except Exception as exc:
             status["store"] = describe_error(exc)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EventList",
     "OtlpReceiver",
+    "answer_as_cancelled",
     "block_loop",
     "causal_breaks",
     "config",
@@ -31,8 +32,12 @@ __all__ = [
     "slow_touch",
     "stamp",
     "until_written",
+    "victims",
     "warn_drivers",
 ]
+
+# What `answer_as_cancelled` cancels as it answers (an in-process test puts its tasks here).
+victims: list[asyncio.Future[object]] = []
 
 
 async def slow_step(seconds: float) -> str:
@@ -78,6 +83,14 @@ async def slow_touch(path: str, seconds: float) -> str:
         raise
     await asyncio.to_thread(Path(path).write_text, "finished")
     return "touched"
+
+
+async def answer_as_cancelled() -> str:
+    """Answer, and cancel the tasks in `victims` as it does: a run cancelled just as its tool
+    ends, both in the same turn of the event loop."""
+    for victim in victims:
+        victim.cancel()
+    return "answered"
 
 
 async def until_written(path: Path, failure: str, timeout_s: float = 30) -> None:

@@ -270,9 +270,8 @@ class RayDispatcher:
         while time.monotonic() < deadline:
             try:
                 handle = ray.get_actor(name, namespace=self._system.namespace)
-                await asyncio.wait_for(
-                    handle.stats.remote(), max(deadline - time.monotonic(), 0.01)
-                )
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.01)):
+                    await handle.stats.remote()
                 return
             except (ActorUnavailableError, ValueError, TimeoutError):
                 await asyncio.sleep(pause)

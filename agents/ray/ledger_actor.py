@@ -86,7 +86,8 @@ class LedgerActor:
                 return items, position, missed
             signal = self._fed
             try:
-                await asyncio.wait_for(signal.wait(), max(until - time.monotonic(), 0))
+                async with asyncio.timeout(max(until - time.monotonic(), 0)):
+                    await signal.wait()
             except TimeoutError:
                 return [], position, False
 
@@ -94,7 +95,8 @@ class LedgerActor:
         """Wait until the run changes or `until` (monotonic) passes; False on time-out."""
         signal = self._signals.setdefault(run_id, asyncio.Event())
         try:
-            await asyncio.wait_for(signal.wait(), max(until - time.monotonic(), 0))
+            async with asyncio.timeout(max(until - time.monotonic(), 0)):
+                await signal.wait()
         except TimeoutError:
             return False
         return True
@@ -308,7 +310,8 @@ class LedgerActor:
                 break
             signal = self._batched
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(signal.wait(), left)
+                async with asyncio.timeout(left):
+                    await signal.wait()
         self._next_batch[sender] = max(self._next_batch.get(sender, 1), batch + 1)
         self._batched.set()
         self._batched = asyncio.Event()

@@ -175,4 +175,5 @@ class LedgerClient(Outbox):
 
     async def ping(self, timeout_s: float) -> None:
         """Raise unless the ledger actor answers within `timeout_s`."""
-        await asyncio.wait_for(self._handle.events.remote("-"), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await self._handle.events.remote("-")

@@ -64,7 +64,8 @@ class AgentPool:
         async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
             name = self.system.host_actor_name(host.name, replica)
             try:
-                stats: dict[str, Any] = await asyncio.wait_for(handle.stats.remote(), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    stats: dict[str, Any] = await handle.stats.remote()
             except Exception as exc:
                 down = {"actor": name, "state": f"unavailable: {type(exc).__name__}"}
                 return [{**down, "agent": agent} for agent in host.agents]

@@ -212,7 +212,12 @@ class ToolCalls:
                     replay=self._callee_replays(inv),
                     history=inv.history,
                 )
-                return await asyncio.wait_for(tool.call(arguments, context), max(timeout, 0.001))
+                # Not `asyncio.wait_for`: on Python 3.11 it returns the result of a call that
+                # ends in the loop's turn in which the run is cancelled, and the cancellation
+                # is lost (the run goes on to its next step; fixed in 3.12). Within
+                # `asyncio.timeout` the call runs in this task, which stays cancelled.
+                async with asyncio.timeout(max(timeout, 0.001)):
+                    return await tool.call(arguments, context)
             except DelegationRefused as refused:
                 return self._refused(inv, call, refused)
             except Exception as exc:

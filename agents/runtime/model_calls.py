@@ -159,16 +159,14 @@ class ModelCalls(ToolCalls):
                 self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
-            return await asyncio.wait_for(
-                model.complete(
+            async with asyncio.timeout(timeout):  # not wait_for: see agents/runtime/calls.py
+                return await model.complete(
                     messages,
                     request.tools,
                     deltas.add if deltas else None,
                     self._output_format,
                     request.force_tool,
-                ),
-                timeout,
-            )
+                )
         except TimeoutError:
             set_outcome(span, "timeout", "timeout")
             if ctx.time_left() <= (_TIMER_SLACK_S if by_deadline else 0):

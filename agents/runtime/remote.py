@@ -109,7 +109,8 @@ class RemoteAgentRuntime(AgentRuntime):
         try:
             # As for a delegation here: the remote run gets a moment to report its own limit.
             wait = max(ctx.time_left(), 0.001) + DELEGATION_GRACE_S
-            await asyncio.wait_for(asyncio.shield(exchange), wait)
+            async with asyncio.timeout(wait):
+                await asyncio.shield(exchange)
         except TimeoutError:
             await self._cancel_remote(seen, exchange)
             return self._end(
@@ -261,9 +262,8 @@ class RemoteAgentRuntime(AgentRuntime):
         from a2a.types import CancelTaskRequest
 
         try:
-            await asyncio.wait_for(
-                self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id)), _CANCEL_S
-            )
+            async with asyncio.timeout(_CANCEL_S):
+                await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))
         except Exception as exc:
             logger.warning(
                 "could not cancel task %s at %s: %s", seen.task_id, self.spec_remote.url, exc
