@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from agents.models.base import ModelReply
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import FunctionTool, load_function_tool
 from agents.tools.delegate import DelegateTool
+from tests import testkit
 from tests.recording import RecordingClient
 
 pytestmark = pytest.mark.anyio
@@ -219,3 +222,64 @@ async def test_a_delegation_the_topology_forbids_is_refused_not_dispatched() -> 
 def test_function_tools_expose_only_required_arguments_to_the_offline_model() -> None:
     tool = FunctionTool.from_callable(lambda text, n=1: text)
     assert tool.parameters["required"] == ["text"]
+
+
+# A cancellation that comes in the very turn of the event loop in which a step ends (a run
+# cancelled just as its model answered, or as its tool returned) still stops the invocation.
+
+
+@dataclass
+class CancelledOnReply(RecordingClient):
+    """The built-in model through litellm; its reply comes with a cancellation of `victim`."""
+
+    victim: asyncio.Future[Any] | None = None
+
+    async def complete(self, *args: Any, **kwargs: Any) -> ModelReply:
+        reply = await super().complete(*args, **kwargs)
+        assert self.victim is not None
+        self.victim.cancel()  # in this turn, as the reply is handed back
+        return reply
+
+
+def touch_replies(marker: Path, *first: dict[str, Any]) -> list[dict[str, Any]]:
+    touch = ("slow_touch", {"path": str(marker), "seconds": 0.2})
+    return [*first, calls(touch), {"content": "all done"}]
+
+
+@pytest.fixture
+def victims() -> Iterator[list[asyncio.Future[object]]]:
+    yield testkit.victims
+    testkit.victims.clear()
+
+
+async def test_a_run_cancelled_as_its_model_answers_stops_there(tmp_path: Path) -> None:
+    marker = tmp_path / "touched"
+    client = CancelledOnReply(
+        ModelSpec(name="baton/scripted", params={"replies": touch_replies(marker)})
+    )
+    touch = load_function_tool("tests.testkit:slow_touch")
+    job = asyncio.ensure_future(AgentRuntime(spec(), client, [touch]).invoke(delegation()))
+    client.victim = job
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert not marker.exists()  # the tool the reply asked for never finished
+    assert len(client.seen) == 1
+
+
+# Cancelled within litellm's `acompletion`, between its set-up and the request, as any call can
+# be: litellm drops the request's coroutine unawaited, and Python says so as it is collected.
+@pytest.mark.filterwarnings("ignore:coroutine 'BuiltinModels.acompletion' was never awaited")
+async def test_a_run_cancelled_as_its_tool_returns_stops_there(
+    tmp_path: Path, victims: list[asyncio.Future[object]]
+) -> None:
+    marker = tmp_path / "touched"
+    client = scripted(*touch_replies(marker, calls(("answer_as_cancelled", {}))))
+    tools = [
+        load_function_tool(f"tests.testkit:{n}") for n in ("answer_as_cancelled", "slow_touch")
+    ]
+    job = asyncio.ensure_future(AgentRuntime(spec(), client, tools).invoke(delegation()))
+    victims.append(job)
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    # It stopped at its next step (the model's call, which never answered): no tool after it.
+    assert not marker.with_suffix(".started").exists()
