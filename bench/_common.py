@@ -95,8 +95,8 @@ async def interleaved_medians(
 
 
 def _role(process: psutil.Process, service_pid: int | None) -> str | None:
-    if process.pid == os.getpid():
-        return "this process (engine)"
+    if process.pid == os.getpid():  # with a service, only its client runs here
+        return "this process (client)" if service_pid is not None else "this process (engine)"
     if process.pid == service_pid:
         return "baton serve"
     line = " ".join(process.cmdline())

@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import aiohttp
 import httpx
 
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
@@ -44,6 +45,7 @@ TASKS = 200
 CONCURRENCY = 50
 MODEL_MS = 50
 CRITICAL_PATH_S = 3 * MODEL_MS / 1000
+NO_TIMEOUT = aiohttp.ClientTimeout(total=None)
 
 CONFIG = f"""
 name: bench-http
@@ -69,33 +71,39 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-async def one_task(client: httpx.AsyncClient, submits: list[float], lags: list[float]) -> None:
+async def one_task(
+    client: aiohttp.ClientSession, url: str, submits: list[float], lags: list[float]
+) -> None:
     began = time.perf_counter()
-    answer = await client.post("/v1/runs", json={"task": "go"})
-    submits.append(time.perf_counter() - began)
-    answer.raise_for_status()
-    run_id = answer.json()["id"]
-    async with client.stream("GET", f"/v1/runs/{run_id}/events", timeout=None) as stream:
-        async for event in parse_sse(stream.aiter_lines()):
+    async with client.post(f"{url}/v1/runs", json={"task": "go"}) as answer:
+        submits.append(time.perf_counter() - began)
+        answer.raise_for_status()
+        run_id = (await answer.json())["id"]
+    async with client.get(f"{url}/v1/runs/{run_id}/events", timeout=NO_TIMEOUT) as stream:
+        lines = (line.decode().rstrip("\r\n") async for line in stream.content)
+        async for event in parse_sse(lines):
             lags.append(time.time() - event.json()["ts"])
             if event.event == "run_finished":
                 assert event.json()["status"] == "succeeded", event.data
                 break
-    record = await client.get(f"/v1/runs/{run_id}")
-    assert record.json()["output"] == "done", record.text
+    async with client.get(f"{url}/v1/runs/{run_id}") as record:
+        assert (await record.json())["output"] == "done", await record.text()
 
 
 async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[float]]:
     submits: list[float] = []
     lags: list[float] = []
     queue = list(range(tasks))
-    limits = httpx.Limits(max_connections=2 * CONCURRENCY)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    # aiohttp, not httpx: the client shares this machine's cores with Baton, and aiohttp
+    # costs about half as much CPU per task (bench/README.md).
+    connector = aiohttp.TCPConnector(limit=2 * CONCURRENCY)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
 
         async def worker() -> None:
             while queue:
                 queue.pop()
-                await one_task(client, submits, lags)
+                await one_task(client, url, submits, lags)
 
         began = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))

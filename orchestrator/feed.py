@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -39,7 +39,7 @@ class EventFeed:
 
     async def follow(
         self, run: StoredRun, after: int = 0
-    ) -> AsyncIterator[tuple[int, Event] | None]:
+    ) -> AsyncGenerator[tuple[int, Event] | None]:
         """The run's events with ids above `after`, as they happen, ending with `run_finished`.
 
         `None` marks a quiet heartbeat period. Events that are not stored (`model_delta`, id 0)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path as FilePath
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
@@ -86,6 +86,9 @@ def create_app(
     guard = [Depends(caller_guard(keys, limiter))]
     for module in (runs, approvals, agents):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
+    # Operations the document describes and other routes serve (the SSE stream).
+    described = APIRouter()
+    described.include_router(runs.documented, prefix="/v1", dependencies=guard, responses=errors)
     # `/mcp`: Baton as an MCP server; `/a2a`: Baton as an A2A agent; behind the same keys.
     for path, lazy, methods in ((MCP_PATH, mcp, None), (A2A_RPC_PATH, a2a, ["POST"])):
         guarded = ProtocolGuard(lazy.endpoint(path), keys, limiter, options.mcp_origins)
@@ -94,15 +97,16 @@ def create_app(
     card = a2a.endpoint(A2A_CARD_PATH)
     app.router.routes.append(Route(A2A_CARD_PATH, endpoint=card, methods=["GET"]))
     mount_ui(app, options.mermaid_dist or default_mermaid_dist())
-    app.openapi = lambda: _openapi(app, system)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, system, described)  # type: ignore[method-assign]
     return app
 
 
-def _openapi(app: FastAPI, system: AgentSystem) -> dict[str, Any]:
+def _openapi(app: FastAPI, system: AgentSystem, described: APIRouter) -> dict[str, Any]:
     """FastAPI's document, with the system's agents as the values `agent` takes."""
     if app.openapi_schema is None:
+        routes = [*app.routes, *described.routes]
         schema = get_openapi(
-            title=app.title, version=app.version, summary=app.summary, routes=app.routes
+            title=app.title, version=app.version, summary=app.summary, routes=routes
         )
         names = [a.name for a in system.config.agents]
         agent = schema["components"]["schemas"]["RunSubmission"]["properties"]["agent"]
