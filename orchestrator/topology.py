@@ -1,17 +1,22 @@
 """The delegation graph (who may delegate to whom), built once with networkx.
 
 The static checks, the router's fallback, `baton check` and the actors' allow-lists use it.
+networkx is imported where a graph is built or searched: commands that only read the store
+(`baton runs`, `baton show`, `baton --help`) load this module through `orchestrator` and never
+need it (a tenth of a second at every start).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from agents.core.spec import AgentSpec
 from tracing.mermaid_text import label, mermaid_modules
 from tracing.mermaid_text import title as diagram_title
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Topology", "build_topology", "topology_flowchart"]
 
@@ -38,6 +43,8 @@ class Topology:
 
     def cycles(self) -> list[list[str]]:
         """Up to `MAX_REPORTED_CYCLES` elementary cycles, each starting at its smallest name."""
+        import networkx as nx
+
         found = []
         for cycle in nx.simple_cycles(self.graph):
             start = cycle.index(min(cycle))
@@ -48,6 +55,8 @@ class Topology:
 
     def unreachable(self) -> list[str]:
         """Agents no chain from the entry agent reaches."""
+        import networkx as nx
+
         if self.entry not in self.graph:
             return []
         reached = nx.descendants(self.graph, self.entry) | {self.entry}
@@ -55,6 +64,8 @@ class Topology:
 
     def max_static_depth(self) -> int | None:
         """Agents on the longest delegation chain from the entry; None when a cycle is reachable."""
+        import networkx as nx
+
         if self.entry not in self.graph:
             return None
         reachable = self.graph.subgraph(nx.descendants(self.graph, self.entry) | {self.entry})
@@ -65,6 +76,8 @@ class Topology:
 
 def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
     """The graph of the declared delegations; unknown targets are left out (checks name them)."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     names = [a.name for a in agents]
     graph.add_nodes_from(names)
@@ -90,6 +103,8 @@ def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents"
     on a cycle drawn thick and labelled, unreachable agents dashed, and the runtime depth limit in
     the title.
     """
+    import networkx as nx
+
     _, flowchart = mermaid_modules()
     graph = topology.graph
     depth = (

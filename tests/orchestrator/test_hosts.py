@@ -53,14 +53,15 @@ def test_agents_without_ray_options_share_the_host_and_the_others_say_why_not() 
     assert plan_hosts(agents, shared_replicas=3)[0].ray.replicas == 3
 
 
-def test_the_service_and_the_cli_never_load_litellm_nor_the_protocol_sdks() -> None:
+def test_the_service_and_the_cli_load_litellm_the_protocol_sdks_and_networkx_when_needed() -> None:
     # Only agent hosts need litellm: it would cost every `baton serve` and `baton run` 2.4 s of
     # start-up and about 150 MB. The MCP and A2A SDKs wait for the first request to `/mcp`,
-    # `/a2a` or the agent card (1.5 s of the service's start otherwise).
+    # `/a2a` or the agent card (1.5 s of the service's start otherwise). networkx waits for a
+    # config to check: `baton runs`, `baton show` and `baton --help` never need it (0.1 s).
     probe = (
         "import sys, orchestrator.api.app, orchestrator.cli, orchestrator.engine, "
         "agents.ray.pool, agents.ray.ledger_actor; "
-        "found = [m for m in ('litellm', 'mcp', 'a2a') if m in sys.modules]; "
+        "found = [m for m in ('litellm', 'mcp', 'a2a', 'networkx') if m in sys.modules]; "
         "sys.exit(str(found) if found else 0)"
     )
     done = subprocess.run([sys.executable, "-c", probe], check=False, capture_output=True)
