@@ -95,7 +95,7 @@ async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[flo
     lags: list[float] = []
     queue = list(range(tasks))
     # aiohttp, not httpx: the client shares this machine's cores with Baton, and aiohttp
-    # costs about half as much CPU per task (bench/README.md).
+    # costs about a quarter of its CPU per task (bench/README.md).
     connector = aiohttp.TCPConnector(limit=2 * CONCURRENCY)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:

@@ -15,12 +15,12 @@ from starlette.responses import StreamingResponse
 
 from agents.core.events import Event
 
-__all__ = ["EventStream", "frame"]
+__all__ = ["EventStream"]
 
 HEARTBEAT = b": heartbeat\n\n"
 
 
-def frame(item: tuple[int, Event] | None) -> bytes:
+def _frame(item: tuple[int, Event] | None) -> bytes:
     """One event in the SSE wire format, or (`None`) a comment that keeps the connection alive.
 
     An event is named by its type, its JSON is the data, and its id is where to resume after
@@ -37,7 +37,7 @@ def frame(item: tuple[int, Event] | None) -> bytes:
 async def _frames(items: AsyncGenerator[tuple[int, Event] | None]) -> AsyncIterator[bytes]:
     try:
         async for item in items:
-            yield frame(item)
+            yield _frame(item)
     finally:
         await items.aclose()  # at once when the client goes, not when the generator is collected
 
