@@ -16,6 +16,7 @@ from agents.core.spec import ModelSpec
 from agents.models.base import BUILTIN_PREFIX, ModelClient, ModelReply, TextSink, ToolCall
 from agents.models.inline import inline_setup, sets_up_inline
 from agents.models.safety import check_model_allowed
+from agents.models.tokenizer import defer_default_tokenizer
 from agents.models.unlogged import unlogged
 
 __all__ = ["LiteLLMClient", "configure_litellm"]
@@ -32,6 +33,7 @@ def configure_litellm() -> None:
     from agents.models.providers import register_builtin_models
 
     register_builtin_models()
+    defer_default_tokenizer()
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     litellm.drop_params = False
