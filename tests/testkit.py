@@ -13,6 +13,7 @@ from orchestrator.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
     from agents.core.events import Event
+    from agents.core.messages import AgentResult
     from orchestrator.engine import Engine
 
 __all__ = [
@@ -27,12 +28,14 @@ __all__ = [
     "flaky",
     "leak_env",
     "local_trace",
+    "node",
     "send_once",
     "slow_step",
     "slow_touch",
     "stamp",
     "until_written",
     "victims",
+    "wait_for_event",
     "warn_drivers",
 ]
 
@@ -99,6 +102,27 @@ async def until_written(path: Path, failure: str, timeout_s: float = 30) -> None
     while not await asyncio.to_thread(path.exists):
         assert time.monotonic() < deadline, failure
         await asyncio.sleep(0.01)
+
+
+def node(tree: AgentResult, *path: str) -> AgentResult:
+    """The invocation down `path` (agent names) from `tree`."""
+    for name in path:
+        tree = next(c for c in tree.children if c.agent == name)
+    return tree
+
+
+async def wait_for_event(
+    engine: Engine, run_id: str, kind: str, agent: str, timeout_s: float = 60
+) -> None:
+    """Wait (bounded) until `agent` emits `kind` in the run: the ledger answers as soon as there
+    is news (or after 1 s)."""
+    seen = 0
+    async with asyncio.timeout(timeout_s):
+        while True:
+            events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
+            if any(e.type == kind and e.agent == agent for _, e in events):
+                return
+            seen += len(events)
 
 
 async def block_loop(seconds: float) -> str:

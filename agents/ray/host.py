@@ -46,6 +46,12 @@ __all__ = ["AgentHost"]
 # Cancellations of calls that had not come yet (`AgentHost.cancel`): a few, for a moment.
 _EARLY_CANCELS = 1024
 
+# Calls about the host rather than work for it (`stats`, `cancel`), in a group of their own:
+# not held behind the delegations that fill an agent's `max_concurrency`. Ray runs each group
+# of an async actor on its own thread and event loop, so these only read the host's state or
+# hand the work to the delegations' loop.
+_CONTROL = "control"
+
 
 @dataclass
 class _Hosted:
@@ -82,15 +88,19 @@ class _Hosted:
         self.runtime.add_tools(usable)
 
     def problems(self) -> list[str]:
-        """MCP servers it could not use, and tools it disabled or skipped."""
+        """MCP servers it could not use, and tools it disabled or skipped.
+
+        Read from the host's control thread (`AgentHost.stats`): each collection is copied in
+        one step, which the GIL keeps whole while the delegations' thread changes it.
+        """
         return list(self.tool_problems) + [
             f"MCP server {server.spec.name}: tool {name} disabled: {why}"
-            for server in self.mcp_servers
-            for name, why in server.disabled.items()
+            for server in tuple(self.mcp_servers)
+            for name, why in tuple(server.disabled.items())
         ]
 
 
-@ray.remote
+@ray.remote(concurrency_groups={_CONTROL: 4})  # type: ignore[call-overload]
 class AgentHost:
     """One replica of a host: an async actor, so delegations (even re-entrant ones) overlap.
 
@@ -148,6 +158,7 @@ class AgentHost:
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
         self._ledger = ledger = LedgerClient(ledger_handle)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the delegations' (`invoke`)
         self._calls: dict[str, asyncio.Task[Any]] = {}  # by delegation attempt
         self._early: OrderedDict[str, None] = OrderedDict()  # attempts cancelled before they came
         # Delegations between the agents hosted here are awaited in this process (`_run`).
@@ -182,6 +193,7 @@ class AgentHost:
 
         litellm's lazy imports are paid now rather than inside the first run.
         """
+        self._loop = asyncio.get_running_loop()
         await asyncio.gather(*(hosted.open_mcp() for hosted in self._agents.values()))
         # (litellm itself was configured when the agents' clients were made.)
         warm = self._client(ModelSpec())
@@ -202,10 +214,14 @@ class AgentHost:
         # What is alive now (modules, litellm's tables) lives as long as the process: out of
         # the collector's way, so that its full passes during runs scan only what runs make.
         gc.freeze()
-        return self.stats()
+        return self._stats()
 
+    @ray.method(concurrency_group=_CONTROL)
     def stats(self) -> dict[str, Any]:
         """Where this replica runs, and for each agent it hosts how busy it is."""
+        return self._stats()
+
+    def _stats(self) -> dict[str, Any]:
         context = ray.get_runtime_context()
         return {
             "actor": self._name,
@@ -229,6 +245,7 @@ class AgentHost:
         Both sealed (`agents.ray.wire`): the call is a `HostCall` (what its fields ask of this
         host is documented there), the result an `AgentResult`.
         """
+        self._loop = asyncio.get_running_loop()
         call = unseal(sealed, HostCall)
         delegation = call.delegation
         attempt = delegation.context.attempt
@@ -249,6 +266,7 @@ class AgentHost:
         result.seal_children()  # see `AgentResult.seal_children`
         return seal(result)
 
+    @ray.method(concurrency_group=_CONTROL)
     async def cancel(self, attempt: str) -> None:
         """Stop the call of this delegation attempt (or refuse it when it comes).
 
@@ -256,6 +274,13 @@ class AgentHost:
         `ray.cancel`, which drops a cancellation that reaches an async actor before the call's
         coroutine is queued there (ray-project/ray#52628), so that the call runs to its end.
         """
+        loop = self._loop
+        if loop is None:  # no call has come yet: nothing runs that could race with this
+            self._cancel(attempt)
+        else:  # on the delegations' loop, where `invoke` reads and writes the same state
+            loop.call_soon_threadsafe(self._cancel, attempt)
+
+    def _cancel(self, attempt: str) -> None:
         task = self._calls.get(attempt)
         if task is not None:
             task.cancel()

@@ -13,7 +13,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from tests.testkit import start, until_written
+from tests.testkit import start, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
@@ -31,16 +31,6 @@ def worker_nodes(ray_cluster: Any) -> Iterator[None]:
 def node_of(cluster: Any, resource: str) -> str:
     """The id of the (live) node that has `resource`."""
     return str(next(n["NodeID"] for n in ray.nodes() if n["Alive"] and resource in n["Resources"]))
-
-
-async def wait_for(engine: Engine, run_id: str, kind: str, agent: str) -> None:
-    seen = 0
-    async with asyncio.timeout(60):
-        while True:
-            events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
-            if any(e.type == kind and e.agent == agent for _, e in events):
-                return
-            seen += len(events)
 
 
 async def test_agents_land_where_their_resources_are_and_their_spans_join_one_trace(
@@ -104,7 +94,7 @@ async def test_a_node_removed_mid_run_ends_the_run_with_its_spans(
         """,
     )
     job = asyncio.ensure_future(engine.run("search the archive", run_id="node-gone"))
-    await wait_for(engine, "node-gone", "tool_started", "remote")
+    await wait_for_event(engine, "node-gone", "tool_started", "remote")
     ray_cluster.remove_node(doomed)
     result = await asyncio.wait_for(job, timeout=60)
     assert result.status == RunStatus.SUCCEEDED, result.error  # the boss went on with the error
@@ -151,7 +141,7 @@ async def kill_helper_mid_tool(engine: Engine, run_id: str, effect: Path | None 
     may not have happened yet.)
     """
     job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
-    await wait_for(engine, run_id, "tool_started", "helper")
+    await wait_for_event(engine, run_id, "tool_started", "helper")
     if effect is not None:
         await until_written(effect, f"the tool never made {effect}")
     ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it

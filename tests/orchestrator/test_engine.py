@@ -13,12 +13,12 @@ import litellm
 import pytest
 import ray
 
-from agents.core.messages import AgentResult, RunStatus
+from agents.core.messages import RunStatus
 from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
-from tests.testkit import config, until_written
+from tests.testkit import config, node, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
 
@@ -85,7 +85,7 @@ TEAM = """
       - name: slowpoke
         description: slow archive search
         tools: [tests.testkit:slow_step]
-        ray: {{isolate: true}}   # its own process, so that killing it spares the others
+        ray: {{max_concurrency: 2}}   # its own process: killing it spares the others
         model:
           name: baton/scripted
           params:
@@ -144,24 +144,6 @@ def team(ray_address: str, fake: FakeOpenAI, markers: Path) -> Iterator[Engine]:
     engine.start()
     yield engine
     engine.stop()
-
-
-async def wait_for_event(engine: Engine, run_id: str, kind: str, agent: str) -> None:
-    """Poll the run's progress events until `agent` emits `kind` (bounded)."""
-    deadline = time.monotonic() + 30
-    seen = 0
-    while True:  # the ledger answers as soon as there is news (or after 1 s)
-        events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
-        if any(e.type == kind and e.agent == agent for _, e in events):
-            return
-        seen += len(events)
-        assert time.monotonic() < deadline, f"{agent} never emitted {kind}"
-
-
-def node(tree: AgentResult, *path: str) -> AgentResult:
-    for name in path:
-        tree = next(c for c in tree.children if c.agent == name)
-    return tree
 
 
 async def test_a_task_flows_through_three_levels_of_delegation(default_engine: Engine) -> None:
@@ -238,6 +220,25 @@ async def test_the_deadline_stops_a_model_that_always_calls_a_tool(team: Engine)
     assert "deadline" in (result.error or "")
     assert result.duration_s < 3.0
     assert result.tree is not None and result.tree.steps > 3
+
+
+async def test_an_agent_at_its_limit_says_where_it_runs_and_cancels(
+    team: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where agents run (`GET /v1/agents`) and cancelling are not held behind the calls that fill
+    # `max_concurrency` (2); Ray's cancel dropped (ray-project/ray#52628): the host's stops them.
+    monkeypatch.setattr(ray, "cancel", lambda *_, **__: None)
+    ids = ("full-1", "full-2")
+    jobs = [asyncio.ensure_future(team.run("search", agent="slowpoke", run_id=i)) for i in ids]
+    for run_id in ids:
+        await wait_for_event(team, run_id, "tool_started", "slowpoke")
+    rows = [r for r in await team.placement(timeout_s=10) if r["agent"] == "slowpoke"]
+    assert [(r["state"], r.get("inflight"), r.get("pid", 0) > 0) for r in rows] == [
+        ("alive", 2, True)
+    ], rows
+    assert all(team.cancel(run_id) for run_id in ids)
+    for job in jobs:
+        assert (await asyncio.wait_for(job, timeout=15)).status == RunStatus.CANCELLED
 
 
 async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(team: Engine) -> None:
