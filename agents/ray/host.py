@@ -275,7 +275,7 @@ class AgentHost:
         coroutine is queued there (ray-project/ray#52628), so that the call runs to its end.
         """
         loop = self._loop
-        if loop is None:  # no call has come yet: nothing runs that could race with this
+        if loop is None:  # before `ready` and any call: nothing runs on that loop yet
             self._cancel(attempt)
         else:  # on the delegations' loop, where `invoke` reads and writes the same state
             loop.call_soon_threadsafe(self._cancel, attempt)
