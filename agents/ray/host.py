@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from agents.core.gc_policy import settle_after_start
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
@@ -211,9 +212,8 @@ class AgentHost:
             ],
             [tool],
         )
-        # What is alive now (modules, litellm's tables) lives as long as the process: out of
-        # the collector's way, so that its full passes during runs scan only what runs make.
-        gc.freeze()
+        # What is alive now (modules, litellm's tables) lives as long as the process.
+        settle_after_start()
         return self._stats()
 
     @ray.method(concurrency_group=_CONTROL)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import ray
 
 from agents.core.events import ApprovalRequested, Event
+from agents.core.gc_policy import settle_after_start
 from agents.core.steps import Step, step_number
 from agents.ray.handover import open_batch
 from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, unseal
@@ -60,8 +60,7 @@ class LedgerActor:
         # Each agent process's next batch number, and a signal set (and replaced) per batch.
         self._next_batch: dict[str, int] = {}
         self._batched = asyncio.Event()
-        # What start-up made lives as long as the process: out of the collector's way.
-        gc.freeze()
+        settle_after_start()  # what start-up made lives as long as the process
 
     def _changed(self, run_id: str) -> None:
         signal = self._signals.pop(run_id, None)

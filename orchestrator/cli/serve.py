@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import socket
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agents.core.gc_policy import settle_after_start
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
 from orchestrator.cli.run import local_service
 from orchestrator.config import AgentSystem
@@ -150,8 +150,6 @@ def serve(
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     url = f"http://[{local}]:{port}" if ":" in local else f"http://{local}:{port}"
     noted = announce(url, system, settings.store_url, bool(keys)) if port else nullcontext()
-    # What start-up made (modules, the app) lives as long as this process: out of the garbage
-    # collector's way, so that its full passes scan only what requests make.
-    gc.freeze()
+    settle_after_start()  # what start-up made (modules, the app) lives as long as the process
     with noted:
         DrainingServer(server_config).run()
