@@ -112,17 +112,18 @@ def node(tree: AgentResult, *path: str) -> AgentResult:
 
 
 async def wait_for_event(
-    engine: Engine, run_id: str, kind: str, agent: str, timeout_s: float = 60
+    engine: Engine, run_id: str, kind: str, agent: str, timeout_s: float = 30
 ) -> None:
     """Wait (bounded) until `agent` emits `kind` in the run: the ledger answers as soon as there
     is news (or after 1 s)."""
     seen = 0
-    async with asyncio.timeout(timeout_s):
-        while True:
-            events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
-            if any(e.type == kind and e.agent == agent for _, e in events):
-                return
-            seen += len(events)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        events, _ = await engine.ledger.events(run_id, seen, wait_s=1.0)
+        if any(e.type == kind and e.agent == agent for _, e in events):
+            return
+        seen += len(events)
+        assert time.monotonic() < deadline, f"{agent} never emitted {kind} in run {run_id}"
 
 
 async def block_loop(seconds: float) -> str:

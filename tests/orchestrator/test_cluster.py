@@ -94,7 +94,7 @@ async def test_a_node_removed_mid_run_ends_the_run_with_its_spans(
         """,
     )
     job = asyncio.ensure_future(engine.run("search the archive", run_id="node-gone"))
-    await wait_for_event(engine, "node-gone", "tool_started", "remote")
+    await wait_for_event(engine, "node-gone", "tool_started", "remote", timeout_s=60)
     ray_cluster.remove_node(doomed)
     result = await asyncio.wait_for(job, timeout=60)
     assert result.status == RunStatus.SUCCEEDED, result.error  # the boss went on with the error
@@ -141,7 +141,7 @@ async def kill_helper_mid_tool(engine: Engine, run_id: str, effect: Path | None 
     may not have happened yet.)
     """
     job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
-    await wait_for_event(engine, run_id, "tool_started", "helper")
+    await wait_for_event(engine, run_id, "tool_started", "helper", timeout_s=60)
     if effect is not None:
         await until_written(effect, f"the tool never made {effect}")
     ray.kill(engine.pool.actors["helper"][0], no_restart=False)  # Ray restarts it
