@@ -17,7 +17,7 @@ from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
-from orchestrator.store import RunStore, absolute_store_url
+from orchestrator.store import DEFAULT_POOL_SIZE, RunStore, absolute_store_url
 from tracing import OtlpExport, configure_tracing
 
 __all__ = ["agent_env", "open_service", "open_service_from_settings"]
@@ -42,6 +42,7 @@ def open_service_from_settings(
     return open_service(
         system,
         store_url=settings.store_url,
+        store_pool_size=settings.store_pool_size,
         ray_address=settings.ray_address,
         namespace=settings.namespace,
         owner=owner,
@@ -59,6 +60,7 @@ async def open_service(
     *,
     store_url: str,
     ray_address: str | None,
+    store_pool_size: int = DEFAULT_POOL_SIZE,
     namespace: str,
     owner: str,
     env: Mapping[str, str] | None = None,
@@ -72,6 +74,7 @@ async def open_service(
     Args:
         system: the validated agent system.
         store_url: the run store's SQLAlchemy URL.
+        store_pool_size: the store's connections kept open for reuse.
         ray_address: the cluster to join (None: a local Ray instance).
         namespace: the Ray namespace of the system's actors.
         owner: names this instance in the store (stable across its restarts).
@@ -81,7 +84,7 @@ async def open_service(
         detached: agents outlive this process (a service: restarts and replicas find them).
         forbid_remote_models: the agents may call only built-in models and loopback servers.
     """
-    store = await RunStore.open(store_url)
+    store = await RunStore.open(store_url, pool_size=store_pool_size)
     ray_connection = Connection()
     try:
         with keep_sigterm_handler():

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from orchestrator.store.records import DEFAULT_POOL_SIZE
+
 __all__ = ["Settings", "is_loopback"]
 
 
@@ -31,6 +33,12 @@ class Settings(BaseSettings):
     store_url: str = Field(
         default="sqlite+aiosqlite:///baton.db",
         description="Run store: a SQLAlchemy async URL (postgresql+asyncpg://... for PostgreSQL).",
+    )
+    store_pool_size: int = Field(
+        default=DEFAULT_POOL_SIZE,
+        ge=1,
+        description="Run store connections a service keeps open for reuse (up to 10 more are "
+        "opened in a burst and closed after use).",
     )
     namespace: str = "baton"
     ray_address: str | None = Field(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.store.records import (
+    DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
     DuplicateIdempotencyKey,
     RunPage,
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from orchestrator.store.store import RunStore
 
 __all__ = [
+    "DEFAULT_POOL_SIZE",
     "DEFAULT_STORE_URL",
     "DuplicateIdempotencyKey",
     "RunPage",

@@ -12,9 +12,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
 
-__all__ = ["DEFAULT_STORE_URL", "DuplicateIdempotencyKey", "RunPage", "StoredRun"]
+__all__ = [
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_STORE_URL",
+    "DuplicateIdempotencyKey",
+    "RunPage",
+    "StoredRun",
+]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
+# Connections a store keeps open. SQLAlchemy's default keeps 5 and opens up to 10 more in a
+# burst, closing each after use: a service following 50 runs at once opened and closed a
+# connection (on SQLite, a thread too) for most of its reads, 0.4 ms of CPU each. Measured with
+# bench/http_throughput.py: the service's CPU per task 8.2-8.6 ms with 5, 6.9-7.4 with 10 to 40.
+DEFAULT_POOL_SIZE = 20
 
 
 class DuplicateIdempotencyKey(Exception):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import Connection, event, func, insert, select, text, update
+from sqlalchemy import URL, Connection, event, func, insert, make_url, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -27,6 +27,7 @@ from agents.core.messages import RunStatus, Usage
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.ownership import UPDATE_RUN, Ownership
 from orchestrator.store.records import (
+    DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
     DuplicateIdempotencyKey,
     RunPage,
@@ -58,6 +59,9 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+# More connections a burst may open beyond the pool (each closed after use).
+_POOL_OVERFLOW = 10
+
 # Any fixed number: PostgreSQL's advisory lock that serializes Baton's migrations.
 _PG_LOCK = 0x6261746F6E  # "baton"
 
@@ -69,7 +73,7 @@ async def _migration_lock(engine: AsyncEngine) -> AsyncIterator[None]:
     SQLite's DDL is not transactional under Alembic, so a half-made schema could be seen.
     """
     database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+    if engine.dialect.name != "sqlite" or not _sqlite_file(engine.url):
         yield
         return
     # Opened and waited for in a thread: the other instance's migration may take a moment.
@@ -79,6 +83,19 @@ async def _migration_lock(engine: AsyncEngine) -> AsyncIterator[None]:
         yield
     finally:
         lock.close()  # releases the lock
+
+
+def _sqlite_file(url: URL) -> bool:
+    """Whether a SQLite URL names a file (not a memory database), as SQLAlchemy judges it."""
+    return bool(url.database) and url.database != ":memory:" and url.query.get("mode") != "memory"
+
+
+def _pool_options(url: str, pool_size: int) -> dict[str, Any]:
+    """The pool's sizes, for the stores with a pool (a memory database has one connection)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not _sqlite_file(parsed):
+        return {}
+    return {"pool_size": pool_size, "max_overflow": _POOL_OVERFLOW}
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -117,9 +134,16 @@ class RunStore(Ownership):
         self._insert_events = dialect.insert(EVENTS_TABLE).on_conflict_do_nothing()
 
     @classmethod
-    async def open(cls, url: str = DEFAULT_STORE_URL) -> RunStore:
-        """Connect to the store at `url` and migrate its schema to the newest revision."""
-        engine = create_async_engine(url, pool_pre_ping=not url.startswith("sqlite"))
+    async def open(
+        cls, url: str = DEFAULT_STORE_URL, *, pool_size: int = DEFAULT_POOL_SIZE
+    ) -> RunStore:
+        """Connect to the store at `url` and migrate its schema to the newest revision.
+
+        `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`).
+        """
+        engine = create_async_engine(
+            url, pool_pre_ping=not url.startswith("sqlite"), **_pool_options(url, pool_size)
+        )
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         # Instances opening a new store at once (replicas started together) must not migrate it

@@ -4,11 +4,12 @@ import asyncio
 import sys
 import time
 
+import asyncpg
 import pytest
 
 from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.engine import RunResult
-from orchestrator.store import RunStore
+from orchestrator.store import DEFAULT_POOL_SIZE, RunStore
 
 pytestmark = pytest.mark.anyio
 
@@ -183,5 +184,63 @@ async def test_instances_opening_a_new_store_at_once_all_get_it(store_url: str) 
     store = await RunStore.open(store_url)
     try:
         assert (await store.list()).total == 0
+    finally:
+        await store.close()
+
+
+async def _backends(probe: asyncpg.Connection, store_url: str) -> set[int]:
+    """The server processes connected to the store's database, besides the probe's own."""
+    rows = await probe.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        store_url.rsplit("/", 1)[1],
+    )
+    return {row["pid"] for row in rows}
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+async def test_reads_at_once_reuse_the_stores_connections(store_url: str) -> None:
+    # A service following many runs reads its store all at once, round after round. The
+    # database must not see a new connection (a server process on PostgreSQL) per read of a
+    # burst: SQLAlchemy's default pool kept 5 and opened and closed up to 10 more each time.
+    store = await RunStore.open(store_url)
+    await store.add("r1", "t", agent=None, system="s", config={})
+    probe = await asyncpg.connect(store_url.replace("postgresql+asyncpg://", "postgresql://"))
+    sessions = "SELECT sessions FROM pg_stat_database WHERE datname = $1"
+    database = store_url.rsplit("/", 1)[1]
+    try:
+        before = await probe.fetchval(sessions, database)
+        for _ in range(5):
+            runs = await asyncio.gather(*(store.get("r1") for _ in range(DEFAULT_POOL_SIZE)))
+            assert all(run is not None and run.id == "r1" for run in runs)
+        # Counted when a session starts or ends; the store's stay open, the others are gone.
+        opened = await probe.fetchval(sessions, database) - before
+    finally:
+        await probe.close()
+        await store.close()
+    assert opened <= DEFAULT_POOL_SIZE
+
+
+@pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+async def test_a_store_keeps_as_many_connections_open_as_its_pool_size(store_url: str) -> None:
+    store = await RunStore.open(store_url, pool_size=3)
+    await store.add("r1", "t", agent=None, system="s", config={})
+    probe = await asyncpg.connect(store_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await asyncio.gather(*(store.get("r1") for _ in range(8)))  # 5 beyond the pool
+        # Those closed after use leave the server a moment later; the server's catalog is
+        # the only place that says when (no event to wait on).
+        async with asyncio.timeout(10):
+            while len(await _backends(probe, store_url)) != 3:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+    finally:
+        await probe.close()
+        await store.close()
+
+
+async def test_a_store_in_memory_opens_with_its_one_connection() -> None:
+    store = await RunStore.open("sqlite+aiosqlite:///:memory:")
+    try:
+        await store.add("r1", "t", agent=None, system="s", config={})
+        assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
     finally:
         await store.close()
