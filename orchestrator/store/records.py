@@ -24,7 +24,7 @@ DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
 # Connections a store keeps open. SQLAlchemy's default keeps 5 and opens up to 10 more in a
 # burst, closing each after use: a service following 50 runs at once opened and closed a
 # connection (on SQLite, a thread too) for most of its reads, 0.4 ms of CPU each. Measured with
-# bench/http_throughput.py: the service's CPU per task 8.2-8.6 ms with 5, 6.9-7.4 with 10 to 40.
+# bench/http_throughput.py: the service's CPU per task 8.2-8.6 ms with 5, 6.9-8.0 with 20.
 DEFAULT_POOL_SIZE = 20
 
 
