@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
+import psutil
 import pytest
 
 from tests.conftest import _fresh_postgres_database
@@ -29,6 +31,7 @@ def replicas(
             BATON_INSTANCE_ID=f"replica-{name}",
             BATON_LEASE_S="3",
             BATON_SSE_HEARTBEAT_S="1",
+            BATON_STORE_POOL_SIZE="2" if name == "a" else "20",
         )
         for name in ("a", "b")
     )
@@ -56,6 +59,29 @@ async def test_a_run_submitted_to_one_replica_is_followed_and_cancelled_through_
         stored = (await client.get(f"/v1/runs/{run['id']}")).json()
     assert seen[0] == "run_started" and "tool_started" in seen
     assert stored["status"] == "cancelled" and stored["duration_s"] < 3
+
+
+async def test_a_replica_keeps_as_many_store_connections_open_as_it_is_told(
+    replicas: tuple[ServiceProcess, ServiceProcess], postgres_url: str
+) -> None:
+    a, _ = replicas  # BATON_STORE_POOL_SIZE=2
+    assert a._process is not None
+    service, server_port = psutil.Process(a._process.pid), urlsplit(postgres_url).port
+
+    def to_the_store() -> int:
+        connections = service.net_connections("tcp")
+        return sum(1 for c in connections if c.raddr and c.raddr.port == server_port)
+
+    async with httpx.AsyncClient(base_url=a.url, timeout=30) as client:
+        pages = await asyncio.gather(*(client.get("/v1/runs") for _ in range(16)))
+    assert all(page.status_code == 200 for page in pages)
+    # Those opened for the burst close after use; the process's sockets say when (no event).
+    try:
+        async with asyncio.timeout(10):
+            while to_the_store() > 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        pytest.fail(f"{to_the_store()} connections to the store stay open (pool size 2)")
 
 
 async def test_when_a_replica_dies_the_other_resumes_its_runs(
