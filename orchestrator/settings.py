@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from orchestrator.store.records import DEFAULT_POOL_SIZE
+from orchestrator.store.records import DEFAULT_POOL_SIZE, POOL_OVERFLOW
 
 __all__ = ["Settings", "is_loopback"]
 
@@ -37,8 +37,8 @@ class Settings(BaseSettings):
     store_pool_size: int = Field(
         default=DEFAULT_POOL_SIZE,
         ge=1,
-        description="Run store connections a service keeps open for reuse (up to 10 more are "
-        "opened in a burst and closed after use).",
+        description="Run store connections a service keeps open for reuse (up to "
+        f"{POOL_OVERFLOW} more are opened in a burst and closed after use).",
     )
     namespace: str = "baton"
     ray_address: str | None = Field(

@@ -15,6 +15,7 @@ from agents.core.messages import RunStatus, Usage
 __all__ = [
     "DEFAULT_POOL_SIZE",
     "DEFAULT_STORE_URL",
+    "POOL_OVERFLOW",
     "DuplicateIdempotencyKey",
     "RunPage",
     "StoredRun",
@@ -26,6 +27,8 @@ DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
 # connection (on SQLite, a thread too) for most of its reads, 0.4 ms of CPU each. Measured with
 # bench/http_throughput.py: the service's CPU per task 8.2-8.6 ms with 5, 6.9-8.0 with 20.
 DEFAULT_POOL_SIZE = 20
+# More connections a burst may open beyond the pool, each closed after use.
+POOL_OVERFLOW = 10
 
 
 class DuplicateIdempotencyKey(Exception):

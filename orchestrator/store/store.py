@@ -29,6 +29,7 @@ from orchestrator.store.ownership import UPDATE_RUN, Ownership
 from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
+    POOL_OVERFLOW,
     DuplicateIdempotencyKey,
     RunPage,
     StoredRun,
@@ -59,9 +60,6 @@ def _upgrade(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-# More connections a burst may open beyond the pool (each closed after use).
-_POOL_OVERFLOW = 10
-
 # Any fixed number: PostgreSQL's advisory lock that serializes Baton's migrations.
 _PG_LOCK = 0x6261746F6E  # "baton"
 
@@ -90,12 +88,17 @@ def _sqlite_file(url: URL) -> bool:
     return bool(url.database) and url.database != ":memory:" and url.query.get("mode") != "memory"
 
 
-def _pool_options(url: str, pool_size: int) -> dict[str, Any]:
-    """The pool's sizes, for the stores with a pool (a memory database has one connection)."""
+def _engine_options(url: str, pool_size: int) -> dict[str, Any]:
+    """How the store's engine keeps its connections.
+
+    A server's are checked before use (it may have restarted); a SQLite file's need not be; a
+    memory database has one connection, and no pool to size.
+    """
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not _sqlite_file(parsed):
-        return {}
-    return {"pool_size": pool_size, "max_overflow": _POOL_OVERFLOW}
+    pool = {"pool_size": pool_size, "max_overflow": POOL_OVERFLOW}
+    if parsed.get_backend_name() != "sqlite":
+        return {"pool_pre_ping": True, **pool}
+    return pool if _sqlite_file(parsed) else {}
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -141,9 +144,7 @@ class RunStore(Ownership):
 
         `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`).
         """
-        engine = create_async_engine(
-            url, pool_pre_ping=not url.startswith("sqlite"), **_pool_options(url, pool_size)
-        )
+        engine = create_async_engine(url, **_engine_options(url, pool_size))
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         # Instances opening a new store at once (replicas started together) must not migrate it

@@ -188,11 +188,20 @@ async def test_instances_opening_a_new_store_at_once_all_get_it(store_url: str) 
         await store.close()
 
 
+def _database(store_url: str) -> str:
+    return store_url.rsplit("/", 1)[1]
+
+
+async def _probe(store_url: str) -> asyncpg.Connection:
+    """A connection of the test's own to the store's PostgreSQL database."""
+    return await asyncpg.connect(store_url.replace("postgresql+asyncpg://", "postgresql://"))
+
+
 async def _backends(probe: asyncpg.Connection, store_url: str) -> set[int]:
     """The server processes connected to the store's database, besides the probe's own."""
     rows = await probe.fetch(
         "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-        store_url.rsplit("/", 1)[1],
+        _database(store_url),
     )
     return {row["pid"] for row in rows}
 
@@ -204,9 +213,9 @@ async def test_reads_at_once_reuse_the_stores_connections(store_url: str) -> Non
     # burst: SQLAlchemy's default pool kept 5 and opened and closed up to 10 more each time.
     store = await RunStore.open(store_url)
     await store.add("r1", "t", agent=None, system="s", config={})
-    probe = await asyncpg.connect(store_url.replace("postgresql+asyncpg://", "postgresql://"))
+    probe = await _probe(store_url)
     sessions = "SELECT sessions FROM pg_stat_database WHERE datname = $1"
-    database = store_url.rsplit("/", 1)[1]
+    database = _database(store_url)
     try:
         before = await probe.fetchval(sessions, database)
         for _ in range(5):
@@ -224,14 +233,18 @@ async def test_reads_at_once_reuse_the_stores_connections(store_url: str) -> Non
 async def test_a_store_keeps_as_many_connections_open_as_its_pool_size(store_url: str) -> None:
     store = await RunStore.open(store_url, pool_size=3)
     await store.add("r1", "t", agent=None, system="s", config={})
-    probe = await asyncpg.connect(store_url.replace("postgresql+asyncpg://", "postgresql://"))
+    probe = await _probe(store_url)
     try:
         await asyncio.gather(*(store.get("r1") for _ in range(8)))  # 5 beyond the pool
         # Those closed after use leave the server a moment later; the server's catalog is
         # the only place that says when (no event to wait on).
-        async with asyncio.timeout(10):
-            while len(await _backends(probe, store_url)) != 3:  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+        try:
+            async with asyncio.timeout(10):
+                while len(await _backends(probe, store_url)) != 3:  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            held = len(await _backends(probe, store_url))
+            pytest.fail(f"{held} connections to the store stay open (pool size 3)")
     finally:
         await probe.close()
         await store.close()
