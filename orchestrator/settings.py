@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests per key.")
     rate_limit_burst: int = Field(default=200, ge=1)
     sse_heartbeat_s: float = Field(default=15.0, gt=0)
+    access_log: bool = Field(
+        default=True,
+        description="Log every HTTP request (uvicorn's access log); off, a busy service spends "
+        "about 5% less CPU (behind a proxy that logs requests itself, say).",
+    )
     lease_s: float = Field(
         default=30.0,
         gt=0,

@@ -144,7 +144,12 @@ def serve(
     # still deliver each run's end; then uvicorn closes what is left and the service stops.
     wrap_up = limits.shutdown_grace_s + limits.wrap_up_s + 5
     server_config = uvicorn.Config(
-        api, host=host, port=port, log_level="info", timeout_graceful_shutdown=int(wrap_up)
+        api,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=settings.access_log,
+        timeout_graceful_shutdown=int(wrap_up),
     )
     # `baton run` on this machine, with this config and store, uses this server's agents.
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host

@@ -32,6 +32,7 @@ def replicas(
             BATON_LEASE_S="3",
             BATON_SSE_HEARTBEAT_S="1",
             BATON_STORE_POOL_SIZE="2" if name == "a" else "20",
+            BATON_ACCESS_LOG="true" if name == "a" else "false",
         )
         for name in ("a", "b")
     )
@@ -82,6 +83,19 @@ async def test_a_replica_keeps_as_many_store_connections_open_as_it_is_told(
                 await asyncio.sleep(0.05)
     except TimeoutError:
         pytest.fail(f"{to_the_store()} connections to the store stay open (pool size 2)")
+
+
+async def test_a_replica_told_not_to_log_requests_logs_the_rest(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = replicas  # B: BATON_ACCESS_LOG=false
+    for replica in (a, b):
+        async with httpx.AsyncClient(base_url=replica.url) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    # The line is written as the answer starts: before the client has it.
+    assert '"GET /healthz HTTP/1.1" 200' in a.log.read_text()
+    quiet = b.log.read_text()
+    assert "/healthz" not in quiet and "Application startup complete" in quiet
 
 
 async def test_when_a_replica_dies_the_other_resumes_its_runs(
