@@ -57,7 +57,23 @@ class Connection:
     def close(self) -> None:
         """Stop the local instance this process started (its agents' processes included)."""
         if self.local:
+            _stop_autoscaler_monitor()
             ray.shutdown()
+
+
+def _stop_autoscaler_monitor() -> None:
+    """Kill the local instance's autoscaler monitor, before `ray.shutdown` stops the rest.
+
+    `ray.shutdown` (Ray 2.60) stops the GCS first and the monitor after it; the monitor's SIGTERM
+    handler then tries to report its end to the GCS that is gone, and is killed only after
+    Ray's one-second grace: a second of every local `baton run` and `baton serve` stop. A
+    single-node instance's monitor, about to go with it, holds nothing to lose.
+    """
+    node = getattr(getattr(ray, "_private", None), "worker", None)
+    kill = getattr(getattr(node, "_global_node", None), "kill_monitor", None)
+    if kill is not None:  # (another Ray: its shutdown as it is)
+        with contextlib.suppress(Exception):
+            kill(check_alive=False)
 
 
 def connect_ray(address: str | None, namespace: str) -> Connection:
