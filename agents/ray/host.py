@@ -145,6 +145,7 @@ class AgentHost:
 
         self._client: type[LiteLLMClient] = LiteLLMClient
         self._name = system.actor_name(specs[0].name, replica)
+        self._restarted: bool | None = None  # asked of Ray once (see `_was_restarted`)
         # The config's forwarded variables (provider keys), for litellm and tools to read.
         os.environ.update(env or {})
         # Those values and the models' own credentials never reach a span, a log line or a
@@ -228,7 +229,7 @@ class AgentHost:
             "pid": os.getpid(),
             "node_id": context.get_node_id(),
             "node_ip": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
-            "restarted": context.was_current_actor_reconstructed,
+            "restarted": self._was_restarted(context),
             "agents": {
                 name: {
                     "inflight": hosted.inflight,
@@ -238,6 +239,13 @@ class AgentHost:
                 for name, hosted in self._agents.items()
             },
         }
+
+    def _was_restarted(self, context: Any) -> bool:
+        # A restart is a new process, so the answer holds for this one's life; Ray's property
+        # asks the GCS for the actor's record each time it is read.
+        if self._restarted is None:
+            self._restarted = bool(context.was_current_actor_reconstructed)
+        return self._restarted
 
     async def invoke(self, sealed: bytes) -> bytes:
         """Run one delegation on a hosted agent and return its result tree.
