@@ -69,8 +69,8 @@ def _stop_autoscaler_monitor() -> None:
     Ray's one-second grace: a second of every local `baton run` and `baton serve` stop. A
     single-node instance's monitor, about to go with it, holds nothing to lose.
     """
-    node = getattr(getattr(ray, "_private", None), "worker", None)
-    kill = getattr(getattr(node, "_global_node", None), "kill_monitor", None)
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    kill = getattr(getattr(worker, "_global_node", None), "kill_monitor", None)
     if kill is not None:  # (another Ray: its shutdown as it is)
         with contextlib.suppress(Exception):
             kill(check_alive=False)
