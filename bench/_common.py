@@ -13,8 +13,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import psutil
 import ray
 
-from orchestrator.config import AgentSystem, parse_config
 from orchestrator.engine import Engine
+from orchestrator.system.config import AgentSystem, parse_config
 
 __all__ = [
     "PlainModel",

@@ -37,7 +37,7 @@ import aiohttp
 import httpx
 
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
-from orchestrator.client import parse_sse
+from orchestrator.cli.client import parse_sse
 from orchestrator.engine import Engine
 from tests.ports import free_port
 

@@ -1,4 +1,4 @@
-"""Doors and rules: config loading and checks, routing, the run engine, the store and the CLI.
+"""Doors and rules: the HTTP, A2A and MCP doors and the CLI, config loading, the engine, the store.
 
 `Engine` and `connect_ray` are imported on first use: they bring in Ray and litellm, which
 commands that only read the store (`baton runs`, `baton show`) do not need.
@@ -9,10 +9,18 @@ from __future__ import annotations
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.config import AgentSystem, SystemConfig, load_config, parse_config
-from orchestrator.results import RunResult
-from orchestrator.routing import AUTO, RoutingDecision, route
-from orchestrator.topology import Topology, build_topology
+from orchestrator.engine import RunResult
+from orchestrator.system import (
+    AUTO,
+    AgentSystem,
+    RoutingDecision,
+    SystemConfig,
+    Topology,
+    build_topology,
+    load_config,
+    parse_config,
+    route,
+)
 
 if TYPE_CHECKING:
     from orchestrator.cluster import connect_ray

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agents.core.messages import AgentResult, RunStatus, Usage
+from orchestrator.engine.submission import Submission
 from orchestrator.store import RunPage, StoredRun
-from orchestrator.submission import Submission
 from tracing import SpanRecord
 from tracing.tree import SpanTree
 from tracing.tree import span_forest as forest

@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
-from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
 from orchestrator.store import DEFAULT_POOL_SIZE, RunStore, absolute_store_url
+from orchestrator.system.config import AgentSystem
 from tracing import OtlpExport, configure_tracing
 
 __all__ = ["agent_env", "open_service", "open_service_from_settings"]

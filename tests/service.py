@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from orchestrator.client import parse_sse
+from orchestrator.cli.client import parse_sse
 from tests.ports import free_port
 
 if TYPE_CHECKING:  # the in-process service's modules load only where it is used

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.config import AgentSystem, parse_config
+from orchestrator.system.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
     from agents.core.events import Event
@@ -61,7 +61,7 @@ def config(yaml_text: str) -> AgentSystem:
 
 def start(engines: list[Engine], yaml_text: str) -> Engine:
     """Start the agents of a system on the session's Ray; the `started` fixture stops them."""
-    from orchestrator.engine import Engine  # Ray: not for the tool functions' importers
+    from orchestrator.engine.lifecycle import Engine  # Ray: not for the tool functions' importers
 
     engine = Engine(config(yaml_text), namespace="baton-tests")
     engine.start()

@@ -247,7 +247,7 @@ class AgentResult(BaseModel):
         "the invocation's end (the last ones may reach the ledger after the result reaches the "
         "caller).",
     )
-    # An `agents.runtime.ports.Handover` on its way to the caller's process, which takes it
+    # An `agents.core.ports.Handover` on its way to the caller's process, which takes it
     # over as soon as the result arrives (never stored nor shown).
     handed_over: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
     # The children pickled once, by the process that made this node (`seal_children`).

@@ -3,7 +3,7 @@
 Its model, tools, MCP servers and Ray options.
 
 These models are the boundary between a YAML file and the runtime; the loader in
-`orchestrator.config` adds file locations and whole-system checks on top.
+`orchestrator.system.config` adds file locations and whole-system checks on top.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 from agents.core.errors import describe_error
 from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.ports import Handover
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import HostCall, seal, unseal
 from agents.runtime.handoff import invoke_here
-from agents.runtime.ports import Handover
 from tracing import lost_agent_span
 
 __all__ = ["RayDispatcher", "SystemRef"]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.core.events import Event
+from agents.core.ports import Handover, SpanShipment
 from agents.core.steps import Step
-from agents.runtime.ports import Handover, SpanShipment
 
 __all__ = ["Carried", "open_batch", "seal"]
 

@@ -15,11 +15,11 @@ import ray
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.gc_policy import settle_after_start
+from agents.core.ports import Decision, RunState
 from agents.core.steps import Step, step_number
 from agents.ray.handover import open_batch
 from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, unseal
 from agents.runtime.ledger import RunLedger
-from agents.runtime.ports import Decision, RunState
 
 __all__ = ["LedgerActor"]
 

@@ -6,10 +6,10 @@ import asyncio
 from typing import Any
 
 from agents.core.events import ApprovalRequested, Event
+from agents.core.ports import Decision, RunState
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
 from agents.ray.wire import ApprovalCall, Commit, RunEnd, seal
-from agents.runtime.ports import Decision, RunState
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]

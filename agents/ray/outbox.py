@@ -10,10 +10,10 @@ from collections import OrderedDict
 from typing import Any, TypeVar
 
 from agents.core.events import Event
+from agents.core.ports import Handover, SpanShipment
 from agents.core.steps import Step
 from agents.ray import wire
 from agents.ray.handover import Carried, seal
-from agents.runtime.ports import Handover, SpanShipment
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "Outbox"]

@@ -21,9 +21,9 @@ from typing import TypeVar
 
 from agents.core.events import ApprovalRequested, Event
 from agents.core.messages import AgentResult, Delegation
+from agents.core.ports import Handover, SpanShipment
 from agents.core.steps import Step
 from agents.ray.handover import Carried
-from agents.runtime.ports import Handover, SpanShipment
 
 __all__ = ["ApprovalCall", "Batch", "Commit", "HostCall", "RunEnd", "Sealable", "seal", "unseal"]
 

@@ -3,9 +3,9 @@
 Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`).
 """
 
+from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.ledger import RunLedger
 from agents.runtime.loop import AgentRuntime
-from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 
 __all__ = [
     "AgentRuntime",

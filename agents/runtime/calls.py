@@ -21,6 +21,7 @@ from agents.core.events import ApprovalRequested, Event, EventBase, ToolFinished
 from agents.core.events import DelegationRefused as DelegationRefusedEvent
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
+from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.core.spec import AgentSpec
 from agents.core.steps import (
     Journal,
@@ -32,7 +33,6 @@ from agents.core.steps import (
     tool_key,
 )
 from agents.models.base import ToolCall
-from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.replay import Record, output_data, output_of
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool

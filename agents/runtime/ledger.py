@@ -20,8 +20,8 @@ from agents.core.events import (
     Event,
     RunStarted,
 )
+from agents.core.ports import Decision, RunState
 from agents.runtime.causal import CausalOrder
-from agents.runtime.ports import Decision, RunState
 from tracing import agent_span_counts
 
 __all__ = ["RunLedger"]

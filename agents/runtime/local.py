@@ -11,11 +11,11 @@ from collections.abc import Mapping
 
 from agents.core.limits import Limits, TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunContext
+from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
 from agents.models.client import LiteLLMClient
 from agents.runtime.handoff import invoke_here
 from agents.runtime.loop import AgentRuntime
-from agents.runtime.ports import EventSink
 from agents.tools.delegate import build_tools
 from tracing import inject_context
 

@@ -21,6 +21,7 @@ from agents.core.events import (
 )
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import Journal, model_key
 from agents.models.base import (
@@ -32,7 +33,6 @@ from agents.models.base import (
 from agents.runtime.calls import Invocation
 from agents.runtime.guardrails import Guardrails, load_callable
 from agents.runtime.hooks import HookFailed, Stopped
-from agents.runtime.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
 from agents.tools.base import Tool

@@ -13,7 +13,7 @@ from agents.tools.files import FILE_TOOL_NAMES, FileTools
 from tracing import attributes as attr
 
 if TYPE_CHECKING:
-    from agents.runtime.ports import Ledger
+    from agents.core.ports import Ledger
 from tracing import inject_context
 
 __all__ = [

@@ -13,8 +13,8 @@ from starlette.routing import Route
 
 from orchestrator.a2a.card import RPC_PATH, agent_card
 from orchestrator.a2a.handler import BatonRequestHandler
-from orchestrator.config import AgentSystem
 from orchestrator.service import RunService
+from orchestrator.system.config import AgentSystem
 
 __all__ = ["RPC_PATH", "a2a_routes", "agent_card"]
 

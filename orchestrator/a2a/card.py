@@ -13,7 +13,7 @@ from a2a.types import (
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 
 from orchestrator import __version__
-from orchestrator.config import AgentSystem
+from orchestrator.system.config import AgentSystem
 
 __all__ = ["RPC_PATH", "agent_card"]
 

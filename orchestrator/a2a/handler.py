@@ -53,14 +53,14 @@ from orchestrator.a2a.tasks import (
     stored_task,
     task_update,
 )
-from orchestrator.config import AgentSystem
+from orchestrator.engine.run_spans import SPANS_WAIT_S
+from orchestrator.engine.submission import Submission
 from orchestrator.errors import RunNotFound, ServiceError
-from orchestrator.routing import AUTO
-from orchestrator.run_spans import SPANS_WAIT_S
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
-from orchestrator.submission import Submission
+from orchestrator.system.config import AgentSystem
+from orchestrator.system.routing import AUTO
 
 __all__ = ["BatonRequestHandler"]
 

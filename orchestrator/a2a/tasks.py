@@ -41,8 +41,8 @@ from agents.core.events import (
     RunFinished,
 )
 from agents.core.messages import RunStatus
+from orchestrator.engine.submission import Origin
 from orchestrator.store import StoredRun
-from orchestrator.submission import Origin
 
 __all__ = [
     "ANSWER",

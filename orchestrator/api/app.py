@@ -19,11 +19,11 @@ from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimit
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs
 from orchestrator.api.ui import SecurityHeaders, mount_ui
-from orchestrator.config import AgentSystem
 from orchestrator.render import default_mermaid_dist
-from orchestrator.routing import AUTO
 from orchestrator.schemas import ErrorBody
 from orchestrator.service import RunService
+from orchestrator.system.config import AgentSystem
+from orchestrator.system.routing import AUTO
 
 __all__ = ["ApiOptions", "create_app"]
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from orchestrator.config import AgentSystem
 from orchestrator.service import RunService
+from orchestrator.system.config import AgentSystem
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -88,7 +88,7 @@ class LazyA2A(_Built):
 
 
 class LazyMcp(_Built):
-    """Baton's MCP server over streamable HTTP (`orchestrator.mcp_server`).
+    """Baton's MCP server over streamable HTTP (`orchestrator.mcp.server`).
 
     Its session manager runs from the first request until `close()`.
     """
@@ -100,8 +100,8 @@ class LazyMcp(_Built):
         self._running: asyncio.Task[None] | None = None
 
     async def _build(self) -> dict[str, ASGIApp]:
-        await asyncio.to_thread(__import__, "orchestrator.mcp_server")
-        from orchestrator.mcp_server import build_mcp_server, mcp_http_app
+        await asyncio.to_thread(__import__, "orchestrator.mcp.server")
+        from orchestrator.mcp.server import build_mcp_server, mcp_http_app
 
         server = build_mcp_server(self._current)
         routes = _apps([r for r in mcp_http_app(server).routes if isinstance(r, Route)])

@@ -11,9 +11,9 @@ import typer
 
 from agents.core.spec import AgentSpec
 from orchestrator.cli.common import app, console, err, load_system
-from orchestrator.config import AgentSystem
-from orchestrator.report import print_topology
+from orchestrator.cli.report import print_topology
 from orchestrator.settings import Settings
+from orchestrator.system.config import AgentSystem
 
 __all__ = ["check"]
 

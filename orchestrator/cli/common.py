@@ -16,9 +16,9 @@ import typer
 from rich.console import Console
 
 from agents.core.errors import ConfigError
-from orchestrator.config import AgentSystem, default_config_path, load_config
-from orchestrator.report import print_issues
+from orchestrator.cli.report import print_issues
 from orchestrator.settings import Settings
+from orchestrator.system.config import AgentSystem, default_config_path, load_config
 from tracing import OtlpExport, otlp_export_from_env
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import typer
 from rich.status import Status
 
 from agents.core.events import ApprovalRequested, Event, ModelDelta
+from orchestrator.cli.client import ApiError
 from orchestrator.cli.common import console
-from orchestrator.client import ApiError
 from orchestrator.errors import ServiceError
 
 __all__ = ["Decide", "Display", "follow"]

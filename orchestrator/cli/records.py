@@ -9,7 +9,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from orchestrator.cli.common import RunIdArgument, app, console, echo, err, open_store
-from orchestrator.report import print_run_view, print_runs, print_trace
+from orchestrator.cli.report import print_run_view, print_runs, print_trace
 from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun

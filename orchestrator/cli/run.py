@@ -15,6 +15,7 @@ import typer
 from pydantic import ValidationError
 
 from agents.core.events import Event
+from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import (
     ConfigOption,
     app,
@@ -25,15 +26,14 @@ from orchestrator.cli.common import (
     open_export,
     open_store,
 )
+from orchestrator.cli.discovery import find_server
 from orchestrator.cli.follow import QUIET, Display, follow
-from orchestrator.client import ApiError, BatonClient
-from orchestrator.config import AgentSystem
-from orchestrator.discovery import find_server
+from orchestrator.cli.report import print_run_view
 from orchestrator.errors import ServiceError
-from orchestrator.report import print_run_view
-from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, RunView, run_view
 from orchestrator.settings import Settings
+from orchestrator.system.config import AgentSystem
+from orchestrator.system.routing import AUTO
 
 if TYPE_CHECKING:
     from orchestrator.service import RunService, ServiceLimits
@@ -67,7 +67,7 @@ async def _run_here(
     display: Display,
 ) -> RunView:
     """Run through an in-process run service: the same life cycle and record as `baton serve`."""
-    from orchestrator.service import ServiceLimits  # Ray: a slow import
+    from orchestrator.service.run_service import ServiceLimits  # Ray: a slow import
 
     await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
     limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)

@@ -12,10 +12,10 @@ import typer
 
 from agents.core.gc_policy import settle_after_start
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
+from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
-from orchestrator.config import AgentSystem
-from orchestrator.discovery import announce
 from orchestrator.settings import Settings, is_loopback
+from orchestrator.system.config import AgentSystem
 from tracing import configure_tracing
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ __all__ = ["mcp", "serve"]
 
 
 async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
-    from orchestrator.mcp_server import build_mcp_server  # Ray, litellm, mcp: slow imports
+    from orchestrator.mcp.server import build_mcp_server  # Ray, litellm, mcp: slow imports
 
     started: asyncio.Future[RunService] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()

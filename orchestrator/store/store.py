@@ -46,7 +46,7 @@ from orchestrator.store.tables import (
 from tracing import SpanRecord
 
 if TYPE_CHECKING:
-    from orchestrator.results import RunResult
+    from orchestrator.engine.results import RunResult
 
 __all__ = ["RunStore"]
 

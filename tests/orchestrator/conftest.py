@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
-from orchestrator.config import load_config
 from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
+from orchestrator.system.config import load_config
 from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
 
 

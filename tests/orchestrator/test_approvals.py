@@ -17,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page
 
-from orchestrator.client import parse_sse
+from orchestrator.cli.client import parse_sse
 from tests.service import CLERK
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]

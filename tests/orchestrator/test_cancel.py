@@ -11,7 +11,7 @@ import pytest
 
 from agents.core.events import AgentStarted, RunFinished
 from orchestrator.engine import Engine
-from orchestrator.submission import Submission
+from orchestrator.engine.submission import Submission
 from tests.service import all_events, follow, held_service, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agents.core.errors import ConfigError
-from orchestrator.config import load_config, parse_config
+from orchestrator.system.config import load_config, parse_config
 
 
 def _errors(text: str) -> list[str]:
@@ -201,7 +201,7 @@ def test_actors_of_another_revision_of_the_agent_code_are_never_found_by_name(
 ) -> None:
     # A service's actors outlive it; after an upgrade, the restarted service must start its
     # own rather than call the old code's (same config, same store) with calls it does not take.
-    from orchestrator.revision import code_revision
+    from orchestrator.system.revision import code_revision
 
     system = load_config("configs/default.yaml")
     prefix = system.actor_prefix("sqlite:///runs.db")

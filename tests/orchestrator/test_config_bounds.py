@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.yaml_source import MAX_CONFIG_BYTES
+from orchestrator.system.yaml_source import MAX_CONFIG_BYTES
 
 BOMB = Path(__file__).parent / "configs" / "alias_bomb.yaml"
 MEMORY_BOUND = 1 << 30

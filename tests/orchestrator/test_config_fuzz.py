@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.core.errors import ConfigError
-from orchestrator.config import load_config, parse_config
+from orchestrator.system.config import load_config, parse_config
 
 NAMES = [f"a{i}" for i in range(8)]
 

@@ -14,8 +14,8 @@ import pytest
 import ray
 
 from agents.core.messages import RunStatus
-from orchestrator.config import AgentSystem
 from orchestrator.engine import Engine
+from orchestrator.system.config import AgentSystem
 from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
 from tests.testkit import config, node, until_written, wait_for_event

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from agents.core.events import Event, ModelDelta, RunStarted
 from orchestrator.api.event_stream import EventStream
-from orchestrator.client import parse_sse
+from orchestrator.cli.client import parse_sse
 
 pytestmark = pytest.mark.anyio
 

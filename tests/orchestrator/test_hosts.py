@@ -16,9 +16,9 @@ import yaml
 
 from agents.core.messages import RunStatus
 from agents.core.placement import SHARED_HOST, own_actors_reason, plan_hosts
-from orchestrator.config import load_config, parse_config
 from orchestrator.engine import Engine
-from orchestrator.results import RunResult
+from orchestrator.engine.results import RunResult
+from orchestrator.system.config import load_config, parse_config
 from tests.snapshots import tree_text
 from tests.testkit import causal_breaks
 from tracing.sequence import sequence_diagram
@@ -59,7 +59,7 @@ def test_the_service_and_the_cli_load_litellm_the_protocol_sdks_and_networkx_whe
     # `/a2a` or the agent card (1.5 s of the service's start otherwise). networkx waits for a
     # config to check: `baton runs`, `baton show` and `baton --help` never need it (0.1 s).
     probe = (
-        "import sys, orchestrator.api.app, orchestrator.cli, orchestrator.engine, "
+        "import sys, orchestrator.api.app, orchestrator.cli, orchestrator.engine.lifecycle, "
         "agents.ray.pool, agents.ray.ledger_actor; "
         "found = [m for m in ('litellm', 'mcp', 'a2a', 'networkx') if m in sys.modules]; "
         "sys.exit(str(found) if found else 0)"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.live_trace import live_spans
+from orchestrator.service.live_trace import live_spans
 from tests.testkit import EventList, local_trace
 from tests.tracing.test_sequence import FAILING
 

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from agents.core.messages import RunStatus
+from orchestrator.engine.submission import Lineage
 from orchestrator.store import RunStore
-from orchestrator.submission import Lineage
 from tests.orchestrator.test_durable import _answer
 from tests.service import submit
 

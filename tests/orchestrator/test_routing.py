@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from agents.core.spec import AgentCard
-from orchestrator.routing import route
+from orchestrator.system.routing import route
 
 CARDS = [
     AgentCard(name="coordinator", description="Plans work", capabilities=("planning",)),

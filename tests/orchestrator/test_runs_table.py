@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from agents.core.messages import RunStatus, Usage
-from orchestrator.report import print_runs
+from orchestrator.cli.report import print_runs
 from orchestrator.store import RunPage, StoredRun
 
 TASK = "Research the history of the Ray project, check the facts, and calculate 17 * 23 + 4"

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from agents.core.messages import AgentResult, RunStatus, Usage
-from orchestrator.engine import RunResult
+from orchestrator.engine.lifecycle import RunResult
 from orchestrator.store import DEFAULT_POOL_SIZE, RunStore
 
 pytestmark = pytest.mark.anyio

@@ -17,8 +17,8 @@ from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
 from agents.runtime.ledger import MAX_FEED
 from orchestrator.engine import Engine
-from orchestrator.stream import News, RunStream
-from orchestrator.submission import Submission
+from orchestrator.engine.submission import Submission
+from orchestrator.service.stream import News, RunStream
 from tests.service import held_service
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]

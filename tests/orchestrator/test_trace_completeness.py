@@ -12,7 +12,7 @@ import pytest
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from orchestrator.results import RunResult
+from orchestrator.engine.results import RunResult
 from orchestrator.store import RunStore
 from tests.testkit import config
 

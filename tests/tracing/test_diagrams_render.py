@@ -8,7 +8,7 @@ import re
 import pytest
 
 from orchestrator.render import find_chromium, render_diagram
-from orchestrator.topology import topology_flowchart
+from orchestrator.system.topology import topology_flowchart
 from tests.testkit import config, local_trace
 from tests.tracing.test_sequence import HOSTILE_TEAM, wide_team
 from tracing.sequence import sequence_diagram

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from agents.core.placement import own_actors_reason
 from orchestrator.api.deps import MERMAID, Service
 from orchestrator.schemas import AgentsView, AgentView, ReplicaView, TopologyView
-from orchestrator.topology import topology_flowchart
+from orchestrator.system.topology import topology_flowchart
 
 __all__ = ["router"]
 

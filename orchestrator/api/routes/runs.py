@@ -14,7 +14,6 @@ from agents.core.events import Event
 from orchestrator.api.deps import MERMAID, Caller, FollowedRun, Run, Service
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
 from orchestrator.api.event_stream import EventStream
-from orchestrator.routing import AUTO
 from orchestrator.schemas import (
     DiagramView,
     ErrorBody,
@@ -27,6 +26,7 @@ from orchestrator.schemas import (
     run_view,
     span_forest,
 )
+from orchestrator.system.routing import AUTO
 
 __all__ = ["documented", "router"]
 

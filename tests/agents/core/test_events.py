@@ -22,7 +22,7 @@ from agents.core.events import (
 from orchestrator.api import create_app
 from orchestrator.cli.common import console
 from orchestrator.cli.follow import Display, follow
-from orchestrator.live_trace import live_spans
+from orchestrator.service.live_trace import live_spans
 from tests.testkit import EventList, config, local_trace
 from tests.tracing.test_sequence import DEFAULT_TEAM
 

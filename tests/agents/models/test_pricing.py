@@ -13,7 +13,7 @@ from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
 from agents.runtime.loop import AgentRuntime
 from agents.tools.base import load_function_tool
-from orchestrator.report import _money
+from orchestrator.cli.report import _money
 from tests.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.anyio

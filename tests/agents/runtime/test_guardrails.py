@@ -11,7 +11,7 @@ import pytest
 
 from agents.core.errors import ConfigError
 from agents.core.messages import RunStatus
-from orchestrator.config import parse_config
+from orchestrator.system.config import parse_config
 from tests.testkit import local_trace
 
 pytestmark = pytest.mark.anyio

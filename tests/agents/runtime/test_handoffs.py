@@ -10,7 +10,7 @@ import pytest
 
 from agents.core.errors import ConfigError
 from agents.core.messages import RunStatus
-from orchestrator.config import parse_config
+from orchestrator.system.config import parse_config
 from tests.testkit import local_trace
 from tracing.sequence import sequence_diagram
 

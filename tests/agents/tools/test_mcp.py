@@ -19,11 +19,11 @@ import pytest
 from agents.core.events import ApprovalRequested
 from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext
+from agents.core.ports import Decision
 from agents.core.spec import AgentSpec, McpServerSpec, ModelSpec
 from agents.models.client import LiteLLMClient
 from agents.runtime.ledger import RunLedger
 from agents.runtime.loop import AgentRuntime
-from agents.runtime.ports import Decision
 from agents.tools.mcp import McpTool, open_mcp_tools
 from tests.ports import free_port
 

@@ -20,11 +20,11 @@ from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, start_pool
-from orchestrator.config import AgentSystem
-from orchestrator.results import RunResult, abandoned_entry, events_sent, final_event
-from orchestrator.routing import AUTO, RoutingDecision, route
-from orchestrator.run_spans import gather_spans
-from orchestrator.submission import Lineage, Origin
+from orchestrator.engine.results import RunResult, abandoned_entry, events_sent, final_event
+from orchestrator.engine.run_spans import gather_spans
+from orchestrator.engine.submission import Lineage, Origin
+from orchestrator.system.config import AgentSystem
+from orchestrator.system.routing import AUTO, RoutingDecision, route
 from tracing import (
     OtlpExport,
     Redactor,

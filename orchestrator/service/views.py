@@ -8,7 +8,7 @@ from typing import Any
 from agents.core.errors import describe_error
 from orchestrator.engine import Engine
 from orchestrator.errors import NotReady
-from orchestrator.live_trace import live_spans
+from orchestrator.service.live_trace import live_spans
 from orchestrator.store import RunStore, StoredRun
 from tracing import SpanRecord
 from tracing.sequence import Detail, Diagram, sequence_diagram
@@ -36,7 +36,7 @@ class RunViews:
         """The run's spans, finished or not.
 
         As stored once it is finished; while it goes on, those finished so far with the open ones
-        rebuilt from its events (`orchestrator.live_trace`).
+        rebuilt from its events (`orchestrator.service.live_trace`).
         """
         if not run.finished and self.ready:
             finished, events = await self.engine.ledger.snapshot(run.id)

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 
 from agents.core.events import RunFinished
 from agents.core.messages import AgentResult, RunContext, RunStatus, Usage
-from orchestrator.routing import RoutingDecision
+from orchestrator.system.routing import RoutingDecision
 from tracing import SpanRecord, lost_agent_span
 
 __all__ = ["RunResult", "abandoned_entry", "events_sent", "final_event"]

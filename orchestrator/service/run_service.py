@@ -21,19 +21,19 @@ from typing import Any
 
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
-from orchestrator.admission import Admission
-from orchestrator.approvals import ApprovalDesk
-from orchestrator.config import AgentSystem
-from orchestrator.durability import Durability
 from orchestrator.engine import Engine
+from orchestrator.engine.results import RunResult, events_sent, final_event
+from orchestrator.engine.submission import Lineage, Submission
 from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
-from orchestrator.feed import EventFeed
-from orchestrator.recorder import Recorder
-from orchestrator.results import RunResult, events_sent, final_event
+from orchestrator.service.admission import Admission
+from orchestrator.service.approvals import ApprovalDesk
+from orchestrator.service.durability import Durability
+from orchestrator.service.feed import EventFeed
+from orchestrator.service.recorder import Recorder
+from orchestrator.service.upkeep import Orphans, keep_leases
+from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
-from orchestrator.submission import Lineage, Submission
-from orchestrator.upkeep import Orphans, keep_leases
-from orchestrator.views import RunViews
+from orchestrator.system.config import AgentSystem
 
 __all__ = ["RunService", "ServiceLimits"]
 

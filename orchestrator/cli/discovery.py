@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from orchestrator.config import AgentSystem
 from orchestrator.store import absolute_store_url
+from orchestrator.system.config import AgentSystem
 
 __all__ = ["announce", "find_server", "system_digest"]
 

@@ -10,12 +10,12 @@ from collections.abc import Coroutine
 from typing import Any
 
 from agents.core.steps import step_number
-from orchestrator.admission import Admission
 from orchestrator.engine import Engine
+from orchestrator.engine.submission import Lineage, Submission
 from orchestrator.errors import NotReady, NotReplayable, NotResumable
-from orchestrator.feed import EventFeed
+from orchestrator.service.admission import Admission
+from orchestrator.service.feed import EventFeed
 from orchestrator.store import RunStore, StoredRun
-from orchestrator.submission import Lineage, Submission
 from tracing.attributes import BATON_STEP
 
 __all__ = ["Durability"]

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agents.core.events import Event, RunFinished
-from agents.runtime.ports import RunState
+from agents.core.ports import RunState
 from orchestrator.engine import Engine
+from orchestrator.service.stream import News, RunStream
 from orchestrator.store import RunStore, StoredRun
-from orchestrator.stream import News, RunStream
 
 __all__ = ["EventFeed"]
 

@@ -23,9 +23,9 @@ from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
-from orchestrator.revision import code_revision
-from orchestrator.topology import Topology, build_topology
-from orchestrator.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
+from orchestrator.system.revision import code_revision
+from orchestrator.system.topology import Topology, build_topology
+from orchestrator.system.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
 from tracing import Redactor, secret_values_from_env, secret_values_in
 
 __all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from orchestrator.live_trace import interrupted_spans
-from orchestrator.recorder import Recorder
+from orchestrator.service.live_trace import interrupted_spans
+from orchestrator.service.recorder import Recorder
 from orchestrator.store import RunStore
 
 __all__ = ["Orphans", "keep_leases"]

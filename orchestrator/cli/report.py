@@ -17,9 +17,9 @@ from agents.core.messages import AgentResult, RunStatus, Usage
 from agents.core.placement import own_actors_reason
 from agents.core.spec import AgentSpec
 from agents.core.steering_spec import StepRule
-from orchestrator.config import AgentSystem
 from orchestrator.schemas import RunView
 from orchestrator.store import RunPage, StoredRun
+from orchestrator.system.config import AgentSystem
 from tracing import attributes as attr
 from tracing.tree import SpanTree, span_forest
 

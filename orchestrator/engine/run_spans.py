@@ -6,7 +6,7 @@ import logging
 
 from agents.core.messages import AgentResult, RunStatus
 from agents.ray.ledger_client import LedgerClient
-from orchestrator.live_trace import adopt_orphans
+from orchestrator.service.live_trace import adopt_orphans
 from tracing import SpanRecord, agent_span_counts
 
 __all__ = ["SPANS_WAIT_S", "gather_spans"]

@@ -22,10 +22,10 @@ from starlette.applications import Starlette
 from agents.core.events import RunFinished
 from orchestrator import __version__
 from orchestrator.errors import ServiceError
-from orchestrator.routing import AUTO
 from orchestrator.schemas import RunRequest, run_view
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
+from orchestrator.system.routing import AUTO
 
 __all__ = ["build_mcp_server", "mcp_http_app"]
 
