@@ -13,6 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import psutil
 import ray
 
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from orchestrator.system.config import AgentSystem, parse_config
 
@@ -59,7 +60,7 @@ def system(yaml_text: str) -> AgentSystem:
 
 
 def engine(yaml_text: str) -> Engine:
-    built = Engine(system(yaml_text), namespace="baton-bench")
+    built = Engine(system(yaml_text), PoolOptions(namespace="baton-bench"))
     built.start()
     return built
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import aiohttp
 import httpx
 
+from agents.ray.pool import PoolOptions
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.cli.client import parse_sse
 from orchestrator.engine import Engine
@@ -208,7 +209,7 @@ async def through_http(config_text: str, address: str) -> tuple[Measured, list[f
             server.terminate()
             server.wait(timeout=60)
     # The service's agents are detached (they outlive it): found by name, and stopped.
-    found = Engine(system(config_text), namespace="baton-bench")
+    found = Engine(system(config_text), PoolOptions(namespace="baton-bench"))
     found.start()
     found.stop()
     return Measured.of(wall, before, after), submits, lags
@@ -217,7 +218,7 @@ async def through_http(config_text: str, address: str) -> tuple[Measured, list[f
 async def through_engine(config_text: str) -> Measured:
     # A system of its own (another name): not the service's actors, whose ledger keeps a log.
     own = system(config_text.replace("bench-http", "bench-engine"))
-    engine = Engine(own, namespace="baton-bench")
+    engine = Engine(own, PoolOptions(namespace="baton-bench"))
     engine.start()
     await engine_round(engine, 50)
     before = cpu_seconds()

@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.core.messages import RunStatus
+from agents.ray.pool import PoolOptions
 from bench._common import interleaved_medians, start, system
 from bench.delegation_overhead import chain_yaml
 from orchestrator.engine import Engine
@@ -55,7 +56,7 @@ agents:
 
 
 def _engine(yaml_text: str, url: str | None) -> Engine:
-    built = Engine(system(yaml_text), namespace="baton-bench", journal_url=url)
+    built = Engine(system(yaml_text), PoolOptions(namespace="baton-bench", store_url=url))
     built.start()
     return built
 

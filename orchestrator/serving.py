@@ -12,6 +12,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
+from agents.ray.pool import PoolOptions
 from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
@@ -20,13 +21,24 @@ from orchestrator.store import DEFAULT_POOL_SIZE, RunStore, absolute_store_url
 from orchestrator.system.config import AgentSystem
 from tracing import OtlpExport, configure_tracing
 
-__all__ = ["agent_env", "open_service", "open_service_from_settings"]
+__all__ = ["agent_env", "open_service", "open_service_from_settings", "pool_options"]
 
 
 def agent_env(system: AgentSystem, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables the system's `env:` forwards to its agents, as set here (secrets)."""
     environ = os.environ if environ is None else environ
     return {name: environ[name] for name in system.config.env if name in environ}
+
+
+def pool_options(settings: Settings, system: AgentSystem, *, detached: bool) -> PoolOptions:
+    """How the system's actors run, as the settings (environment) say: built once, here."""
+    return PoolOptions(
+        namespace=settings.namespace,
+        env=agent_env(system),
+        detached=detached,
+        forbid_remote_models=settings.forbid_remote_models,
+        store_url=absolute_store_url(settings.store_url),
+    )
 
 
 def open_service_from_settings(
@@ -38,68 +50,51 @@ def open_service_from_settings(
     limits: ServiceLimits | None = None,
     detached: bool = False,
 ) -> contextlib.AbstractAsyncContextManager[RunService]:
-    """`open_service` as the settings (environment) say: store, Ray address, namespace."""
+    """`open_service` as the settings (environment) say: store, Ray address, actors' options."""
     return open_service(
         system,
+        pool_options(settings, system, detached=detached),
         store_url=settings.store_url,
         store_pool_size=settings.store_pool_size,
         ray_address=settings.ray_address,
-        namespace=settings.namespace,
         owner=owner,
-        env=agent_env(system),
         export=export,
         limits=limits,
-        detached=detached,
-        forbid_remote_models=settings.forbid_remote_models,
     )
 
 
 @asynccontextmanager
 async def open_service(
     system: AgentSystem,
+    options: PoolOptions,
     *,
     store_url: str,
     store_pool_size: int = DEFAULT_POOL_SIZE,
     ray_address: str | None,
-    namespace: str,
     owner: str,
-    env: Mapping[str, str] | None = None,
     export: OtlpExport | None = None,
     limits: ServiceLimits | None = None,
-    detached: bool = False,
-    forbid_remote_models: bool = False,
 ) -> AsyncIterator[RunService]:
     """Open the store, join Ray, and run a `RunService` until the block ends.
 
     Args:
         system: the validated agent system.
+        options: how its actors run (`PoolOptions`: namespace, forwarded variables, lifetime).
         store_url: the run store's SQLAlchemy URL.
         store_pool_size: the store's connections kept open for reuse.
         ray_address: the cluster to join (None: a local Ray instance).
-        namespace: the Ray namespace of the system's actors.
         owner: names this instance in the store (stable across its restarts).
-        env: the variables forwarded to the agents (secrets).
         export: where finished runs' spans go besides the store (an OTLP backend).
         limits: admission bounds, lease and heartbeat periods.
-        detached: agents outlive this process (a service: restarts and replicas find them).
-        forbid_remote_models: the agents may call only built-in models and loopback servers.
     """
     store = await RunStore.open(store_url, pool_size=store_pool_size)
     ray_connection = Connection()
     try:
         with keep_sigterm_handler():
-            ray_connection = await asyncio.to_thread(connect_ray, ray_address, namespace)
+            ray_connection = await asyncio.to_thread(connect_ray, ray_address, options.namespace)
         if ray_connection.token is not None:
             configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
-        engine = Engine(
-            system,
-            namespace=namespace,
-            env=env,
-            export=export,
-            detached=detached,
-            forbid_remote_models=forbid_remote_models,
-            journal_url=absolute_store_url(store_url),
-        )
+        engine = Engine(system, options, export=export)
         service = RunService(system, engine, store, owner=owner, limits=limits)
         await service.start()
         try:

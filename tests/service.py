@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from agents.ray.pool import PoolOptions
 from orchestrator.cli.client import parse_sse
 from tests.ports import free_port
 
@@ -283,7 +284,7 @@ async def held_service(
         await start(run_id)
 
     monkeypatch.setattr(store, "start", held_start)
-    own = Engine(engine.system, namespace=engine.namespace)
+    own = Engine(engine.system, PoolOptions(namespace=engine.options.namespace))
     service = RunService(engine.system, own, store, owner=owner)
     await service.start()
     return service, recording, release

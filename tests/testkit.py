@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agents.ray.pool import PoolOptions
 from orchestrator.system.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def start(engines: list[Engine], yaml_text: str) -> Engine:
     """Start the agents of a system on the session's Ray; the `started` fixture stops them."""
     from orchestrator.engine.lifecycle import Engine  # Ray: not for the tool functions' importers
 
-    engine = Engine(config(yaml_text), namespace="baton-tests")
+    engine = Engine(config(yaml_text), PoolOptions(namespace="baton-tests"))
     engine.start()
     engines.append(engine)
     return engine

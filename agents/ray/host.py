@@ -24,7 +24,7 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
 from agents.models.base import tool_schema
-from agents.models.safety import forbid_remote_models
+from agents.models import safety
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import HostCall, seal, unseal
@@ -114,7 +114,7 @@ class AgentHost:
         replica: which replica of its host this is.
         trace: what spans record.
         env: the config's forwarded variables; their values are secrets.
-        forbid_remote: the agents may call only built-in models and servers on loopback.
+        forbid_remote_models: the agents may call only built-in models and servers on loopback.
     """
 
     def __init__(
@@ -127,10 +127,10 @@ class AgentHost:
         replica: int,
         trace: TraceOptions,
         env: dict[str, str] | None = None,
-        forbid_remote: bool = False,
+        forbid_remote_models: bool = False,
     ) -> None:
-        if forbid_remote:
-            forbid_remote_models()
+        if forbid_remote_models:
+            safety.forbid_remote_models()
         # Imported here, not at the top: the driver imports this module to create hosts, and
         # litellm costs it 2.4 s and about 150 MB that only agents need. With the collector
         # paused: the import makes a great many objects and no garbage, and the collector's

@@ -41,16 +41,16 @@ class LedgerActor:
     An async actor, so that callers can wait here for news (events, spans) without polling.
 
     Args:
-        journal_url: the run store; when given, runs' steps and events are written there as
+        store_url: the run store; when given, runs' steps and events are written there as
             they come (`agents.ray.journal`), so that a run can resume after any crash.
     """
 
-    def __init__(self, journal_url: str | None = None) -> None:
+    def __init__(self, store_url: str | None = None) -> None:
         self._writer = None
-        if journal_url:
+        if store_url:
             from agents.ray.journal import JournalWriter  # SQLAlchemy only where it is used
 
-            self._writer = JournalWriter(journal_url)
+            self._writer = JournalWriter(store_url)
         self._ledger = RunLedger(on_event=self._writer.event if self._writer else None)
         # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
         # kept as they come (a delegation retried after its actor died reads them).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -23,11 +23,34 @@ from agents.ray.host import AgentHost
 from agents.ray.ledger_actor import LedgerActor
 from agents.ray.ledger_client import LedgerClient
 
-__all__ = ["AgentPool", "start_pool"]
+__all__ = ["AgentPool", "PoolOptions", "start_pool"]
 
 READY_TIMEOUT_S = 120.0
 # Ray gives the head node this resource (and no other node).
 HEAD_NODE_RESOURCE = "node:__internal_head__"
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """How a system's actors are started (or found) on Ray: built once, where settings are read.
+
+    Attributes:
+        namespace: the Ray namespace of the actors.
+        env: variables set in every agent actor (the config's `env:`, as forwarded); their
+            values are secrets, never recorded.
+        detached: the actors outlive the driver that started them (a service restarting, or
+            several service replicas, find them); else they end with it.
+        forbid_remote_models: the agents may call only Baton's built-in models and model
+            servers on loopback (test suites set it).
+        store_url: the run store, where the ledger writes runs' steps and events as they come
+            (durable runs, which can resume); None: they live in the ledger's memory only.
+    """
+
+    namespace: str = "baton"
+    env: Mapping[str, str] = field(default_factory=dict)
+    detached: bool = False
+    forbid_remote_models: bool = False
+    store_url: str | None = None
 
 
 @dataclass
@@ -115,14 +138,10 @@ def _actor_options(
 def start_pool(
     agents: list[AgentSpec],
     delegates: Mapping[str, list[str]],
+    options: PoolOptions,
     *,
-    namespace: str,
     prefix: str,
-    env: Mapping[str, str] | None = None,
     trace: TraceOptions | None = None,
-    detached: bool = False,
-    forbid_remote: bool = False,
-    journal_url: str | None = None,
     shared_replicas: int = 1,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
@@ -130,16 +149,12 @@ def start_pool(
     Args:
         agents: the agents' specs.
         delegates: whom each agent may delegate to.
-        namespace: the Ray namespace of the actors.
+        options: the actors' namespace, environment and lifetime, and the run store.
         prefix: names the system's actors (`{prefix}.{host}.{replica}`, `{prefix}.ledger`).
-        env: environment variables set in every agent actor; their values are secrets.
         trace: what the agents' spans record.
-        detached: whether the actors outlive this driver (see `Engine`).
-        forbid_remote: the agents may call only built-in models and servers on loopback.
-        journal_url: the run store, where the ledger writes runs' steps and events as they
-            come (durable runs); None: they live in the ledger's memory only.
         shared_replicas: replicas of the shared host (see `SharedHostOptions`).
     """
+    namespace, detached = options.namespace, options.detached
     plan = plan_hosts(agents, shared_replicas)
     host_of = {agent: host for host in plan for agent in host.agents}
     system = SystemRef(
@@ -157,7 +172,7 @@ def start_pool(
         # On the head node, which the cluster cannot lose anyway: worker nodes may come and go.
         resources={HEAD_NODE_RESOURCE: 0.001},
         max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
-    ).remote(journal_url)
+    ).remote(options.store_url)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
     hosts: dict[str, list[Any]] = {}
@@ -175,8 +190,8 @@ def start_pool(
                 ledger,
                 i,
                 trace or TraceOptions(),
-                dict(env or {}),
-                forbid_remote,
+                dict(options.env),
+                options.forbid_remote_models,
             )
             for i in range(host.ray.replicas)
         ]

@@ -7,7 +7,6 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import ray
@@ -19,7 +18,7 @@ from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
-from agents.ray.pool import AgentPool, start_pool
+from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from orchestrator.engine.results import RunResult, abandoned_entry, events_sent, final_event
 from orchestrator.engine.run_spans import gather_spans
 from orchestrator.engine.submission import Lineage, Origin
@@ -52,37 +51,25 @@ class Engine:
     def __init__(
         self,
         system: AgentSystem,
+        options: PoolOptions | None = None,
         *,
-        namespace: str = "baton",
-        env: Mapping[str, str] | None = None,
         entry_grace_s: float = ENTRY_GRACE_S,
         export: OtlpExport | None = None,
-        detached: bool = False,
-        forbid_remote_models: bool = False,
-        journal_url: str | None = None,
     ) -> None:
         """Set up the engine; `start` starts (or finds) the agents.
 
         Args:
             system: the validated agent system.
-            namespace: the Ray namespace of the system's actors.
-            env: environment variables for the agent actors (the config's `env:`, read by the
-                caller); their values are secrets, never recorded.
+            options: where and how its actors run (`PoolOptions`). With a run store
+                (`store_url`), every run's steps and events are written there as they happen,
+                so that a run can resume (`run(..., lineage=...)`); its runs must be recorded
+                there first.
             entry_grace_s: how long past the deadline to wait for an entry agent that has not
                 stopped by itself.
             export: where finished runs' spans go besides the result (an OTLP backend).
-            detached: start the actors detached from this process, so that they outlive it
-                (a service restarting, or several service replicas sharing them); without it,
-                the actors end with this process.
-            forbid_remote_models: the agents may call only Baton's built-in models and model
-                servers on loopback (test suites set it).
-            journal_url: the run store: every run's steps and events are written there as they
-                happen, so that a run can resume (`run(..., lineage=...)`); its runs must be
-                recorded there first. None: runs live in memory until they end.
         """
         self.system = system
-        self.namespace = namespace
-        self._env = dict(env or {})
+        self.options = options or PoolOptions()
         self._pool: AgentPool | None = None
         self._ledger: LedgerClient | None = None
         self._inflight: dict[str, ray.ObjectRef[bytes]] = {}
@@ -93,11 +80,8 @@ class Engine:
         self._closed = False  # leaving Ray: no more calls to it from timers
         self._entry_grace_s = entry_grace_s
         self._export = export
-        self._detached = detached
-        self._forbid_remote = forbid_remote_models
-        self._journal_url = journal_url
         self._collector: SpanCollector = configure_tracing(
-            "orchestrator", system.secrets(self._env)
+            "orchestrator", system.secrets(self.options.env)
         )
 
     @property
@@ -119,13 +103,9 @@ class Engine:
             self._pool = start_pool(
                 list(config.agents),
                 {a.name: self.system.topology.delegates(a.name) for a in config.agents},
-                namespace=self.namespace,
-                prefix=self.system.actor_prefix(self._journal_url),
-                env=self._env,
+                self.options,
+                prefix=self.system.actor_prefix(self.options.store_url),
                 trace=config.tracing,
-                detached=self._detached,
-                forbid_remote=self._forbid_remote,
-                journal_url=self._journal_url,
                 shared_replicas=config.shared_host.replicas,
             )
             self._ledger = self._pool.ledger
@@ -142,7 +122,7 @@ class Engine:
     @property
     def journaled(self) -> bool:
         """Whether runs keep a step log (and can resume)."""
-        return self._journal_url is not None
+        return self.options.store_url is not None
 
     @property
     def started(self) -> bool:
@@ -210,7 +190,7 @@ class Engine:
                 caller to record the result first and then call `finish` (so that
                 whoever sees the `run_finished` event finds the run recorded).
             lineage: a resumed run, a replay or a fork: where its steps come from besides its
-                own execution (see `journal_url`). None: a new run.
+                own execution (see `PoolOptions.store_url`). None: a new run.
             stream: models stream their output (`model_delta` events for followers).
             origin: another agent system's delegation this run carries on (A2A).
         """

@@ -110,7 +110,7 @@ class AgentSystem:
         """Short hash of the config: actors of different configs never share names."""
         return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]
 
-    def actor_prefix(self, journal_url: str | None = None) -> str:
+    def actor_prefix(self, store_url: str | None = None) -> str:
         """What the names of this system's actors on Ray start with.
 
         The config's name and hash, the revision of Baton's agent code (`code_revision`), and
@@ -118,9 +118,9 @@ class AgentSystem:
         must not find this one's ledger and write there.
         """
         prefix = f"{self.config.name}-{self.fingerprint}-{code_revision()}"
-        if journal_url is None:
+        if store_url is None:
             return prefix
-        return f"{prefix}-{hashlib.sha256(journal_url.encode()).hexdigest()[:6]}"
+        return f"{prefix}-{hashlib.sha256(store_url.encode()).hexdigest()[:6]}"
 
 
 def default_config_path() -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
 from orchestrator.system.config import load_config
@@ -83,7 +84,7 @@ def guarded(api: str, ray_address: str, service_dir: Path) -> Iterator[ServicePr
 def default_engine(ray_address: str) -> Iterator[Engine]:
     """The agents of configs/default.yaml, started once (in the `baton-tests` namespace, where
     `baton run` with the same config finds them too)."""
-    engine = Engine(load_config(Path("configs/default.yaml")), namespace="baton-tests")
+    engine = Engine(load_config(Path("configs/default.yaml")), PoolOptions(namespace="baton-tests"))
     engine.start()
     yield engine
     engine.stop()

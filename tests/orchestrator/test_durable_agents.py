@@ -11,6 +11,7 @@ import pytest
 import ray
 
 from agents.core.messages import RunStatus
+from agents.ray.pool import PoolOptions
 from orchestrator.store import RunStore
 from tests.orchestrator.test_durable import _recorded
 
@@ -63,9 +64,11 @@ async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
     system = config(HELPER.format(tag=loss, resource=resource, calls=calls))
     engine = Engine(
         system,
-        namespace="baton-tests",
-        env={"PARCELS_FILE": str(parcels)},
-        journal_url=absolute_store_url(store_url),
+        PoolOptions(
+            namespace="baton-tests",
+            env={"PARCELS_FILE": str(parcels)},
+            store_url=absolute_store_url(store_url),
+        ),
     )
     try:
         engine.start()

@@ -14,6 +14,7 @@ import pytest
 import ray
 
 from agents.core.messages import RunStatus
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from orchestrator.system.config import AgentSystem
 from tests.openai_server import FakeOpenAI
@@ -30,7 +31,7 @@ def start_engine(ray_address: str) -> Iterator[StartEngine]:
     engines: list[Engine] = []
 
     def start(system: AgentSystem, **options: Any) -> Engine:
-        engine = Engine(system, namespace="baton-tests", **options)
+        engine = Engine(system, PoolOptions(namespace="baton-tests"), **options)
         engine.start()
         engines.append(engine)
         return engine
@@ -139,7 +140,8 @@ def team(ray_address: str, fake: FakeOpenAI, markers: Path) -> Iterator[Engine]:
         for key, isolate in (("shared", False), ("apart", True))
     )
     engine = Engine(
-        config(TEAM.format(fake_url=fake.base_url, diggers=diggers)), namespace="baton-tests"
+        config(TEAM.format(fake_url=fake.base_url, diggers=diggers)),
+        PoolOptions(namespace="baton-tests"),
     )
     engine.start()
     yield engine

@@ -16,6 +16,7 @@ import yaml
 
 from agents.core.messages import RunStatus
 from agents.core.placement import SHARED_HOST, own_actors_reason, plan_hosts
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from orchestrator.engine.results import RunResult
 from orchestrator.system.config import load_config, parse_config
@@ -79,7 +80,9 @@ def _isolated_default_team() -> str:
 
 @pytest.fixture(scope="module")
 def apart(ray_address: str) -> Iterator[Engine]:
-    engine = Engine(parse_config(_isolated_default_team(), "apart.yaml"), namespace="baton-tests")
+    engine = Engine(
+        parse_config(_isolated_default_team(), "apart.yaml"), PoolOptions(namespace="baton-tests")
+    )
     engine.start()
     yield engine
     engine.stop()
@@ -130,7 +133,9 @@ def twins(ray_address: str) -> Iterator[Engine]:
     """The default team with its shared host in two replicas."""
     team = yaml.safe_load(Path("configs/default.yaml").read_text())
     team |= {"name": "twins", "shared_host": {"replicas": 2}}
-    engine = Engine(parse_config(yaml.safe_dump(team), "twins.yaml"), namespace="baton-tests")
+    engine = Engine(
+        parse_config(yaml.safe_dump(team), "twins.yaml"), PoolOptions(namespace="baton-tests")
+    )
     engine.start()
     yield engine
     engine.stop()
@@ -190,7 +195,7 @@ async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_
     # helpers in another process: their events reach the ledger before the boss's own
     # `tool_started` do. Several runs at once (their blocks add up: 1 s, within the ledger's
     # 3 s hold on a loaded machine); every consumer reads the ledger's order.
-    engine = Engine(parse_config(BUSY_BOSS, "busy.yaml"), namespace="baton-tests")
+    engine = Engine(parse_config(BUSY_BOSS, "busy.yaml"), PoolOptions(namespace="baton-tests"))
     engine.start()
     try:
         results = await asyncio.gather(*(engine.run("go") for _ in range(4)))
@@ -236,7 +241,7 @@ async def test_a_run_is_closed_only_once_its_last_events_have_come(ray_address: 
     # events to the ledger after their results (the sub-agent's last of all): the run's event
     # log is closed (and `run_finished` sent) once they are in, tracing off (no waiting for
     # spans either).
-    engine = Engine(parse_config(LATE_MAIL, "late.yaml"), namespace="baton-tests")
+    engine = Engine(parse_config(LATE_MAIL, "late.yaml"), PoolOptions(namespace="baton-tests"))
     engine.start()
     try:
         result = await engine.run("go")

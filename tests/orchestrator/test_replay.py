@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from agents.core.messages import RunStatus
+from agents.ray.pool import PoolOptions
 from orchestrator.engine.submission import Lineage
 from orchestrator.store import RunStore
 from tests.orchestrator.test_durable import _answer
@@ -87,8 +88,7 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
     engines = [
         Engine(
             config(FORKED.format(calls=calls[v], instructions=text)),
-            namespace="baton-tests",
-            journal_url=absolute_store_url(store_url),
+            PoolOptions(namespace="baton-tests", store_url=absolute_store_url(store_url)),
         )
         for v, text in (("before", "Be brief."), ("after", "Show your working, step by step."))
     ]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.core.messages import RunStatus
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from orchestrator.engine.results import RunResult
 from orchestrator.store import RunStore
@@ -51,7 +52,7 @@ agents:
 
 @pytest.fixture(scope="module")
 def wide_engine(ray_address: str) -> Iterator[Engine]:
-    engine = Engine(config(WIDE), namespace="baton-tests")
+    engine = Engine(config(WIDE), PoolOptions(namespace="baton-tests"))
     engine.start()
     yield engine
     engine.stop()
@@ -113,7 +114,7 @@ async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_s
           - {name: boss, delegates: [helper], description: boss}
           - {name: helper, description: helps with chores}
     """),
-        namespace="baton-tests",
+        PoolOptions(namespace="baton-tests"),
     )
     engine.start()
     try:

@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine
 from tests.testkit import OtlpReceiver, config
 from tracing import OtlpExport
@@ -121,7 +122,7 @@ TASK = "What is 2 + 3?"
 def received(ray_address: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
     receiver = OtlpReceiver()
     export = OtlpExport(OTLPSpanExporter(endpoint=f"{receiver.endpoint}/v1/traces"))
-    engine = Engine(config(TEAM), namespace="baton-tests", export=export)
+    engine = Engine(config(TEAM), PoolOptions(namespace="baton-tests"), export=export)
     engine.start()
     try:
         result = asyncio.run(engine.run(TASK))
