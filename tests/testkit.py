@@ -136,11 +136,11 @@ async def block_loop(seconds: float) -> str:
 async def slow_ledger_mail(seconds: float) -> str:
     """Misbehave: this process's batches of events and spans reach the ledger `seconds` late
     from now on (as over a congested link), after the results they come before."""
-    from agents.ray.ledger_client import LedgerClient
+    from agents.ray.outbox import Outbox
 
-    send = LedgerClient._send
+    send = Outbox._send
     loop = asyncio.get_running_loop()
-    LedgerClient._send = lambda self: loop.call_later(seconds, send, self)  # type: ignore[method-assign]
+    Outbox._send = lambda self: loop.call_later(seconds, send, self)  # type: ignore[method-assign]
     return "slowed"
 
 

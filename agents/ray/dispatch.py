@@ -158,7 +158,7 @@ class RayDispatcher:
         here = self._local.get(target)
         if here is not None:
             if opening is not None and self._ledger is not None:
-                self._ledger.emit(delegation.context.run_id, opening)
+                self._ledger.outbox.emit(delegation.context.run_id, opening)
             return await invoke_here(here, delegation)
         ctx = delegation.context
         retried = False
@@ -208,7 +208,7 @@ class RayDispatcher:
         # be sent from here unless the call returns (the ledger opens it once).
         down = None
         if self._hand_back and self._ledger is not None:
-            down = self._ledger.hand_over(delegation.context.run_id)
+            down = self._ledger.outbox.hand_over(delegation.context.run_id)
         try:
             name, ref = self.submit(target, delegation, opening, down)
             if on_submit is not None:
@@ -244,7 +244,7 @@ class RayDispatcher:
             if ref is not None:
                 self._calls.pop(ref, None)
             if down is not None and self._ledger is not None:
-                self._ledger.take_over(down)
+                self._ledger.outbox.take_over(down)
 
     async def _received(self, ref: ray.ObjectRef[bytes]) -> AgentResult:
         """The callee's result, once what it handed over is queued here (`hand_back`).
@@ -254,7 +254,7 @@ class RayDispatcher:
         """
         result = unseal(await ref, AgentResult)
         if result.handed_over is not None and self._ledger is not None:
-            self._ledger.take_over(result.handed_over)
+            self._ledger.outbox.take_over(result.handed_over)
             result.handed_over = None
         if not self._hand_back:  # the orchestrator's: it reads the whole tree
             result.open_children()

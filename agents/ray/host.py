@@ -23,13 +23,12 @@ from agents.core.gc_policy import settle_after_start
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
-from agents.models.base import tool_schema
 from agents.models import safety
+from agents.models.base import tool_schema
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import HostCall, seal, unseal
-from agents.runtime.loop import AgentRuntime
-from agents.runtime.remote import RemoteAgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import attributes as attr
 from tracing import (
@@ -169,18 +168,15 @@ class AgentHost:
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
             tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
-            # A remote agent (A2A) is an agent whose one step is a message to another system.
-            kind = (
-                functools.partial(RemoteAgentRuntime, remote=spec.a2a) if spec.a2a else AgentRuntime
-            )
-            runtime = kind(
+            # (A remote agent, `a2a:`, is one whose work is a message to another system.)
+            runtime = AgentRuntime(
                 spec=spec,
                 model=LiteLLMClient(spec.model),
                 models=LiteLLMClient,
                 tools=tools,
                 hidden_tools=hidden,
                 ledger=ledger,
-                events=ledger,
+                events=ledger.outbox,
                 span_source=collector,
                 actor_id=self._name,
                 trace_options=trace,
@@ -261,9 +257,9 @@ class AgentHost:
             del self._early[attempt]
             raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError
         if call.carried is not None:
-            self._ledger.take_over(call.carried)
+            self._ledger.outbox.take_over(call.carried)
         if call.opening is not None:
-            self._ledger.emit(delegation.context.run_id, call.opening)
+            self._ledger.outbox.emit(delegation.context.run_id, call.opening)
         task = asyncio.current_task()
         if attempt and task is not None:
             self._calls[attempt] = task

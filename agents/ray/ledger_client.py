@@ -15,16 +15,25 @@ from tracing import SpanRecord
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
 
 
-class LedgerClient(Outbox):
+class LedgerClient:
     """A `LedgerActor` as typed calls, for agents and the orchestrator.
 
-    The `Ledger`, `Approvals`, `EventSink` and `Journal` protocols the agents use, and the
-    run-level calls the orchestrator makes. Events, spans and steps go out in batches (`Outbox`).
+    The `Ledger`, `Approvals` and `Journal` protocols the agents use, and the run-level calls
+    the orchestrator makes. Events, spans and steps go out in batches through `outbox` (the
+    agents' `EventSink`); a call that must come after them takes the queued batch along.
     """
 
     def __init__(self, handle: Any) -> None:
-        super().__init__(handle)
-        self.handle = handle
+        self._handle = handle
+        self.outbox = Outbox(handle)
+
+    def record(self, run_id: str, step: Step) -> None:
+        """Queue a step for the run's step log; it goes out with the next batch."""
+        self.outbox.record(run_id, step)
+
+    def close(self) -> None:
+        """Send what is queued, and nothing after it (this process is leaving Ray)."""
+        self.outbox.close()
 
     async def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
@@ -43,7 +52,7 @@ class LedgerClient(Outbox):
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         """Register a call waiting for approval; return its unique approval id."""
         # The buffered events go in the same call, so that they come before this one.
-        call = ApprovalCall(run_id, call_id, event, self._batched(*self._take()))
+        call = ApprovalCall(run_id, call_id, event, self.outbox.take_batch())
         unique: str = await self._handle.request_approval.remote(seal(call))
         return unique
 
@@ -72,7 +81,7 @@ class LedgerClient(Outbox):
 
     async def commit(self, run_id: str, step: Step) -> bool:
         """Store a step and all that is queued before it; False if the run has moved on."""
-        call = Commit(run_id, step, self._batched(*self._take()))
+        call = Commit(run_id, step, self.outbox.take_batch())
         stored: bool = await self._handle.commit.remote(seal(call))
         return stored
 

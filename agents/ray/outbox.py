@@ -208,6 +208,10 @@ class Outbox:
         # cancelled invocation's last events and spans (Ray's own tests clear it so, too).
         return contextvars.copy_context().run(_detached, self._handle.emit_many, sealed)
 
+    def take_batch(self) -> wire.Batch:
+        """Everything queued, as this process's next batch (for a call that must follow it)."""
+        return self._batched(*self._take())
+
     def _batched(
         self,
         events: list[tuple[str, Event | Carried]],

@@ -1,17 +1,12 @@
-"""The tool loop and what it runs under: the run ledger's protocols, and a team in one process.
+"""The agent runtime: the tool loop and what surrounds it, the run ledger, a team in one process.
 
-Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`).
+Plain async code that knows nothing of Ray (or of litellm: it takes any `ModelClient`). An
+`AgentRuntime` is composed of a `Reporter` (events, steps, span contents, results), a
+`ModelCaller`, a `ToolRunner`, the agent's `Steering` (guardrails, hooks, step rules) and its
+work: the `ToolLoop`, or a `RemoteExchange` for an agent reached over A2A.
 """
 
-from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.runtime.agent import AgentRuntime
 from agents.runtime.ledger import RunLedger
-from agents.runtime.loop import AgentRuntime
 
-__all__ = [
-    "AgentRuntime",
-    "Approvals",
-    "EventSink",
-    "Ledger",
-    "RunLedger",
-    "SpanSource",
-]
+__all__ = ["AgentRuntime", "RunLedger"]

@@ -1,138 +1,70 @@
-"""The tool half of the tool loop, and the events and span content both halves record.
+"""The tool half of the tool loop: a model step's tool calls.
 
-A model step's tool calls run with bounded concurrency, each behind its approval gate, its
-timeout, its retry policy and the delegation guard.
+They run with bounded concurrency, each behind its approval gate, its timeout, its retry policy
+and the delegation guard; calls that must run at most once are recorded before they are made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace
 
-from agents.core.errors import DelegationRefused
-from agents.core.events import ApprovalRequested, Event, EventBase, ToolFinished, ToolStarted
+from agents.core.errors import DelegationRefused, describe_error
+from agents.core.events import ApprovalRequested, ToolFinished, ToolStarted
 from agents.core.events import DelegationRefused as DelegationRefusedEvent
-from agents.core.limits import TraceOptions
-from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
-from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.core.messages import Refusal
+from agents.core.ports import Approvals, Ledger
 from agents.core.spec import AgentSpec
-from agents.core.steps import (
-    Journal,
-    Step,
-    StepKind,
-    approval_key,
-    child_invocation,
-    started_key,
-    tool_key,
-)
+from agents.core.steps import approval_key, child_invocation, started_key, tool_key
 from agents.models.base import ToolCall
-from agents.runtime.replay import Record, output_data, output_of
+from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
+from agents.runtime.replay import output_data, output_of
+from agents.runtime.reporting import Reporter
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool
-from tracing import Redactor, record_content, set_outcome, span_ids, tool_span
 from tracing import attributes as attr
+from tracing import set_outcome, span_ids, tool_span
 
-__all__ = ["DELEGATION_GRACE_S", "Invocation", "ToolCalls"]
+__all__ = ["GuardTool", "ToolRunner"]
 
-_E = TypeVar("_E", bound=EventBase)
-# A child gets this long past the run deadline to report its own limit before its caller stops
-# waiting for it.
-DELEGATION_GRACE_S = 2.0
 # How much of a call's arguments a person sees when asked to approve it.
 _APPROVAL_ARGUMENTS_CHARS = 4000
 
+# What wraps each tool call (`agents.runtime.steering.Steering.tool_call`): it gets the
+# invocation, the call and the call itself, to make or not.
+GuardTool = Callable[
+    [Invocation, ToolCall, Callable[[], Awaitable[ToolOutput]]], Awaitable[ToolOutput]
+]
+
 
 @dataclass
-class Invocation:
-    """One delegation being worked on: its steps, usage, children and events so far."""
+class ToolRunner:
+    """Runs a model step's tool calls for one agent.
 
-    delegation: Delegation
-    max_steps: int
-    started_at: float = field(default_factory=time.time)
-    clock: float = field(default_factory=time.perf_counter)
-    usage: Usage = field(default_factory=Usage)
-    steps: int = 0
-    children: list[AgentResult] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
-    # Given by the delegation (derived from the caller's step); else random. Not uuid4: its
-    # `os.urandom` is a system call, and every invocation would pay it under the GIL.
-    id: str = field(default_factory=lambda: f"{random.getrandbits(64):016x}")
-    seq: int = 0  # events emitted so far
-    trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
-    record: Record = field(default_factory=Record)  # its steps from an earlier execution
-    tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
-    history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
-
-    @property
-    def ctx(self) -> RunContext:
-        """The run context the delegation carries."""
-        return self.delegation.context
-
-
-class ToolCalls:
-    """Tool calls and event recording, for `AgentRuntime` (which provides these fields)."""
+    Args:
+        spec: the agent.
+        tools: every tool a model may call, by name (shared with the runtime, which adds to it).
+        reporter: where events, steps and span contents go.
+        ledger: the run-wide record (at-most-once calls without a step log).
+        approvals: where calls marked `confirm` wait for a person (None: they are not run).
+        guard: what wraps each call (guardrails and hooks); None: nothing.
+    """
 
     spec: AgentSpec
-    ledger: Ledger | None
-    events: EventSink | None
-    span_source: SpanSource | None
-    approvals: Approvals | None
-    journal: Journal | None
-    trace_options: TraceOptions
-    redactor: Redactor
-    _by_name: Mapping[str, Tool]
+    tools: Mapping[str, Tool]
+    reporter: Reporter
+    ledger: Ledger | None = None
+    approvals: Approvals | None = None
+    guard: GuardTool | None = None
 
-    def _event(self, inv: Invocation, kind: type[_E], **data: Any) -> _E:
-        inv.seq += 1
-        return kind(
-            agent=self.spec.name,
-            chain=list(inv.ctx.chain),
-            invocation=inv.id,
-            seq=inv.seq,
-            **self.redactor.value(data),
-        )
-
-    def _journaled(self, inv: Invocation) -> bool:
-        """Whether the invocation's steps go to the run's step log."""
-        return inv.ctx.journal and self.journal is not None
-
-    def _step(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> Step:
-        # Scrubbed like events: the store never holds a secret (a resumed run reads the
-        # placeholder where a tool's result had one).
-        data = self.redactor.value(data)
-        return Step(invocation=inv.id, key=key, kind=kind, data=data, epoch=inv.ctx.epoch)
-
-    def _emit(self, inv: Invocation, kind: type[EventBase], **data: Any) -> None:
-        if self.events is not None:
-            self.events.emit(inv.ctx.run_id, cast("Event", self._event(inv, kind, **data)))
-
-    def _send_finished_spans(self, inv: Invocation) -> None:
-        """Send the spans finished so far along with the events (called after a step ends).
-
-        A process that dies mid-invocation then takes no finished work with it.
-        """
-        if self.span_source is None or self.events is None or not inv.trace_id:
-            return
-        spans = self.span_source.drain(inv.trace_id)
-        if spans:
-            self.events.keep_spans(inv.ctx.run_id, spans)
-
-    def _capturing(self, span: trace.Span) -> bool:
-        """Whether `span` records message contents (opt-in): build costly values only then."""
-        return self.trace_options.capture_content and span.is_recording()
-
-    def _content(self, span: trace.Span, key: str, value: Any) -> None:
-        if self._capturing(span):
-            record_content(span, key, value, self.trace_options.max_content_chars)
-
-    async def _run_tools(self, inv: Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
+    async def run(self, inv: Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
+        """Run the calls (concurrently up to the run's `max_parallel_tools`), in their order."""
         gate = asyncio.Semaphore(inv.ctx.limits.max_parallel_tools)
 
         async def bounded(call: ToolCall) -> ToolOutput:
@@ -144,41 +76,47 @@ class ToolCalls:
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
     async def _run_tool(self, inv: Invocation, call: ToolCall) -> ToolOutput:
-        tool = self._by_name.get(call.name)
+        tool = self.tools.get(call.name)
         target = tool.target.name if isinstance(tool, DelegateTool) else None
         key = tool_key(inv.steps, call.id)
         # A delegation is never taken from the record: the callee resumes from its own.
         recorded = inv.record.get(key) if target is None else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
-            if self._journaled(inv):
+            if self.reporter.journaled(inv):
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
-            self._content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
-            self._content(span, attr.INPUT_VALUE, call.arguments)
+            self.reporter.content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
+            self.reporter.content(span, attr.INPUT_VALUE, call.arguments)
             if recorded is not None:
                 out = output_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
             elif target is None and inv.ctx.replay_only:
                 out = ToolOutput(f"error: replay: {call.name} has no recorded result", True)
             else:
-                self._emit(inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids)
-                out = await self._execute(inv, call, key)
-                if target is None and self._journaled(inv):
-                    assert self.journal is not None
-                    step = self._step(inv, key, "tool_result", output_data(out))
-                    self.journal.record(inv.ctx.run_id, step)
-            self._content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
+                self.reporter.emit(
+                    inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids
+                )
+                out = await self._guarded(inv, call, key)
+                if target is None and self.reporter.journaled(inv):
+                    self.reporter.record(inv, key, "tool_result", output_data(out))
+            self.reporter.content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             set_outcome(span, out.content[:200] if out.is_error else None, "tool_error")
         if recorded is None:
-            self._emit(
+            self.reporter.emit(
                 inv, ToolFinished, tool=call.name, call_id=call.id, error=out.is_error, **ids
             )
-        self._send_finished_spans(inv)
+        self.reporter.send_finished_spans(inv)
         return out
+
+    async def _guarded(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
+        """The call, inside its guardrails and hooks (`guard`)."""
+        if self.guard is None:
+            return await self._execute(inv, call, key)
+        return await self.guard(inv, call, lambda: self._execute(inv, call, key))
 
     async def _execute(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
         ctx = inv.ctx
-        tool = self._by_name.get(call.name)
+        tool = self.tools.get(call.name)
         if tool is None:
             return ToolOutput(f"error: unknown tool {call.name!r}", is_error=True)
         try:
@@ -228,7 +166,7 @@ class ToolCalls:
                     return ToolOutput(
                         f"error: tool {call.name} timed out after {timeout:.1f}s", is_error=True
                     )
-                return ToolOutput(f"error: {type(exc).__name__}: {exc}", is_error=True)
+                return ToolOutput(f"error: {describe_error(exc)}", is_error=True)
         raise AssertionError("unreachable")
 
     def _callee_replays(self, inv: Invocation) -> bool:
@@ -251,7 +189,7 @@ class ToolCalls:
         Without a step log, a function tool's start is noted in the ledger, so that a retried
         delegation can tell that the call may have happened.
         """
-        if not self._journaled(inv):
+        if not self.reporter.journaled(inv):
             if not isinstance(tool, FunctionTool) or self.ledger is None:
                 return None
             try:
@@ -263,7 +201,6 @@ class ToolCalls:
                     is_error=True,
                 )
             return None
-        assert self.journal is not None
         start = started_key(inv.steps, call.id)
         if inv.record.get(start) is not None:
             return ToolOutput(
@@ -271,9 +208,7 @@ class ToolCalls:
                 "result; it is not run again (it is not marked idempotent)",
                 is_error=True,
             )
-        stored = await self.journal.commit(
-            inv.ctx.run_id, self._step(inv, start, "tool_started", {"tool": call.name})
-        )
+        stored = await self.reporter.commit(inv, start, "tool_started", {"tool": call.name})
         if not stored:
             return ToolOutput(
                 f"error: {call.name} was not run: its start could not be recorded first, or "
@@ -302,12 +237,11 @@ class ToolCalls:
             if isinstance(asked, ToolOutput):
                 return asked
             decision = asked
-            if self._journaled(inv):
+            if self.reporter.journaled(inv):
                 # Stored (by the ledger as it was decided; here again in case that write was
                 # lost) before the call goes ahead: a run resumed later does not ask again.
-                assert self.journal is not None
-                step = self._step(inv, key, "approval", {**decision, "at": time.time()})
-                if not await self.journal.commit(inv.ctx.run_id, step):
+                step = {**decision, "at": time.time()}
+                if not await self.reporter.commit(inv, key, "approval", step):
                     decision = {**decision, "approved": False, "by": "expiry"}
         if decision["approved"]:
             return None
@@ -338,7 +272,7 @@ class ToolCalls:
             )
         wait = max(0.0, min(ctx.limits.approval_timeout_s, ctx.time_left()))
         shown = json.dumps(arguments, default=str)
-        event = self._event(
+        event = self.reporter.event(
             inv,
             ApprovalRequested,
             call_id=call.id,  # made unique by the ledger
@@ -346,7 +280,7 @@ class ToolCalls:
             tool_call_id=call.id,
             arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
             expires_at=time.time() + wait,
-            record_key=key if self._journaled(inv) else None,
+            record_key=key if self.reporter.journaled(inv) else None,
             **span_ids(span),
         )
         approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)
@@ -365,7 +299,7 @@ class ToolCalls:
 
     def _refused(self, inv: Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
         inv.refusals.append(Refusal.of(refused, call.id))
-        self._emit(
+        self.reporter.emit(
             inv,
             DelegationRefusedEvent,
             target=refused.target,

@@ -14,8 +14,8 @@ from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
 from agents.models.client import LiteLLMClient
+from agents.runtime.agent import AgentRuntime
 from agents.runtime.handoff import invoke_here
-from agents.runtime.loop import AgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import inject_context
 

@@ -7,62 +7,54 @@ A run submitted with `stream` asks the model to stream; its text goes to followe
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from agents.core.events import ModelDelta, ModelFinished, ModelStarted
+from agents.core.errors import describe_error
+from agents.core.events import ModelFinished, ModelStarted
 from agents.core.messages import AgentResult, RunStatus, Usage
-from agents.core.spec import ModelSpec
+from agents.core.ports import Ledger
+from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply
-from agents.runtime.calls import Invocation, ToolCalls
 from agents.runtime.deltas import Deltas
 from agents.runtime.hooks import ModelRequest
+from agents.runtime.invocation import Invocation
 from agents.runtime.replay import reply_data, reply_of
+from agents.runtime.reporting import Reporter
 from tracing import attributes as attr
 from tracing import chat_span, genai, set_outcome, span_ids
 
-__all__ = ["ModelCalls"]
+__all__ = ["ModelCaller"]
 
 # How early by the wall clock a timed wait may end (event loops tick in milliseconds).
 _TIMER_SLACK_S = 0.05
 
 
-class ModelCalls(ToolCalls):
-    """Model steps and how an invocation ends, for `AgentRuntime` (which provides these fields)."""
+@dataclass
+class ModelCaller:
+    """Makes one agent's model calls: its steps, and calls beside them (judges, summaries).
 
+    Args:
+        spec: the agent.
+        model: the agent's model client.
+        reporter: where events, steps and span contents go.
+        ledger: the run-wide record (the token budget is charged after each call).
+        models: makes a client for another model (a step rule's or a hook's choice).
+        output_format: the answer's shape, for models that take one natively.
+    """
+
+    spec: AgentSpec
     model: ModelClient
-    models: Callable[[ModelSpec], ModelClient] | None
-    _clients: dict[tuple[str, str], ModelClient]  # other models' clients (rules, hooks)
-    actor_id: str
-    _schemas: list[dict[str, Any]]
-    _output_format: dict[str, Any] | None  # the answer's shape, for the model (native mode)
+    reporter: Reporter
+    ledger: Ledger | None = None
+    models: Callable[[ModelSpec], ModelClient] | None = None
+    output_format: dict[str, Any] | None = None
+    # Other models' clients (rules, hooks), made once each.
+    _clients: dict[tuple[str, str], ModelClient] = field(default_factory=dict, init=False)
 
-    def _end(
-        self,
-        inv: Invocation,
-        status: RunStatus,
-        *,
-        output: str | None = None,
-        error: str | None = None,
-    ) -> AgentResult:
-        return AgentResult(
-            agent=self.spec.name,
-            status=status,
-            output=self.redactor.text(output) if output is not None else None,
-            error=self.redactor.text(error) if error is not None else None,
-            usage=inv.usage,
-            steps=inv.steps,
-            started_at=inv.started_at,
-            duration_s=time.perf_counter() - inv.clock,
-            call_id=inv.delegation.call_id,
-            actor=self.actor_id,
-            children=inv.children,
-            refusals=inv.refusals,
-        )
-
-    def _client(self, request: ModelRequest) -> ModelClient:
+    def client(self, request: ModelRequest) -> ModelClient:
         """The client of the request's model (the agent's own, unless a rule or hook chose)."""
         if request.model == self.model.model and not request.params:
             return self.model
@@ -73,16 +65,17 @@ class ModelCalls(ToolCalls):
             self._clients[key] = self.models(ModelSpec(name=request.model, params=request.params))
         return self._clients[key]
 
-    async def _call_model(self, inv: Invocation, request: ModelRequest) -> ModelReply | AgentResult:
+    async def call(self, inv: Invocation, request: ModelRequest) -> ModelReply | AgentResult:
+        """One model step: the reply, taken from the record or asked now, or how it ended."""
         ctx = inv.ctx
         key = model_key(inv.steps)
-        messages, model = request.messages, self._client(request)
+        messages, model = request.messages, self.client(request)
         fingerprint = ""
-        if self._journaled(inv):
+        if self.reporter.journaled(inv):
             fingerprint = request_fingerprint(model.model, messages, request.tools)
         recorded = inv.record.model(key, fingerprint) if inv.record.loaded else None
         if recorded is None and ctx.replay_only:
-            return self._end(
+            return self.reporter.end(
                 inv,
                 RunStatus.FAILED,
                 error=f"replay: the record has no reply to this request ({key} of "
@@ -95,27 +88,28 @@ class ModelCalls(ToolCalls):
                 reply = reply_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
             else:
-                self._emit(inv, ModelStarted, model=model.model, step=inv.steps, **span_ids(span))
-                reply_or_stop = await self._ask_model(inv, request, model, span)
+                self.reporter.emit(
+                    inv, ModelStarted, model=model.model, step=inv.steps, **span_ids(span)
+                )
+                reply_or_stop = await self._ask(inv, request, model, span)
                 if isinstance(reply_or_stop, AgentResult):
                     return reply_or_stop
                 reply = reply_or_stop
-                if fingerprint and self.journal is not None:
-                    step = self._step(inv, key, "model", reply_data(reply, fingerprint))
-                    self.journal.record(ctx.run_id, step)
+                if fingerprint:
+                    self.reporter.record(inv, key, "model", reply_data(reply, fingerprint))
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
             if reply.finish_reason:
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
             if reply.cost_usd is not None:
                 span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
-            if self._capturing(span):
+            if self.reporter.capturing(span):
                 output = genai.output_messages(reply.as_message(), reply.finish_reason)
-                self._content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
+                self.reporter.content(span, attr.GEN_AI_OUTPUT_MESSAGES, output)
             set_outcome(span, None)
-        self._spent(inv, reply)
+        self.spent(inv, reply)
         if recorded is None:
-            self._emit(
+            self.reporter.emit(
                 inv,
                 ModelFinished,
                 model=model.model,
@@ -126,10 +120,10 @@ class ModelCalls(ToolCalls):
                 output_tokens=reply.output_tokens,
                 **span_ids(span),
             )
-        self._send_finished_spans(inv)
+        self.reporter.send_finished_spans(inv)
         return reply
 
-    def _spent(self, inv: Invocation, reply: ModelReply) -> None:
+    def spent(self, inv: Invocation, reply: ModelReply) -> None:
         """Count a model call in the invocation's usage and the run's token budget."""
         inv.usage = inv.usage + Usage(
             input_tokens=reply.input_tokens,
@@ -141,7 +135,7 @@ class ModelCalls(ToolCalls):
         if inv.ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(inv.ctx.run_id, reply.input_tokens + reply.output_tokens)
 
-    async def _ask_model(
+    async def _ask(
         self, inv: Invocation, request: ModelRequest, model: ModelClient, span: Any
     ) -> ModelReply | AgentResult:
         ctx = inv.ctx
@@ -152,11 +146,11 @@ class ModelCalls(ToolCalls):
         by_deadline = left <= self.spec.timeouts.model
         messages = request.messages
         # The whole conversation, converted at every call: only when contents are recorded.
-        if self._capturing(span):
-            self._content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
+        if self.reporter.capturing(span):
+            content = self.reporter.content
+            content(span, attr.GEN_AI_INPUT_MESSAGES, genai.input_messages(messages))
             if request.tools:
-                tools = genai.tool_definitions(request.tools)
-                self._content(span, attr.GEN_AI_TOOL_DEFINITIONS, tools)
+                content(span, attr.GEN_AI_TOOL_DEFINITIONS, genai.tool_definitions(request.tools))
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
             async with asyncio.timeout(timeout):  # not wait_for: see agents/runtime/calls.py
@@ -164,24 +158,24 @@ class ModelCalls(ToolCalls):
                     messages,
                     request.tools,
                     deltas.add if deltas else None,
-                    self._output_format,
+                    self.output_format,
                     request.force_tool,
                 )
         except TimeoutError:
             set_outcome(span, "timeout", "timeout")
             if ctx.time_left() <= (_TIMER_SLACK_S if by_deadline else 0):
-                return self._end(
+                return self.reporter.end(
                     inv,
                     RunStatus.LIMIT_EXCEEDED,
                     error=f"run deadline ({ctx.limits.deadline_s:g}s) passed during a model call",
                 )
-            return self._end(
+            return self.reporter.end(
                 inv, RunStatus.FAILED, error=f"model call timed out after {timeout:.1f}s"
             )
         except Exception as exc:
-            set_outcome(span, f"{type(exc).__name__}: {exc}", type(exc).__name__)
-            return self._end(
-                inv, RunStatus.FAILED, error=f"model call failed: {type(exc).__name__}: {exc}"
+            set_outcome(span, describe_error(exc), type(exc).__name__)
+            return self.reporter.end(
+                inv, RunStatus.FAILED, error=f"model call failed: {describe_error(exc)}"
             )
         finally:
             if deltas is not None:
@@ -190,17 +184,15 @@ class ModelCalls(ToolCalls):
     def _deltas(self, inv: Invocation, span: Any) -> Deltas:
         """Where a streamed reply's text goes: `model_delta` events (unnumbered, not stored)."""
         ids, step = span_ids(span), inv.steps
+        return Deltas(lambda text: self.reporter.delta(inv, step, text, **ids))
 
-        def send(text: str) -> None:
-            if self.events is not None:
-                delta = ModelDelta(
-                    agent=self.spec.name,
-                    chain=list(inv.ctx.chain),
-                    invocation=inv.id,
-                    step=step,
-                    text=self.redactor.text(text),
-                    **ids,
-                )
-                self.events.emit(inv.ctx.run_id, delta)
-
-        return Deltas(send)
+    async def side_call(self, inv: Invocation, model: ModelClient, system: str, text: str) -> str:
+        """A model call beside the steps (a judge, a summary): own span, tokens counted."""
+        with chat_span(model.model) as span:
+            reply = await model.complete(
+                [{"role": "system", "content": system}, {"role": "user", "content": text}], []
+            )
+            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
+            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
+        self.spent(inv, reply)
+        return (reply.content or "").strip()

@@ -1,10 +1,10 @@
 """A remote agent: another agent system (or any A2A agent), delegated to over A2A.
 
 It is an agent like the others to its callers, the guard, the trace and the diagram: the same
-invocation, `invoke_agent` span and events (`AgentRuntime`), but its one step is an A2A message
-instead of model and tool steps. The message carries the trace context, the delegation chain
-and the time left; the remote task's updates become `remote_update` events (its streamed answer,
-`model_delta` events); cancelling the invocation cancels the remote task.
+invocation, `invoke_agent` span and events (`AgentRuntime`), but its work is one A2A message
+(`RemoteExchange`) instead of model and tool steps. The message carries the trace context, the
+delegation chain and the time left; the remote task's updates become `remote_update` events
+(its streamed answer, `model_delta` events); cancelling the invocation cancels the remote task.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from opentelemetry import trace
 from agents.core.a2a_meta import META_STATUS, META_USAGE, message_metadata, qualified_chain
 from agents.core.events import RemoteUpdate
 from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.ports import Ledger
 from agents.core.spec import RemoteSpec
-from agents.runtime.calls import DELEGATION_GRACE_S, Invocation
 from agents.runtime.deltas import Deltas
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
+from agents.runtime.reporting import Reporter
 from tracing import attributes as attr
 from tracing import inject_context
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from a2a.client import Client
     from a2a.types import StreamResponse
 
-__all__ = ["RemoteAgentRuntime"]
+__all__ = ["RemoteExchange"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,19 +64,21 @@ class _Exchange:
 
 
 @dataclass
-class RemoteAgentRuntime(AgentRuntime):
-    """Runs a remote agent's invocations: one A2A exchange each (see the module)."""
+class RemoteExchange:
+    """A remote agent's work for each invocation: one A2A exchange (see the module).
 
-    remote: RemoteSpec | None = None
+    Args:
+        remote: the remote agent's address and credentials.
+        reporter: where the invocation's events go, and how it ends.
+        ledger: the run-wide record (the remote run's tokens count against the budget).
+    """
+
+    remote: RemoteSpec
+    reporter: Reporter
+    ledger: Ledger | None = None
     _a2a: Client | None = field(default=None, init=False, repr=False)
     # Cancellations of remote tasks under way (kept: a cancelled invocation does not wait).
     _cancelling: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
-
-    @property
-    def spec_remote(self) -> RemoteSpec:
-        """The remote agent's address and credentials."""
-        assert self.remote is not None
-        return self.remote
 
     async def _connect(self) -> Client:
         """The A2A client, made once from the agent's card (fetched again after a failure)."""
@@ -83,7 +86,7 @@ class RemoteAgentRuntime(AgentRuntime):
             import httpx
             from a2a.client import ClientConfig, ClientFactory
 
-            remote = self.spec_remote
+            remote = self.remote
             headers = {name: os.environ.get(var, "") for name, var in remote.headers.items()}
             http = httpx.AsyncClient(
                 headers=headers, timeout=httpx.Timeout(None, connect=remote.connect_timeout_s)
@@ -96,8 +99,10 @@ class RemoteAgentRuntime(AgentRuntime):
                 raise
         return self._a2a
 
-    async def _loop(self, inv: Invocation) -> AgentResult:
-        remote, ctx, span = self.spec_remote, inv.ctx, trace.get_current_span()
+    async def run(self, inv: Invocation) -> AgentResult:
+        """Send the task to the remote agent and follow its task to the end."""
+        remote, ctx, span = self.remote, inv.ctx, trace.get_current_span()
+        end = self.reporter.end
         where = urlsplit(remote.url)
         span.set_attribute(attr.URL_FULL, remote.url)
         span.set_attribute(attr.SERVER_ADDRESS, where.hostname or "")
@@ -113,7 +118,7 @@ class RemoteAgentRuntime(AgentRuntime):
                 await asyncio.shield(exchange)
         except TimeoutError:
             await self._cancel_remote(seen, exchange)
-            return self._end(
+            return end(
                 inv,
                 RunStatus.LIMIT_EXCEEDED,
                 error=f"run deadline ({ctx.limits.deadline_s:g}s) passed while {remote.url} "
@@ -124,7 +129,7 @@ class RemoteAgentRuntime(AgentRuntime):
             raise
         except Exception as exc:
             self._a2a = None  # connect again next time (the card may have changed)
-            return self._end(inv, RunStatus.FAILED, error=_failure(remote.url, exc))
+            return end(inv, RunStatus.FAILED, error=_failure(remote.url, exc))
         finally:
             if seen.task_id:
                 span.set_attribute(attr.BATON_A2A_TASK_ID, seen.task_id)
@@ -134,19 +139,19 @@ class RemoteAgentRuntime(AgentRuntime):
             self.ledger.charge(ctx.run_id, seen.usage.total_tokens)
         status = seen.status or _ENDED.get(seen.state)
         if status is None:
-            return self._end(
+            return end(
                 inv, RunStatus.FAILED, error=f"{remote.url} ended the stream in state {seen.state}"
             )
         if status == RunStatus.SUCCEEDED:
-            return self._end(inv, status, output=seen.answer)
+            return end(inv, status, output=seen.answer)
         detail = seen.said or seen.state.removeprefix("TASK_STATE_").lower()
-        return self._end(inv, status, error=f"{remote.url}: {detail}")
+        return end(inv, status, error=f"{remote.url}: {detail}")
 
     async def _exchange(self, inv: Invocation, seen: _Exchange) -> None:
         from a2a.client import ClientCallContext
         from a2a.types import Message, Part, Role, SendMessageRequest
 
-        ctx, remote = inv.ctx, self.spec_remote
+        ctx, remote = inv.ctx, self.remote
         client = await self._connect()
         carrier = inject_context()  # this invocation's span: the remote run's parent
         system = ctx.systems[-1] if ctx.systems else "baton"
@@ -160,7 +165,7 @@ class RemoteAgentRuntime(AgentRuntime):
             metadata=metadata,
         )
         call = ClientCallContext(service_parameters=dict(carrier))
-        deltas = Deltas(lambda text: self._streamed(inv, text)) if ctx.stream else None
+        deltas = Deltas(lambda text: self.reporter.delta(inv, 1, text)) if ctx.stream else None
         try:
             async for response in client.send_message(
                 SendMessageRequest(message=message), context=call
@@ -213,27 +218,14 @@ class RemoteAgentRuntime(AgentRuntime):
     def _said(self, inv: Invocation, seen: _Exchange, status: Any, metadata: Any) -> None:
         text = "".join(p.text for p in status.message.parts) if status.HasField("message") else ""
         seen.said = text or seen.said
-        self._emit(
+        self.reporter.emit(
             inv,
             RemoteUpdate,
-            url=self.spec_remote.url,
+            url=self.remote.url,
             task_id=seen.task_id,
             state=seen.state.removeprefix("TASK_STATE_").lower(),
             text=text[:500],
         )
-
-    def _streamed(self, inv: Invocation, text: str) -> None:
-        from agents.core.events import ModelDelta
-
-        if self.events is not None:
-            delta = ModelDelta(
-                agent=self.spec.name,
-                chain=list(inv.ctx.chain),
-                invocation=inv.id,
-                step=1,
-                text=self.redactor.text(text),
-            )
-            self.events.emit(inv.ctx.run_id, delta)
 
     async def _cancel_remote(self, seen: _Exchange, exchange: asyncio.Future[None]) -> None:
         """Cancel the remote task and stop reading it (bounded; a failure is logged).
@@ -265,9 +257,7 @@ class RemoteAgentRuntime(AgentRuntime):
             async with asyncio.timeout(_CANCEL_S):
                 await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))
         except Exception as exc:
-            logger.warning(
-                "could not cancel task %s at %s: %s", seen.task_id, self.spec_remote.url, exc
-            )
+            logger.warning("could not cancel task %s at %s: %s", seen.task_id, self.remote.url, exc)
 
 
 def _failure(url: str, exc: Exception) -> str:

@@ -1,23 +1,28 @@
 """The checks around an agent's steps: guardrails, hooks and step rules (see `hooks`).
 
-A mixin of `AgentRuntime`, apart from the tool loop itself so that each stays short.
+Before each model call the conversation is fitted to the agent's context policy (`context.fit`)
+and the step rules and hooks may change the request; each tool call passes the tool guardrails
+and the hooks' `before_tool`/`after_tool`; the task and the final answer pass the input and
+output guardrails. A judge or a summary is a model call of its own (`ModelCaller.side_call`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
 
 from agents.core.guardrail_spec import JudgeSpec
 from agents.core.messages import AgentResult, RunStatus
-from agents.core.spec import ModelSpec
+from agents.core.ports import Ledger
+from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.base import ModelClient, ModelReply, ToolCall
-from agents.runtime.calls import Invocation
 from agents.runtime.context import Summarize, fit
-from agents.runtime.guardrails import Guardrails, Judge, Tripped
+from agents.runtime.guardrails import Guardrails, Judge, Tripped, load_callable
 from agents.runtime.hooks import (
     HookContext,
     Hooks,
@@ -26,19 +31,39 @@ from agents.runtime.hooks import (
     apply_rules,
     call_hook,
 )
-from agents.runtime.model_calls import ModelCalls
+from agents.runtime.invocation import Invocation
+from agents.runtime.model_calls import ModelCaller
+from agents.runtime.reporting import Reporter
 from agents.tools.base import ToolOutput
 from tracing import attributes as attr
-from tracing import chat_span
 
 __all__ = ["Steering"]
 
 
-class Steering(ModelCalls):
-    """Guardrails, hooks and step rules, for `AgentRuntime` (which provides these fields)."""
+@dataclass
+class Steering:
+    """Guardrails, hooks and step rules of one agent, around its model and tool calls.
 
-    _guardrails: Guardrails
-    _hooks: list[Hooks]
+    Args:
+        spec: the agent (its guardrails, hooks, step rules and context policy).
+        caller: its model calls (the agent's model, other models, calls beside the steps).
+        reporter: how an invocation ends (a tripped guardrail).
+        schemas: the tools offered to the model, as sent (shared with the runtime, which adds
+            to it).
+        ledger: the run-wide record (the tokens left, for step rules that ask).
+    """
+
+    spec: AgentSpec
+    caller: ModelCaller
+    reporter: Reporter
+    schemas: list[dict[str, Any]]
+    ledger: Ledger | None = None
+    guardrails: Guardrails = field(init=False)
+    hooks: list[Hooks] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.guardrails = Guardrails(self.spec.guardrails)
+        self.hooks = [load_callable(path)() for path in self.spec.hooks]
 
     def _hook_context(self, inv: Invocation) -> HookContext:
         return HookContext(
@@ -50,14 +75,15 @@ class Steering(ModelCalls):
             tools_called=tuple(inv.tools_called),
         )
 
-    async def _hooks_call(self, inv: Invocation, method: str, *args: Any) -> list[Any]:
+    async def hooks_call(self, inv: Invocation, method: str, *args: Any) -> list[Any]:
         """Every hook's `method`, in order (`HookFailed`, `Stopped` raised as they come)."""
         context = self._hook_context(inv)
-        return [await call_hook(hook, method, context, *args) for hook in self._hooks]
+        return [await call_hook(hook, method, context, *args) for hook in self.hooks]
 
-    async def _request(self, inv: Invocation, messages: list[dict[str, Any]]) -> ModelRequest:
+    async def request(self, inv: Invocation, messages: list[dict[str, Any]]) -> ModelRequest:
         """The next model call: the agent's (fitted), then changed by step rules and hooks."""
-        fitted = await fit(messages, self.spec.context, self.model, self._summarizer(inv))
+        model = self.caller.model
+        fitted = await fit(messages, self.spec.context, model, self._summarizer(inv))
         if fitted.dropped or fitted.summarized:
             trace.get_current_span().add_event(
                 attr.EVENT_CONTEXT_FITTED,
@@ -68,7 +94,7 @@ class Steering(ModelCalls):
                     "tokens": fitted.tokens,
                 },
             )
-        request = ModelRequest(self.model.model, list(fitted.messages), list(self._schemas))
+        request = ModelRequest(model.model, list(fitted.messages), list(self.schemas))
         rules = self.spec.step_rules
         if rules:
             left = None
@@ -79,92 +105,96 @@ class Steering(ModelCalls):
                 trace.get_current_span().add_event(
                     attr.EVENT_STEP_RULES, {"step": inv.steps, "rules": applied}
                 )
-        if self._hooks:
-            await self._hooks_call(inv, "before_model", request)
+        if self.hooks:
+            await self.hooks_call(inv, "before_model", request)
         return request
 
-    async def _after_model(self, inv: Invocation, reply: ModelReply) -> None:
-        if self._hooks:
-            await self._hooks_call(inv, "after_model", reply)
+    async def after_model(self, inv: Invocation, reply: ModelReply) -> None:
+        """The hooks' `after_model`."""
+        if self.hooks:
+            await self.hooks_call(inv, "after_model", reply)
 
-    async def _answer(self, inv: Invocation, output: str) -> AgentResult:
-        """The final answer, once the output guardrails have let it through."""
-        if self._guardrails:
-            tripped = await self._guardrails.check("output", output, self._judge(inv))
+    async def check_task(self, inv: Invocation) -> AgentResult | None:
+        """The input guardrails on the task: how the invocation ends if one trips, else None."""
+        if self.guardrails:
+            task = inv.delegation.task
+            tripped = await self.guardrails.check("input", task, self._judge(inv))
             if tripped is not None:
-                return self._tripped(inv, tripped)
-        return self._end(inv, RunStatus.SUCCEEDED, output=output)
+                return self.tripped(inv, tripped)
+        return None
 
-    def _tripped(self, inv: Invocation, tripped: Tripped) -> AgentResult:
+    async def answer(self, inv: Invocation, output: str) -> AgentResult:
+        """The final answer, once the output guardrails have let it through."""
+        if self.guardrails:
+            tripped = await self.guardrails.check("output", output, self._judge(inv))
+            if tripped is not None:
+                return self.tripped(inv, tripped)
+        return self.reporter.end(inv, RunStatus.SUCCEEDED, output=output)
+
+    def tripped(self, inv: Invocation, tripped: Tripped) -> AgentResult:
+        """How an invocation ends when a guardrail trips (noted on the current span)."""
         _note_trip(tripped)
-        return self._end(inv, RunStatus.GUARDRAIL_TRIPPED, error=str(tripped))
+        return self.reporter.end(inv, RunStatus.GUARDRAIL_TRIPPED, error=str(tripped))
 
-    async def _execute(self, inv: Invocation, call: ToolCall, key: str) -> ToolOutput:
-        """A tool call between its guardrails and hooks: the arguments first, the result after."""
+    async def tool_call(
+        self, inv: Invocation, call: ToolCall, run: Callable[[], Awaitable[ToolOutput]]
+    ) -> ToolOutput:
+        """A tool call (`run`) between its guardrails and hooks: arguments first, result after."""
         inv.tools_called.append(call.name)
-        guarded, judge = bool(self._guardrails.spec.tools), self._judge(inv)
+        guarded, judge = bool(self.guardrails.spec.tools), self._judge(inv)
         if guarded:
-            _, tripped = await self._guardrails.tool(call.name, "arguments", call.arguments, judge)
+            _, tripped = await self.guardrails.tool(call.name, "arguments", call.arguments, judge)
             if tripped is not None:
                 _note_trip(tripped)
                 return ToolOutput(f"error: {tripped}", is_error=True)
-        if self._hooks:
-            said = await self._hooks_call(inv, "before_tool", call.name, _parsed(call.arguments))
-            for hook, answer in zip(self._hooks, said, strict=True):
+        if self.hooks:
+            said = await self.hooks_call(inv, "before_tool", call.name, _parsed(call.arguments))
+            for hook, answer in zip(self.hooks, said, strict=True):
                 if isinstance(answer, Veto):
                     trace.get_current_span().add_event(
                         attr.EVENT_HOOK_VETO, {"hook": type(hook).__name__, "reason": answer.reason}
                     )
                     who = type(hook).__name__
                     return ToolOutput(f"error: vetoed by {who}: {answer.reason}", is_error=True)
-        out = await super()._execute(inv, call, key)
+        out = await run()
         content = out.content
         if guarded:
-            content, tripped = await self._guardrails.tool(call.name, "result", content, judge)
+            content, tripped = await self.guardrails.tool(call.name, "result", content, judge)
             if tripped is not None:
                 _note_trip(tripped)
                 return ToolOutput(f"error: {tripped}", is_error=True, child=out.child)
-        if self._hooks:
-            for answer in await self._hooks_call(inv, "after_tool", call.name, content):
+        if self.hooks:
+            for answer in await self.hooks_call(inv, "after_tool", call.name, content):
                 content = answer if isinstance(answer, str) else content
         return dataclasses.replace(out, content=content)
 
+    def _other_model(self, chosen: str | dict[str, Any]) -> ModelClient | None:
+        models = self.caller.models
+        if models is None:
+            return None
+        return models(
+            ModelSpec.model_validate({"name": chosen} if isinstance(chosen, str) else chosen)
+        )
+
     def _summarizer(self, inv: Invocation) -> Summarize:
         chosen = self.spec.context.model
-        model = self.model
-        if chosen is not None and self.models is not None:
-            model = self.models(
-                ModelSpec.model_validate({"name": chosen} if isinstance(chosen, str) else chosen)
-            )
+        model = (self._other_model(chosen) if chosen is not None else None) or self.caller.model
 
         async def summarize(messages: list[dict[str, Any]]) -> str:
-            said = await self._side_call(inv, model, _SUMMARIZE, _transcript(messages))
+            said = await self.caller.side_call(inv, model, _SUMMARIZE, _transcript(messages))
             return said or "(nothing to summarize)"
 
         return summarize
-
-    async def _side_call(self, inv: Invocation, model: ModelClient, system: str, text: str) -> str:
-        """A model call beside the steps (a judge, a summary): own span, tokens counted."""
-        with chat_span(model.model) as span:
-            reply = await model.complete(
-                [{"role": "system", "content": system}, {"role": "user", "content": text}], []
-            )
-            span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
-            span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
-        self._spent(inv, reply)
-        return (reply.content or "").strip()
 
     def _judge(self, inv: Invocation) -> Judge:
         """Asks a guardrail's judge model (its own span; its tokens count for the run)."""
 
         async def ask(judge: JudgeSpec, text: str) -> str | None:
-            if self.models is None:
+            model = self._other_model(judge.model)
+            if model is None:
                 return "no model client for the judge here"
-            spec = ModelSpec.model_validate(
-                {"name": judge.model} if isinstance(judge.model, str) else judge.model
-            )
             system = f"{judge.instructions}\n\nAnswer PASS if the text passes, else FAIL: why."
-            said = await self._side_call(inv, self.models(spec), system, text)
+            said = await self.caller.side_call(inv, model, system, text)
             return None if said.upper().startswith("PASS") else said.removeprefix("FAIL:").strip()
 
         return ask

@@ -228,7 +228,7 @@ def resume(
 
         async def reopen(service: RunService) -> StoredRun:
             try:
-                return await service.resume(run_id)
+                return await service.durable.resume(run_id)
             except ServiceError as exc:
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None
@@ -285,7 +285,7 @@ def replay(
 
         async def start(service: RunService) -> StoredRun:
             try:
-                return await service.replay(run_id, fork=fork, from_span=from_span)
+                return await service.durable.replay(run_id, fork=fork, from_span=from_span)
             except ServiceError as exc:
                 err.print(str(exc), style="red")
                 raise typer.Exit(2) from None

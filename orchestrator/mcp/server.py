@@ -109,7 +109,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             detail: agents only; tools: tool calls too; full: model calls too.
         """
         runs = await service()
-        return (await runs.diagram(await _run(runs, run_id), detail)).text
+        return (await runs.views.diagram(await _run(runs, run_id), detail)).text
 
     @server.tool()
     async def list_agents() -> str:

@@ -1,65 +1,38 @@
-"""What the run service does for durable runs: resume them, take over lost ones, replay them."""
+"""Durable runs: resumed from their step log, taken over from a lost instance, replayed, forked."""
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 import uuid
-from collections.abc import Coroutine
-from typing import Any
 
 from agents.core.steps import step_number
-from orchestrator.engine import Engine
-from orchestrator.engine.submission import Lineage, Submission
-from orchestrator.errors import NotReady, NotReplayable, NotResumable
-from orchestrator.service.admission import Admission
-from orchestrator.service.feed import EventFeed
+from orchestrator.engine import Engine, Lineage, Submission
+from orchestrator.errors import NotReplayable, NotResumable
+from orchestrator.service.executor import RunExecutor
 from orchestrator.store import RunStore, StoredRun
 from tracing.attributes import BATON_STEP
 
-__all__ = ["Durability"]
+__all__ = ["DurableRuns"]
 
 logger = logging.getLogger(__name__)
 
 
-class Durability:
-    """A part of `RunService`: runs carried on from their step log (`agents.core.steps`)."""
+class DurableRuns:
+    """Runs carried on from their step log (`agents.core.steps`).
 
-    engine: Engine
-    store: RunStore
-    feed: EventFeed
-    owner: str
-    limits: Any  # ServiceLimits
-    admission: Admission
-    _stopping: bool
-    _tasks: dict[str, asyncio.Task[None]]
+    Args:
+        executor: executes them, as it does every run of the service.
+        lease_s: how long an instance's lease on its runs lasts (a resumed run takes one).
+        adopts_lost_runs: whether this instance resumes the runs of instances that stopped
+            renewing their leases.
+    """
 
-    async def get(self, run_id: str) -> StoredRun:
-        """A stored run (see `RunService.get`)."""
-        raise NotImplementedError
-
-    def _execute(
-        self,
-        run_id: str,
-        request: Submission,
-        lineage: Lineage | None = None,
-    ) -> Coroutine[Any, Any, None]:
-        raise NotImplementedError
-
-    async def _add_run(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
-        """Record a new run (see `RunService._add_run`)."""
-        raise NotImplementedError
-
-    def _start(self, run_id: str, work: Coroutine[Any, Any, None], new: bool = True) -> None:
-        if new:
-            # Its events are kept from its acceptance: a client that follows it before it
-            # starts (as most do, at once) gets them from the stream, asking the ledger
-            # nothing. (A resumed run is watched as it starts: until then its followers ask
-            # the ledger for the events of its earlier life.)
-            self.feed.stream.watch(run_id)
-        # A fresh context: the run is a trace of its own, not part of this request's.
-        self._tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
+    def __init__(self, executor: RunExecutor, *, lease_s: float, adopts_lost_runs: bool) -> None:
+        self._executor = executor
+        self._engine: Engine = executor.engine
+        self._store: RunStore = executor.store
+        self._lease_s = lease_s
+        self._adopts = adopts_lost_runs
 
     async def replay(
         self, run_id: str, *, fork: bool = False, from_span: str | None = None
@@ -77,29 +50,28 @@ class Durability:
             NotReplayable: the run has not ended, or runs keep no step log.
             Overloaded: too many runs in flight and queued.
         """
-        original = await self.get(run_id)
-        if not self.engine.journaled:
+        original = await self._executor.get(run_id)
+        if not self._engine.journaled:
             raise NotReplayable("this service's runs keep no step log (an in-memory store)")
         if not original.finished:
             raise NotReplayable(
                 f"run {run_id!r} is {original.status.value}: replay a run that has ended",
                 run_id=run_id,
             )
-        if self._stopping:
-            raise NotReady("the service is stopping")
+        self._executor.refuse_new()
         fork_from = await self._step_of(run_id, from_span) if from_span else None
         options = {**(original.options or {}), "agent": original.entry_agent}
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
-        with self.admission.place():  # a new run like any other: within the bounds
-            run = await self._add_run(new_id, request, replay_of=run_id, fork=fork)
+        with self._executor.admission.place():  # a new run like any other: within the bounds
+            run = await self._executor.add(new_id, request, replay_of=run_id, fork=fork)
             lineage = Lineage(replay_of=run_id, fork=fork, fork_from=fork_from)
-            self._start(new_id, self._execute(new_id, request, lineage))
+            self._executor.start(new_id, request, lineage)
         return run
 
     async def _step_of(self, run_id: str, span_id: str) -> tuple[str, int]:
         """The step a span of a run stands for (its invocation and model step): a fork point."""
-        spans = {s["span_id"]: s for s in await self.store.spans(run_id)}
+        spans = {s["span_id"]: s for s in await self._store.spans(run_id)}
         step = str((spans.get(span_id) or {}).get("attributes", {}).get(BATON_STEP, ""))
         invocation, _, key = step.partition("/")
         if not key:
@@ -117,31 +89,31 @@ class Durability:
         Raises:
             NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
         """
-        run = await self.get(run_id)
-        if not self.engine.journaled:
+        run = await self._executor.get(run_id)
+        if not self._engine.journaled:
             raise NotResumable("this service's runs keep no step log (an in-memory store)")
-        if self._stopping:
-            raise NotReady("the service is stopping")
-        reopened = await self.store.reopen(run_id, self.owner, self.limits.lease_s)
+        self._executor.refuse_new()
+        reopened = await self._store.reopen(run_id, self._executor.owner, self._lease_s)
         if reopened is None:
             raise NotResumable(
                 f"run {run_id!r} is {run.status.value}: only interrupted or failed runs resume "
                 "(or unfinished ones whose service stopped renewing its lease)",
                 run_id=run_id,
             )
-        self._resume(reopened)
+        self.resume_run(reopened)
         return reopened
 
-    def _resume(self, run: StoredRun) -> None:
+    def resume_run(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
         request = Submission(task=run.task, **(run.options or {}))
         lineage = Lineage(epoch=run.resumes, replay_of=run.replay_of, fork=run.fork)
-        self._start(run.id, self._execute(run.id, request, lineage), new=False)
+        self._executor.start(run.id, request, lineage)
 
-    async def _take_over_lost(self) -> None:
+    async def take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""
-        if not self.limits.adopts_lost_runs:
+        if not self._adopts:
             return
-        for run in await self.store.take_over(self.owner, lease_s=self.limits.lease_s):
+        owner = self._executor.owner
+        for run in await self._store.take_over(owner, lease_s=self._lease_s):
             logger.warning("resuming run %s of a lost instance", run.id)
-            self._resume(run)
+            self.resume_run(run)

@@ -10,30 +10,24 @@ instance sharing the store can tell a run whose owner died from one still going.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
 
-from agents.core.events import RunFinished
-from agents.core.messages import RunStatus
-from orchestrator.engine import Engine
-from orchestrator.engine.results import RunResult, events_sent, final_event
-from orchestrator.engine.submission import Lineage, Submission
-from orchestrator.errors import IdempotencyConflict, NotReady, RunNotFound
+from agents.core.errors import describe_error
+from orchestrator.engine import Engine, Submission
+from orchestrator.errors import IdempotencyConflict
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
-from orchestrator.service.durability import Durability
+from orchestrator.service.durability import DurableRuns
+from orchestrator.service.executor import STOPPED, RunExecutor
 from orchestrator.service.feed import EventFeed
 from orchestrator.service.recorder import Recorder
 from orchestrator.service.upkeep import Orphans, keep_leases
 from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
-from orchestrator.system.config import AgentSystem
+from orchestrator.system import AgentSystem
 
 __all__ = ["RunService", "ServiceLimits"]
 
@@ -55,16 +49,19 @@ class ServiceLimits:
     adopts_lost_runs: bool = True
 
 
-_STOPPED = "the service stopped while the run was in flight"
-_CANCELLED = (RunStatus.CANCELLED, "cancelled before it started")
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
 _STREAM_PLACE_S = 5.0
 # Runs accepted here whose records followers get without reading the store (see `following`).
 _KEEP_ACCEPTED = 256
 
 
-class RunService(RunViews, Durability):
+class RunService:
     """Runs tasks in the background and keeps their record.
+
+    Composed of its parts, each public for the doors that need it: `executor` (runs in the
+    background, recorded), `durable` (resume, take-over, replay, fork), `views` (traces,
+    diagrams, placement, health), `feed` (followers' events), `approvals` (calls waiting for a
+    person) and `admission` (the bounds).
 
     Args:
         system: the agent system every run goes through.
@@ -87,29 +84,37 @@ class RunService(RunViews, Durability):
         self.engine = engine
         self.store = store
         self.owner = owner
-        self.limits = limits or ServiceLimits()
-        self._config = system.public_config(engine.redactor)
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.limits = limits = limits or ServiceLimits()
         self._accepted: OrderedDict[str, StoredRun] = OrderedDict()  # as recorded, oldest first
-        self._running: set[str] = set()
-        self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
-        self._slots = asyncio.Semaphore(self.limits.max_concurrent_runs)
         self._ready = asyncio.Event()
-        self._settled = asyncio.Event()  # the agents started, or failed to
         self._background: list[asyncio.Task[None]] = []
-        self._stopping = False
         self._draining: asyncio.Task[None] | None = None
-        self.admission = Admission(
-            self.limits.max_concurrent_runs, self.limits.max_queued_runs, lambda: len(self._tasks)
-        )
         self._orphans = Orphans(engine, store)  # interrupted runs still open in the ledger
         # Runs cut off by a dying service carry on from their step log (`on_interrupt`).
         self._resumes = system.config.on_interrupt == "resume" and engine.journaled
-        self.startup_error: str | None = None
-        heartbeat = self.limits.heartbeat_s
+        heartbeat = limits.heartbeat_s
         self.recorder = Recorder()  # writes kept while the store is unavailable
         self.feed = EventFeed(engine, store, self._ready, heartbeat)
         self.approvals = ApprovalDesk(engine, store, self._ready, heartbeat)
+        self.executor = RunExecutor(
+            system,
+            engine,
+            store,
+            owner=owner,
+            feed=self.feed,
+            approvals=self.approvals,
+            recorder=self.recorder,
+            admission=Admission(
+                limits.max_concurrent_runs, limits.max_queued_runs, lambda: len(self.executor.tasks)
+            ),
+            ready=self._ready,
+            max_concurrent_runs=limits.max_concurrent_runs,
+        )
+        self.admission = self.executor.admission
+        self.durable = DurableRuns(
+            self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
+        )
+        self.views = RunViews(engine, store, self._ready, lambda: self.executor.startup_error)
 
     # Life cycle ----------------------------------------------------------------------------
 
@@ -119,7 +124,7 @@ class RunService(RunViews, Durability):
         if self._resumes:
             for run in await self.store.take_over(self.owner, restarted=True):
                 logger.warning("resuming run %s (left unfinished by %s)", run.id, self.owner)
-                self._resume(run)
+                self.durable.resume_run(run)
         left = [] if self._resumes else await self.store.interrupt_owned(self.owner, reason)
         if left:
             logger.warning("marked %d unfinished runs of %s interrupted", len(left), self.owner)
@@ -128,12 +133,12 @@ class RunService(RunViews, Durability):
             store=self.store,
             owner=self.owner,
             lease_s=self.limits.lease_s,
-            held=lambda: list(self._tasks),
+            held=lambda: list(self.executor.tasks),
             recorder=self.recorder,
             orphans=self._orphans,
             ready=self._ready,
-            cancel=self._cancel_here,
-            take_over=self._take_over_lost if self._resumes else None,
+            cancel=self.executor.cancel,
+            take_over=self.durable.take_over_lost if self._resumes else None,
             interrupt_lost=self.limits.adopts_lost_runs and not self._resumes,
         )
         self._background = [
@@ -142,19 +147,25 @@ class RunService(RunViews, Durability):
         ]
 
     async def _start_engine(self) -> None:
+        error = None
         try:
             await asyncio.to_thread(self.engine.start)
         except Exception as exc:
-            self.startup_error = f"the agents did not start: {type(exc).__name__}: {exc}"
+            error = f"the agents did not start: {describe_error(exc)}"
             logger.exception("the agents did not start")
             return
         finally:
-            if not self.startup_error:  # its place taken before the first run (see `watch`)
+            if error is None:  # its place taken before the first run (see `watch`)
                 self.feed.stream.start(self.engine.ledger)
                 await self.feed.stream.in_place(_STREAM_PLACE_S)
-            self._settled.set()  # runs waiting to start go on, or fail with the reason
+            self.executor.settled(error)  # runs waiting to start go on, or fail with it
         self._ready.set()
         await self._orphans.close()
+
+    @property
+    def startup_error(self) -> str | None:
+        """Why the agents did not start (None: they did, or are starting)."""
+        return self.executor.startup_error
 
     def drain(self) -> asyncio.Task[None]:
         """Stop taking work, let runs in flight finish within the grace, interrupt the rest.
@@ -163,35 +174,22 @@ class RunService(RunViews, Durability):
         events up to `run_finished` (which their followers receive). Called on SIGTERM while
         the HTTP server still serves event streams, and by `stop`; the first call does it.
         """
-        self._stopping = True
+        self.executor.stopping = True
         if self._draining is None:
-            self._draining = asyncio.get_running_loop().create_task(self._drain())
+            limits = self.limits
+            drained = self.executor.drain(limits.shutdown_grace_s, limits.wrap_up_s)
+            self._draining = asyncio.get_running_loop().create_task(drained)
         return self._draining
-
-    async def _drain(self) -> None:
-        if self._tasks:
-            logger.info(
-                "stopping: %d runs in flight, waiting up to %.0f s",
-                len(self._tasks),
-                self.limits.shutdown_grace_s,
-            )
-            await asyncio.wait(list(self._tasks.values()), timeout=self.limits.shutdown_grace_s)
-        for run_id in list(self._tasks):
-            self._cancel_here(run_id)  # recorded as interrupted by `_run` or `_execute`
-        if self._tasks:
-            await asyncio.wait(list(self._tasks.values()), timeout=self.limits.wrap_up_s)
 
     async def stop(self) -> None:
         """Drain (see `drain`), then stop; what could not wrap up is marked interrupted."""
         await asyncio.shield(self.drain())
         for task in self._background:
             task.cancel()
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*self._background, *tasks, return_exceptions=True)
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.executor.stop()
         await self.feed.close()
-        await self.store.interrupt_owned(self.owner, _STOPPED)
+        await self.store.interrupt_owned(self.owner, STOPPED)
         self.engine.close()  # before this process leaves Ray
 
     @property
@@ -209,6 +207,7 @@ class RunService(RunViews, Durability):
         Raises:
             IdempotencyConflict: the key was used with a different request.
             Overloaded: too many runs in flight and queued.
+            NotReady: the service is stopping, or its agents did not start.
         """
         digest = request.fingerprint()
         scoped = f"{principal}:{idempotency_key}" if idempotency_key else None
@@ -217,13 +216,10 @@ class RunService(RunViews, Durability):
             if existing is not None:
                 return _replay(existing, digest), False
         run_id = uuid.uuid4().hex
-        if self._stopping:
-            raise NotReady("the service is stopping")
-        if self.startup_error:
-            raise NotReady(self.startup_error)
+        self.executor.refuse_new()
         with self.admission.place():
             try:
-                run = await self._add_run(
+                run = await self.executor.add(
                     run_id, request, idempotency_key=scoped, request_hash=digest
                 )
             except DuplicateIdempotencyKey:
@@ -232,24 +228,11 @@ class RunService(RunViews, Durability):
                 if existing is None:
                     raise
                 return _replay(existing, digest), False
-            self._start(run_id, self._execute(run_id, request))
+            self.executor.start(run_id, request)
             self._accepted[run_id] = run
             while len(self._accepted) > _KEEP_ACCEPTED:
                 self._accepted.popitem(last=False)
         return run, True
-
-    async def _add_run(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
-        """Record a new run of this system, owned here (the caller holds an admission place)."""
-        return await self.store.add(
-            run_id,
-            request.task,
-            agent=request.agent,
-            system=self.system.config.name,
-            config=self._config,
-            owner=self.owner,
-            options=request.options(),
-            **record,
-        )
 
     async def following(self, run_id: str) -> StoredRun:
         """A run to follow, or `RunNotFound`.
@@ -258,16 +241,13 @@ class RunService(RunViews, Durability):
         away); else as stored.
         """
         run = self._accepted.get(run_id)
-        if run is not None and (run_id in self._tasks or self.feed.stream.complete(run_id)):
+        if run is not None and (run_id in self.executor.tasks or self.feed.stream.complete(run_id)):
             return run
         return await self.get(run_id)
 
     async def get(self, run_id: str) -> StoredRun:
         """A stored run, or `RunNotFound`."""
-        run = await self.store.get(run_id)
-        if run is None:
-            raise RunNotFound(run_id)
-        return run
+        return await self.executor.get(run_id)
 
     async def list_runs(
         self, *, status: str | None = None, agent: str | None = None, limit: int, offset: int = 0
@@ -283,112 +263,9 @@ class RunService(RunViews, Durability):
         run = await self.get(run_id)
         if run.finished:
             return run
-        if not self._cancel_here(run_id):
+        if not self.executor.cancel(run_id):
             await self.store.request_cancel(run_id)
         return await self.get(run_id)
-
-    def _cancel_here(self, run_id: str) -> bool:
-        task = self._tasks.get(run_id)
-        if task is None:
-            return False
-        if run_id in self._running:
-            # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
-            if not self.engine.cancel(run_id):
-                self._cancel_asked.add(run_id)
-        else:
-            task.cancel()  # still queued
-        return True
-
-    async def _execute(
-        self,
-        run_id: str,
-        request: Submission,
-        lineage: Lineage | None = None,
-    ) -> None:
-        began = time.monotonic()
-        try:
-            async with self._slots:
-                await self._settled.wait()
-                if self.startup_error:
-                    await self._end_unstarted(run_id, self.startup_error)
-                    return
-                self._running.add(run_id)
-                await self._run(run_id, request, lineage)
-        except asyncio.CancelledError:
-            if run_id not in self._running:  # cancelled while queued
-                await self._end_unstarted(run_id)
-        except Exception:  # recording failed: the store is unreachable, say; keep serving
-            logger.exception("run %s could not be recorded", run_id)
-        finally:
-            self._running.discard(run_id)
-            self._cancel_asked.discard(run_id)
-            self._tasks.pop(run_id, None)
-            self.admission.ran(time.monotonic() - began)
-
-    async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
-        record = self.recorder.write
-        await record(f"the start of run {run_id}", partial(self.store.start, run_id))
-        if run_id in self._cancel_asked:  # while its start was being recorded
-            await self._end_unstarted(run_id)
-            return
-        self.feed.stream.watch(run_id)  # (resumed, or accepted before the stream's place)
-        result: RunResult | None = None
-        error: str | None = None
-        tracker = (
-            asyncio.create_task(self.approvals.track(run_id))
-            if self.system.needs_approvals
-            else None
-        )
-        try:
-            result = await self.engine.run(
-                request.task,
-                agent=request.agent,
-                run_id=run_id,
-                token_budget=request.token_budget,
-                deadline_s=request.deadline_s,
-                finish=False,
-                stream=request.stream,
-                origin=request.origin,
-                lineage=lineage,
-            )
-            if self._stopping and result.status == RunStatus.CANCELLED:
-                result = result.model_copy(
-                    update={"status": RunStatus.INTERRUPTED, "error": _STOPPED}
-                )
-            await record(f"run {run_id}", partial(self.store.finish, result))
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            logger.exception("run %s failed", run_id)
-            await record(f"run {run_id}", partial(self.store.fail, run_id, error))
-        finally:
-            # (The tracker may outlive the final record by a moment: `set_waiting` never
-            # touches a finished run.)
-            await _stop(tracker)
-            # Recorded first, announced after: whoever sees `run_finished` finds the record
-            # (unless the store is unavailable: then it is recorded once the store is back).
-            entry = result.entry_agent if result else (request.agent or self.system.entry)
-            final = final_event(result, entry, error)
-            events = await self.engine.finish(run_id, final, events_sent(result))
-            await record(
-                f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
-            )
-
-    async def _end_unstarted(self, run_id: str, failure: str | None = None) -> None:
-        """End a run the engine never had: failed (`failure`), else cancelled or interrupted."""
-        status, reason = (RunStatus.FAILED, failure or "")
-        if not failure:
-            status, reason = (RunStatus.INTERRUPTED, _STOPPED) if self._stopping else _CANCELLED
-        await self.store.end(run_id, status, reason)
-        if self.ready:
-            event = RunFinished(status=status, error=reason)
-            await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, event))
-
-
-async def _stop(task: asyncio.Task[None] | None) -> None:
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
 
 
 def _replay(existing: StoredRun, digest: str) -> StoredRun:

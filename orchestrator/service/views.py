@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from agents.core.errors import describe_error
@@ -17,16 +18,31 @@ __all__ = ["RunViews"]
 
 
 class RunViews:
-    """A part of `RunService`: views read from the store once a run is over, live before."""
+    """A service's views of its runs: read from the store once a run is over, live before.
 
-    engine: Engine
-    store: RunStore
-    startup_error: str | None
+    Args:
+        engine: the system's engine (its ledger has the runs in flight).
+        store: the run store.
+        ready: set once the agents (and so the ledger) are up.
+        startup_error: why the agents did not start, if they did not.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        store: RunStore,
+        ready: asyncio.Event,
+        startup_error: Callable[[], str | None],
+    ) -> None:
+        self.engine = engine
+        self.store = store
+        self._ready = ready
+        self._startup_error = startup_error
 
     @property
     def ready(self) -> bool:
         """Whether the agents have started."""
-        raise NotImplementedError
+        return self._ready.is_set()
 
     async def placement(self) -> list[dict[str, Any]]:
         """Each agent replica, asked now (none before the agents have started)."""
@@ -58,8 +74,9 @@ class RunViews:
         """What is (not) working: the agents on Ray and the store. Values are "ok" or why not."""
         status: dict[str, str] = {}
         try:
-            if self.startup_error:
-                raise NotReady(self.startup_error)
+            startup_error = self._startup_error()
+            if startup_error:
+                raise NotReady(startup_error)
             if not self.ready:
                 raise NotReady("the agents are starting")
             await self.engine.ledger.ping(2.0)

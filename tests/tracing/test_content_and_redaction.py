@@ -14,7 +14,7 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import Delegation, RunContext
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.base import load_function_tool
 from tracing import (
     REDACTED,

@@ -13,7 +13,7 @@ from agents.core.limits import Limits
 from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.delegate import DelegateTool
 from tracing import (
     SpanCollector,

@@ -40,7 +40,7 @@ async def agents(service: Service) -> AgentsView:
     system = service.system
     topology = system.topology
     placement: dict[str, list[ReplicaView]] = {}
-    for replica in await service.placement():
+    for replica in await service.views.placement():
         placement.setdefault(replica["agent"], []).append(ReplicaView.model_validate(replica))
     return AgentsView(
         system=system.config.name,

@@ -25,7 +25,7 @@ async def healthz() -> Health:
 )
 async def readyz(service: Service) -> Response:
     """Ray (the agents) and the run store are reachable."""
-    checks = await service.check()
+    checks = await service.views.check()
     # Ray and the store decide; degraded tools are reported, not fatal.
     ready = all(checks.get(k) == "ok" for k in ("ray", "store"))
     body = Readiness(status="ready" if ready else "not_ready", checks=checks)

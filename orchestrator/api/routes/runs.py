@@ -117,7 +117,7 @@ async def resume_run(run: Run, service: Service) -> RunView:
     Finished model calls and tool calls are taken from the record, not made again; its event
     stream goes on with the next ids.
     """
-    return run_view(await service.resume(run.id))
+    return run_view(await service.durable.resume(run.id))
 
 
 @router.post(
@@ -131,7 +131,7 @@ async def replay_run(run: Run, service: Service) -> RunView:
     No model call and no tool call is made; compare the two runs' diagrams (`comparable=true`)
     to see that the record reproduces the run.
     """
-    return run_view(await service.replay(run.id))
+    return run_view(await service.durable.replay(run.id))
 
 
 @router.post(
@@ -147,7 +147,7 @@ async def fork_run(run: Run, service: Service, body: ForkRequest | None = None) 
     change touches.
     """
     from_span = body.from_span if body is not None else None
-    return run_view(await service.replay(run.id, fork=True, from_span=from_span))
+    return run_view(await service.durable.replay(run.id, fork=True, from_span=from_span))
 
 
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
@@ -156,7 +156,7 @@ async def trace(run: Run, service: Service) -> TraceView:
 
     While it goes on, the spans so far (open ones without an end).
     """
-    spans = await service.spans(run)
+    spans = await service.views.spans(run)
     return TraceView(
         run_id=run.id,
         trace_id=spans[0]["trace_id"] if spans else None,
@@ -243,7 +243,7 @@ async def diagram(
 
     Large runs fold alike calls into loops and come in pages.
     """
-    drawn = await service.diagram(run, detail, page, comparable)
+    drawn = await service.views.diagram(run, detail, page, comparable)
     if format == "mermaid":
         return Response(drawn.text, media_type=MERMAID)
     view = DiagramView(

@@ -13,7 +13,7 @@ from agents.core.events import ModelDelta, ModelFinished
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.base import load_function_tool
 from tests.openai_server import FakeOpenAI
 from tests.testkit import EventList

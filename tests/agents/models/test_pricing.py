@@ -11,7 +11,7 @@ import pytest
 from agents.core.messages import Delegation, RunContext, Usage
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.base import load_function_tool
 from orchestrator.cli.report import _money
 from tests.openai_server import FakeOpenAI

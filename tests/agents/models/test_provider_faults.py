@@ -15,7 +15,7 @@ import pytest
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec, Timeouts
 from agents.models.client import LiteLLMClient
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 
 pytestmark = pytest.mark.anyio
 

@@ -238,32 +238,32 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
     # its own. What c queued travels through b's process as c sealed it (not pickled again),
     # and the ledger gets every event once, in order, and every span shipment.
     a, b, c = await _processes(ledger_actor)
-    a.emit("r", AgentStarted(agent="a"))
-    b.emit("r", AgentStarted(agent="b"))
-    c.emit("r", AgentStarted(agent="c"))
-    c.keep_spans("r", [SPAN, SPAN])
-    c.emit("r", FINISHED.model_copy(update={"agent": "c"}))
-    c.keep_spans("r", [SPAN])
-    from_c = c.hand_over("r")
+    a.outbox.emit("r", AgentStarted(agent="a"))
+    b.outbox.emit("r", AgentStarted(agent="b"))
+    c.outbox.emit("r", AgentStarted(agent="c"))
+    c.outbox.keep_spans("r", [SPAN, SPAN])
+    c.outbox.emit("r", FINISHED.model_copy(update={"agent": "c"}))
+    c.outbox.keep_spans("r", [SPAN])
+    from_c = c.outbox.hand_over("r")
     assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
-    assert c.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
+    assert c.outbox.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
 
-    b.take_over(from_c)
-    b.emit("r", FINISHED.model_copy(update={"agent": "b"}))
-    b.keep_spans("r", [SPAN])
-    from_b = b.hand_over("r")
+    b.outbox.take_over(from_c)
+    b.outbox.emit("r", FINISHED.model_copy(update={"agent": "b"}))
+    b.outbox.keep_spans("r", [SPAN])
+    from_b = b.outbox.hand_over("r")
     assert from_b is not None and (from_b.events, from_b.shipments) == (4, 3)
     assert from_c.sealed in from_b.sealed
 
-    a.take_over(from_b)
-    a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-    assert a.shipped("r")[1] == 3
-    a.flush()
-    spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.shipped("r"))
+    a.outbox.take_over(from_b)
+    a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+    assert a.outbox.shipped("r")[1] == 3
+    a.outbox.flush()
+    spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.outbox.shipped("r"))
     assert len(spans) == 4 and missing == 0
     # Each process's events are counted as its own, whoever sent them: the run closes
     # at once (a wrong count keeps it waiting for events that never come, 5 s).
-    sent = dict([a.emitted("r"), b.emitted("r"), c.emitted("r")])
+    sent = dict([a.outbox.emitted("r"), b.outbox.emitted("r"), c.outbox.emitted("r")])
     assert sorted(sent.values()) == [2, 2, 2]
     events = await asyncio.wait_for(
         a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
@@ -289,27 +289,27 @@ async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_on
     # process sends it with its own. When the call fails, a cannot know whether b sent it
     # before dying, so it sends it again: the ledger records it once.
     a, b, entry = await _processes(ledger_actor)
-    entry.emit("r", STARTED.model_copy(update={"agent": "entry"}))
-    entry.keep_spans("r", [SPAN])
-    entry.flush()
+    entry.outbox.emit("r", STARTED.model_copy(update={"agent": "entry"}))
+    entry.outbox.keep_spans("r", [SPAN])
+    entry.outbox.flush()
 
-    a.emit("r", AgentStarted(agent="a"))
-    a.keep_spans("r", [SPAN])
-    down = a.hand_over("r")
+    a.outbox.emit("r", AgentStarted(agent="a"))
+    a.outbox.keep_spans("r", [SPAN])
+    down = a.outbox.hand_over("r")
     assert down is not None and (down.events, down.shipments) == (1, 1)
-    assert a.hand_over("r") is None  # nothing left queued
+    assert a.outbox.hand_over("r") is None  # nothing left queued
 
-    b.take_over(down)
-    b.emit("r", AgentStarted(agent="b"))
-    b.keep_spans("r", [SPAN])
-    b.flush()  # b's process sends a's events with its own, then dies
-    a.take_over(down)  # the call failed: a sends them itself
-    a.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-    a.flush()
+    b.outbox.take_over(down)
+    b.outbox.emit("r", AgentStarted(agent="b"))
+    b.outbox.keep_spans("r", [SPAN])
+    b.outbox.flush()  # b's process sends a's events with its own, then dies
+    a.outbox.take_over(down)  # the call failed: a sends them itself
+    a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
+    a.outbox.flush()
 
-    spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.shipped("r"))
+    spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.outbox.shipped("r"))
     assert len(spans) == 3 and missing == 0  # a's once
-    sent = dict([a.emitted("r"), b.emitted("r"), entry.emitted("r")])
+    sent = dict([a.outbox.emitted("r"), b.outbox.emitted("r"), entry.outbox.emitted("r")])
     events = await asyncio.wait_for(
         a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
     )
@@ -331,14 +331,14 @@ async def test_what_a_process_takes_over_keeps_its_deadline_down_and_up_a_chain(
     # Events travelling with calls still reach followers by the time they were due (50 ms
     # after they were emitted), however many processes they pass through on the way.
     a, b, c = await _processes(ledger_actor)
-    a.emit("r", AgentStarted(agent="a"))
-    from_a = a.hand_over("r")
+    a.outbox.emit("r", AgentStarted(agent="a"))
+    from_a = a.outbox.hand_over("r")
     assert from_a is not None and from_a.due <= time.time() + EVENT_FLUSH_S
-    b.take_over(from_a)
-    b.emit("r", AgentStarted(agent="b"))  # younger: it does not put the deadline off
-    from_b = b.hand_over("r")
+    b.outbox.take_over(from_a)
+    b.outbox.emit("r", AgentStarted(agent="b"))  # younger: it does not put the deadline off
+    from_b = b.outbox.hand_over("r")
     assert from_b is not None and from_b.due == from_a.due
     late = seal("r", [AgentStarted(agent="x")], [], [], "x", "x.1", time.time() - 1.0)
-    c.take_over(late)  # overdue: due at once, here and wherever it is handed on
-    from_c = c.hand_over("r")
+    c.outbox.take_over(late)  # overdue: due at once, here and wherever it is handed on
+    from_c = c.outbox.hand_over("r")
     assert from_c is not None and from_c.due <= time.time()

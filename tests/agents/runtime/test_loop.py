@@ -16,7 +16,7 @@ from agents.core.limits import Limits
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec, Timeouts
 from agents.models.base import ModelReply
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from agents.tools.base import FunctionTool, load_function_tool
 from agents.tools.delegate import DelegateTool
 from tests import testkit

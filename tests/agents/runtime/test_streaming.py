@@ -16,8 +16,8 @@ from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.models.client import LiteLLMClient
+from agents.runtime.agent import AgentRuntime
 from agents.runtime.deltas import DELTA_EVERY_S, Deltas
-from agents.runtime.loop import AgentRuntime
 from agents.tools.base import load_function_tool
 from tests.testkit import EventList
 from tracing import Redactor

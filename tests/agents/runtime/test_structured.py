@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext, RunStatus
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.runtime.loop import AgentRuntime
+from agents.runtime.agent import AgentRuntime
 from tests.recording import RecordingClient
 from tests.testkit import local_trace
 

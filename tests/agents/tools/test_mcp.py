@@ -22,8 +22,8 @@ from agents.core.messages import Delegation, RunContext
 from agents.core.ports import Decision
 from agents.core.spec import AgentSpec, McpServerSpec, ModelSpec
 from agents.models.client import LiteLLMClient
+from agents.runtime.agent import AgentRuntime
 from agents.runtime.ledger import RunLedger
-from agents.runtime.loop import AgentRuntime
 from agents.tools.mcp import McpTool, open_mcp_tools
 from tests.ports import free_port
 
@@ -313,7 +313,7 @@ async def test_the_offline_model_reads_schemas_and_spares_destructive_tools() ->
                 AgentSpec(name="clerk"), LiteLLMClient(ModelSpec(name="baton/offline")), tools
             )
             reply = await runtime.model.complete(
-                [{"role": "user", "content": task}], runtime._schemas
+                [{"role": "user", "content": task}], runtime.schemas
             )
             return {c.name: json.loads(c.arguments) for c in reply.tool_calls}
 
@@ -328,7 +328,7 @@ async def test_the_offline_model_reads_schemas_and_spares_destructive_tools() ->
             AgentSpec(name="clerk"), LiteLLMClient(ModelSpec(name="openai/gpt-4o-mini")), tools
         )
         assert all(
-            set(s["function"]) == {"name", "description", "parameters"} for s in real._schemas
+            set(s["function"]) == {"name", "description", "parameters"} for s in real.schemas
         )
     finally:
         for server in servers:

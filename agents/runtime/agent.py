@@ -1,0 +1,263 @@
+"""An agent's runtime: each invocation inside its `invoke_agent` span, with its events and result.
+
+The work of an invocation is the tool loop (`agents.runtime.loop.ToolLoop`), or, for an agent
+that is another agent system reached over A2A, one exchange with it
+(`agents.runtime.remote.RemoteExchange`): to its callers, the guard, the trace and the diagram
+both are agents like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.core.errors import describe_error
+from agents.core.events import AgentFinished, AgentStarted
+from agents.core.limits import TraceOptions
+from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.core.spec import AgentSpec, ModelSpec
+from agents.core.steps import Journal, model_key
+from agents.models.base import BUILTIN_PREFIX, CHANGES_STATE, ModelClient, tool_schema
+from agents.runtime.calls import ToolRunner
+from agents.runtime.invocation import Invocation
+from agents.runtime.loop import ToolLoop
+from agents.runtime.model_calls import ModelCaller
+from agents.runtime.remote import RemoteExchange
+from agents.runtime.reporting import Reporter
+from agents.runtime.steering import Steering
+from agents.runtime.structured import OutputContract
+from agents.tools.base import Tool
+from tracing import Redactor, agent_span, extract_context, genai, set_outcome, span_ids
+from tracing import attributes as attr
+
+__all__ = ["AgentRuntime"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Work(Protocol):
+    async def run(self, inv: Invocation) -> AgentResult: ...
+
+
+@dataclass
+class AgentRuntime:
+    """Runs one agent's invocations.
+
+    Args:
+        spec: the agent.
+        model: the model client.
+        tools: the tools offered to the model.
+        hidden_tools: tools callable by name but not offered (delegations the topology forbids,
+            kept so that a model naming one gets a clear refusal instead of "unknown tool").
+        ledger: the run-wide token budget; None when no run has a budget.
+        events: where progress events go.
+        span_source: this process's span collector; an invocation's finished spans go to the
+            event sink with its last events.
+        actor_id: which worker this is, for results and spans.
+        trace_options: what spans record (message contents are opt-in).
+        redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
+        approvals: where calls marked `confirm` wait for a person (None: they are not run).
+        journal: the run's step log (used when the run asks for it: `RunContext.journal`).
+        models: makes a client for another model (a guardrail's judge).
+    """
+
+    spec: AgentSpec
+    model: ModelClient
+    tools: Sequence[Tool] = ()
+    hidden_tools: Mapping[str, Tool] = field(default_factory=dict)
+    ledger: Ledger | None = None
+    events: EventSink | None = None
+    span_source: SpanSource | None = None
+    actor_id: str = "local"
+    trace_options: TraceOptions = field(default_factory=TraceOptions)
+    redactor: Redactor = field(default_factory=Redactor)
+    approvals: Approvals | None = None
+    journal: Journal | None = None
+    models: Callable[[ModelSpec], ModelClient] | None = None
+
+    def __post_init__(self) -> None:
+        spec = self.spec
+        self._by_name: dict[str, Tool] = {**self.hidden_tools, **{t.name: t for t in self.tools}}
+        # The tools offered to the model, as sent (`add_tools` appends to it).
+        self.schemas = [self._schema(t) for t in self.tools]
+        contract = (
+            OutputContract.of(spec, self.model.supports_json_schema())
+            if spec.output_schema is not None
+            else None
+        )
+        self.reporter = Reporter(
+            spec.name,
+            self.actor_id,
+            self.events,
+            self.span_source,
+            self.journal,
+            self.trace_options,
+            self.redactor,
+        )
+        self.caller = ModelCaller(
+            spec,
+            self.model,
+            self.reporter,
+            self.ledger,
+            self.models,
+            contract.response_format() if contract else None,
+        )
+        self.steering = Steering(spec, self.caller, self.reporter, self.schemas, self.ledger)
+        runner = ToolRunner(
+            spec, self._by_name, self.reporter, self.ledger, self.approvals, self.steering.tool_call
+        )
+        self._work: _Work = (
+            RemoteExchange(spec.a2a, self.reporter, self.ledger)
+            if spec.a2a is not None
+            else ToolLoop(
+                spec, self.caller, runner, self.steering, self.reporter, self.ledger, contract
+            )
+        )
+
+    def tool_names(self) -> set[str]:
+        """Every name a model may call, hidden delegations included."""
+        return set(self._by_name)
+
+    def add_tools(self, tools: Sequence[Tool]) -> None:
+        """Offer more tools (found after start, such as an MCP server's); names must be new."""
+        for tool in tools:
+            if tool.name in self._by_name:
+                raise ValueError(f"tool name {tool.name!r} is taken")
+            self._by_name[tool.name] = tool
+            self.schemas.append(self._schema(tool))
+
+    def _schema(self, tool: Tool) -> dict[str, Any]:
+        schema = tool_schema(tool.name, tool.description, tool.parameters)
+        # Only the built-in models (in this process) hear that a tool changes things.
+        if getattr(tool, "changes_state", False) and self.model.model.startswith(BUILTIN_PREFIX):
+            schema["function"][CHANGES_STATE] = True
+        return schema
+
+    async def invoke(
+        self, delegation: Delegation, *, flush: bool = True, hand_back: bool = False
+    ) -> AgentResult:
+        """Run one delegation and report how it ended.
+
+        Args:
+            delegation: the task and the run it belongs to.
+            flush: send the buffered events and spans before returning, so that they arrive
+                before the result in another process. A caller in this same process (an
+                agent host) passes False: its own end, or the batch timer, sends them.
+            hand_back: the caller is an agent in another process: instead of a flush, what is
+                queued for the run travels in the result (`AgentResult.handed_over`) and the
+                caller's process sends it with its own.
+        """
+        ctx, reporter = delegation.context, self.reporter
+        inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
+        if delegation.invocation:
+            inv.id = delegation.invocation
+        ids: dict[str, Any] = {}
+        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
+            self.events.remember(ctx.run_id)  # see `_ship_spans`
+        try:
+            with agent_span(
+                self.spec.name,
+                self.actor_id,
+                ctx.run_id,
+                ctx.chain,
+                extract_context(ctx.trace_context),
+            ) as span:
+                inv.trace_id = span.get_span_context().trace_id
+                ids = span_ids(span)
+                reporter.emit(
+                    inv,
+                    AgentStarted,
+                    call_id=delegation.call_id,
+                    caller=delegation.caller,
+                    **ids,
+                )
+                task = delegation.task
+                reporter.content(
+                    span, attr.GEN_AI_INPUT_MESSAGES, genai.text_messages("user", task)
+                )
+                reporter.content(span, attr.INPUT_VALUE, task)
+                if self.spec.instructions:
+                    instructions = genai.system_instructions(self.spec.instructions)
+                    reporter.content(span, attr.GEN_AI_SYSTEM_INSTRUCTIONS, instructions)
+                if ctx.epoch:
+                    span.set_attribute(attr.BATON_RUN_EPOCH, ctx.epoch)
+                if reporter.journaled(inv):
+                    span.set_attribute(attr.BATON_STEP, f"{inv.id}/{model_key(1)}")
+                try:
+                    if reporter.journaled(inv) and (delegation.replay or ctx.epoch):
+                        assert self.journal is not None
+                        inv.record.steps = await self.journal.recorded(ctx.run_id, inv.id)
+                        inv.record.loaded = True
+                    result = await self._work.run(inv)
+                except Exception as exc:  # a bug or an unexpected library error: report
+                    result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
+                total = result.usage
+                span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
+                span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)
+                span.set_attribute(attr.BATON_USAGE_COST, total.cost_usd)
+                if result.output is not None:
+                    answer = genai.text_messages("assistant", result.output, "stop")
+                    reporter.content(span, attr.GEN_AI_OUTPUT_MESSAGES, answer)
+                    reporter.content(span, attr.OUTPUT_VALUE, result.output)
+                if result.status == RunStatus.SUCCEEDED:
+                    set_outcome(span, None)
+                else:
+                    set_outcome(span, result.error or result.status.value, result.status.value)
+        except asyncio.CancelledError:
+            self._ship_spans(inv, None, flush=True)
+            raise
+        reporter.emit(
+            inv,
+            AgentFinished,
+            call_id=delegation.call_id,
+            status=result.status,
+            duration_s=result.duration_s,
+            steps=result.steps,
+            error=result.error,
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            **ids,
+        )
+        self._ship_spans(inv, result, flush, hand_back)
+        return result
+
+    def _ship_spans(
+        self, inv: Invocation, result: AgentResult | None, flush: bool, hand_back: bool = False
+    ) -> None:
+        """Hand this invocation's finished spans on before its result (or cancellation) does.
+
+        Nothing stays buffered in a process that may die. The entry agent's travel in its result
+        (with copies of those sent after each step); a sub-agent's go to the ledger with its last
+        events. The result also says how many events of the run this process has sent, so that
+        the ledger closes the run only once they are all in.
+        """
+        ctx = inv.ctx
+        spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
+        copies: list[dict[str, Any]] = []
+        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
+            copies = self.events.recall(ctx.run_id)
+        if result is not None and ctx.depth <= 1:
+            result.spans = spans
+            # What went to the ledger from here, so that a run that stayed in this process
+            # needs no round trip to collect it.
+            result.shipped_spans = copies
+            if self.span_source is not None and self.events is not None:
+                shipped = self.events.shipped(ctx.run_id)
+                if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
+                    result.spans_sent = shipped
+        elif self.events is not None:
+            self.events.keep_spans(ctx.run_id, spans)
+        if self.events is None:
+            return
+        if result is not None and hand_back and flush:
+            result.handed_over = self.events.hand_over(ctx.run_id)
+            flush = False
+        if result is not None and self.span_source is not None:
+            # The ledger closes the run once it has every process's events.
+            result.events_sent = self.events.emitted(ctx.run_id)
+        if flush:
+            self.events.flush()

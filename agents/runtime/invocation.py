@@ -1,0 +1,44 @@
+"""One delegation being worked on by an agent: its steps, usage, children and events so far."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
+from agents.runtime.replay import Record
+
+__all__ = ["DELEGATION_GRACE_S", "Invocation"]
+
+# A child gets this long past the run deadline to report its own limit before its caller stops
+# waiting for it.
+DELEGATION_GRACE_S = 2.0
+
+
+@dataclass
+class Invocation:
+    """One delegation being worked on: its steps, usage, children and events so far."""
+
+    delegation: Delegation
+    max_steps: int
+    started_at: float = field(default_factory=time.time)
+    clock: float = field(default_factory=time.perf_counter)
+    usage: Usage = field(default_factory=Usage)
+    steps: int = 0
+    children: list[AgentResult] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    # Given by the delegation (derived from the caller's step); else random. Not uuid4: its
+    # `os.urandom` is a system call, and every invocation would pay it under the GIL.
+    id: str = field(default_factory=lambda: f"{random.getrandbits(64):016x}")
+    seq: int = 0  # events emitted so far
+    trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
+    record: Record = field(default_factory=Record)  # its steps from an earlier execution
+    tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
+    history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
+
+    @property
+    def ctx(self) -> RunContext:
+        """The run context the delegation carries."""
+        return self.delegation.context

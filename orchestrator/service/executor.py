@@ -1,0 +1,253 @@
+"""Executing a service's runs: in the background, within the concurrency bound, recorded.
+
+Each run is recorded before it starts (`running`) and when it ends (its result and spans), then
+its last events; whoever sees `run_finished` finds the run recorded. New runs, resumed runs,
+replays and forks all execute here; `RunService` and `DurableRuns` hold the one executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+from functools import partial
+from typing import Any
+
+from agents.core.errors import describe_error
+from agents.core.events import RunFinished
+from agents.core.messages import RunStatus
+from orchestrator.engine import Engine, Lineage, RunResult, Submission
+from orchestrator.engine.results import events_sent, final_event
+from orchestrator.errors import NotReady, RunNotFound
+from orchestrator.service.admission import Admission
+from orchestrator.service.approvals import ApprovalDesk
+from orchestrator.service.feed import EventFeed
+from orchestrator.service.recorder import Recorder
+from orchestrator.store import RunStore, StoredRun
+from orchestrator.system import AgentSystem
+
+__all__ = ["STOPPED", "STOPPING", "RunExecutor"]
+
+logger = logging.getLogger(__name__)
+
+# Why runs end that the service's stop cut off, and why it takes no new ones meanwhile.
+STOPPED = "the service stopped while the run was in flight"
+STOPPING = "the service is stopping"
+_CANCELLED = (RunStatus.CANCELLED, "cancelled before it started")
+
+
+class RunExecutor:
+    """Runs a service's runs in the background and records them.
+
+    Args:
+        system: the agent system every run goes through.
+        engine: its engine.
+        store: the run store.
+        owner: names this service instance in the store.
+        feed: the followers' events (a run's events are watched from its acceptance).
+        approvals: calls waiting for a person (their runs' stored status follows them).
+        recorder: store writes kept while the store is unavailable.
+        admission: the bound on runs in flight and queued.
+        ready: set once the agents (and so the ledger) are up.
+        max_concurrent_runs: runs executing at once (the others wait, queued).
+    """
+
+    def __init__(
+        self,
+        system: AgentSystem,
+        engine: Engine,
+        store: RunStore,
+        *,
+        owner: str,
+        feed: EventFeed,
+        approvals: ApprovalDesk,
+        recorder: Recorder,
+        admission: Admission,
+        ready: asyncio.Event,
+        max_concurrent_runs: int,
+    ) -> None:
+        self.system = system
+        self.engine = engine
+        self.store = store
+        self.owner = owner
+        self.feed = feed
+        self.approvals = approvals
+        self.recorder = recorder
+        self.admission = admission
+        self._ready = ready
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._config = system.public_config(engine.redactor)
+        self._running: set[str] = set()
+        self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
+        self._slots = asyncio.Semaphore(max_concurrent_runs)
+        self._settled = asyncio.Event()  # the agents started, or failed to
+        self.startup_error: str | None = None
+        self.stopping = False
+
+    def settled(self, error: str | None = None) -> None:
+        """The agents have started (or failed to, for `error`): queued runs go on (or fail)."""
+        self.startup_error = error
+        self._settled.set()
+
+    def refuse_new(self) -> None:
+        """Raise `NotReady` if this service takes no new runs (stopping, or no agents)."""
+        if self.stopping:
+            raise NotReady(STOPPING)
+        if self.startup_error:
+            raise NotReady(self.startup_error)
+
+    async def get(self, run_id: str) -> StoredRun:
+        """A stored run, or `RunNotFound`."""
+        run = await self.store.get(run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        return run
+
+    async def add(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
+        """Record a new run of this system, owned here (the caller holds an admission place)."""
+        return await self.store.add(
+            run_id,
+            request.task,
+            agent=request.agent,
+            system=self.system.config.name,
+            config=self._config,
+            owner=self.owner,
+            options=request.options(),
+            **record,
+        )
+
+    def start(self, run_id: str, request: Submission, lineage: Lineage | None = None) -> None:
+        """Execute a run in the background (a new one: its events are watched from now on)."""
+        if lineage is None or not lineage.epoch:
+            # Its events are kept from its acceptance: a client that follows it before it
+            # starts (as most do, at once) gets them from the stream, asking the ledger
+            # nothing. (A resumed run is watched as it starts: until then its followers ask
+            # the ledger for the events of its earlier life.)
+            self.feed.stream.watch(run_id)
+        work = self._execute(run_id, request, lineage)
+        # A fresh context: the run is a trace of its own, not part of this request's.
+        self.tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel a run executing (or queued) here; False if it is not here."""
+        task = self.tasks.get(run_id)
+        if task is None:
+            return False
+        if run_id in self._running:
+            # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
+            if not self.engine.cancel(run_id):
+                self._cancel_asked.add(run_id)
+        else:
+            task.cancel()  # still queued
+        return True
+
+    async def drain(self, grace_s: float, wrap_up_s: float) -> None:
+        """Let runs in flight finish within `grace_s`, then interrupt the rest.
+
+        Interrupted runs have `wrap_up_s` to record themselves (state, spans, events).
+        """
+        self.stopping = True
+        if self.tasks:
+            logger.info(
+                "stopping: %d runs in flight, waiting up to %.0f s", len(self.tasks), grace_s
+            )
+            await asyncio.wait(list(self.tasks.values()), timeout=grace_s)
+        for run_id in list(self.tasks):
+            self.cancel(run_id)  # recorded as interrupted by `_run` or `_execute`
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()), timeout=wrap_up_s)
+
+    async def stop(self) -> None:
+        """Cancel what is left and wait for it."""
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _execute(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
+        began = time.monotonic()
+        try:
+            async with self._slots:
+                await self._settled.wait()
+                if self.startup_error:
+                    await self._end_unstarted(run_id, self.startup_error)
+                    return
+                self._running.add(run_id)
+                await self._run(run_id, request, lineage)
+        except asyncio.CancelledError:
+            if run_id not in self._running:  # cancelled while queued
+                await self._end_unstarted(run_id)
+        except Exception:  # recording failed: the store is unreachable, say; keep serving
+            logger.exception("run %s could not be recorded", run_id)
+        finally:
+            self._running.discard(run_id)
+            self._cancel_asked.discard(run_id)
+            self.tasks.pop(run_id, None)
+            self.admission.ran(time.monotonic() - began)
+
+    async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
+        record = self.recorder.write
+        await record(f"the start of run {run_id}", partial(self.store.start, run_id))
+        if run_id in self._cancel_asked:  # while its start was being recorded
+            await self._end_unstarted(run_id)
+            return
+        self.feed.stream.watch(run_id)  # (resumed, or accepted before the stream's place)
+        result: RunResult | None = None
+        error: str | None = None
+        tracker = (
+            asyncio.create_task(self.approvals.track(run_id))
+            if self.system.needs_approvals
+            else None
+        )
+        try:
+            result = await self.engine.run(
+                request.task,
+                agent=request.agent,
+                run_id=run_id,
+                token_budget=request.token_budget,
+                deadline_s=request.deadline_s,
+                finish=False,
+                stream=request.stream,
+                origin=request.origin,
+                lineage=lineage,
+            )
+            if self.stopping and result.status == RunStatus.CANCELLED:
+                result = result.model_copy(
+                    update={"status": RunStatus.INTERRUPTED, "error": STOPPED}
+                )
+            await record(f"run {run_id}", partial(self.store.finish, result))
+        except Exception as exc:
+            error = describe_error(exc)
+            logger.exception("run %s failed", run_id)
+            await record(f"run {run_id}", partial(self.store.fail, run_id, error))
+        finally:
+            # (The tracker may outlive the final record by a moment: `set_waiting` never
+            # touches a finished run.)
+            await _stop(tracker)
+            # Recorded first, announced after: whoever sees `run_finished` finds the record
+            # (unless the store is unavailable: then it is recorded once the store is back).
+            entry = result.entry_agent if result else (request.agent or self.system.entry)
+            final = final_event(result, entry, error)
+            events = await self.engine.finish(run_id, final, events_sent(result))
+            await record(
+                f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
+            )
+
+    async def _end_unstarted(self, run_id: str, failure: str | None = None) -> None:
+        """End a run the engine never had: failed (`failure`), else cancelled or interrupted."""
+        status, reason = (RunStatus.FAILED, failure or "")
+        if not failure:
+            status, reason = (RunStatus.INTERRUPTED, STOPPED) if self.stopping else _CANCELLED
+        await self.store.end(run_id, status, reason)
+        if self._ready.is_set():
+            event = RunFinished(status=status, error=reason)
+            await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, event))
+
+
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
