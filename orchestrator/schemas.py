@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import Refusal, RunStatus, Usage
 from orchestrator.engine.submission import Submission
 from orchestrator.store import RunPage, StoredRun
 from tracing import SpanRecord
@@ -20,6 +20,7 @@ from tracing.tree import span_forest as forest
 __all__ = [
     "AgentView",
     "AgentsView",
+    "DelegationNode",
     "DiagramView",
     "ErrorBody",
     "ErrorDetail",
@@ -125,6 +126,33 @@ class RunLinks(BaseModel):
     resume: str
 
 
+class DelegationNode(BaseModel):
+    """One agent invocation of a run, with the invocations it delegated to."""
+
+    agent: str
+    status: RunStatus
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage, description="This invocation's own model calls.")
+    steps: int = Field(default=0, description="Model steps it took.")
+    started_at: float = Field(default=0.0, description="Unix seconds.")
+    duration_s: float = 0.0
+    call_id: str | None = Field(
+        default=None, description="The caller's tool call that delegated it (None: the entry)."
+    )
+    actor: str | None = Field(default=None, description="The Ray actor (host replica) it ran in.")
+    lost: bool = Field(
+        default=False, description="Its actor died and took its record: its caller made this node."
+    )
+    answered_by: str | None = Field(
+        default=None, description="The agent that took the conversation over and answered."
+    )
+    refusals: list[Refusal] = Field(
+        default_factory=list, description="Delegations the guard refused it (depth, cycle, ...)."
+    )
+    children: list[DelegationNode] = Field(default_factory=list)
+
+
 class RunView(BaseModel):
     """A run: what was asked, where it stands, and how it ended."""
 
@@ -153,7 +181,7 @@ class RunView(BaseModel):
         "follows until its requests differ (the config changed) and then goes on live.",
     )
     fork: bool = False
-    tree: AgentResult | None = Field(description="The delegation tree, once the run ended.")
+    tree: DelegationNode | None = Field(description="The delegation tree, once the run ended.")
     links: RunLinks
 
 
@@ -361,7 +389,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         resumes=run.resumes,
         replay_of=run.replay_of,
         fork=run.fork,
-        tree=AgentResult.model_validate(run.tree) if run.tree else None,
+        tree=DelegationNode.model_validate(run.tree) if run.tree else None,
         links=RunLinks(
             self=base,
             events=f"{base}/events",
@@ -388,7 +416,8 @@ def span_forest(spans: list[SpanRecord]) -> list[SpanNode]:
     """Spans nested by parentage (a span whose parent is missing becomes a root), in start order."""
 
     def node(tree: SpanTree) -> SpanNode:
-        fields = {k: tree.span[k] for k in SpanNode.model_fields if k in tree.span}
+        record: dict[str, Any] = dict(tree.span)
+        fields = {k: record[k] for k in SpanNode.model_fields if k in record}
         fields.pop("children", None)
         return SpanNode(
             **fields,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
+from typing_extensions import TypedDict
 
 from tracing import attributes as attr
 from tracing.redaction import Redactor
@@ -14,12 +15,41 @@ __all__ = [
     "MAX_ATTRIBUTES",
     "MAX_ATTRIBUTE_CHARS",
     "MAX_EVENTS",
+    "SpanEventRecord",
     "SpanRecord",
     "agent_span_counts",
     "span_record",
 ]
 
-SpanRecord = dict[str, Any]
+
+class SpanEventRecord(TypedDict):
+    """An event on a span (a refusal, a tripped guardrail, a fitted context...)."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any]
+
+
+class SpanRecord(TypedDict):
+    """A span as every process sends it, the store keeps it and the views read it.
+
+    Ids in hex; times in Unix nanoseconds (`end_ns` None or 0: still open, in a trace rebuilt
+    from a run's events); strings bounded and redacted (`span_record`).
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: str  # OpenTelemetry's SpanKind name: INTERNAL, CLIENT, ...
+    start_ns: int
+    end_ns: int | None
+    status: str  # UNSET, OK or ERROR
+    status_message: str | None
+    attributes: dict[str, Any]
+    events: list[SpanEventRecord]
+    resource: dict[str, Any]  # the attributes of the process that made it
+
 
 MAX_ATTRIBUTES = 64
 MAX_ATTRIBUTE_CHARS = 16_384

@@ -359,7 +359,7 @@ def sequence_diagram(
     workflow = next((r for r in roots if r.name == attr.WORKFLOW_SPAN), None)
     if workflow is None:
         if roots:  # no run span (an odd trace): show what there is under a synthetic root
-            workflow = _Node({"span_id": "", "name": "run", "start_ns": 0, "end_ns": None}, roots)
+            workflow = _Node(_synthetic_root(), roots)
         else:
             orch = builder.orchestrator
             note = sequence.Note("no spans were recorded for this run", orch)
@@ -396,4 +396,22 @@ def sequence_diagram(
         page=page,
         pages=len(pages),
         folded=folded,
+    )
+
+
+def _synthetic_root() -> SpanRecord:
+    """A run span standing in for a missing one (it shows as the run, still open)."""
+    return SpanRecord(
+        trace_id="",
+        span_id="",
+        parent_span_id=None,
+        name="run",
+        kind="INTERNAL",
+        start_ns=0,
+        end_ns=None,
+        status="UNSET",
+        status_message=None,
+        attributes={},
+        events=[],
+        resource={},
     )

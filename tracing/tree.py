@@ -44,7 +44,7 @@ class SpanTree:
         """How long the span took; None while it is open."""
         if self.open:
             return None
-        return (int(self.span["end_ns"]) - int(self.span["start_ns"])) / 1e6
+        return ((self.span["end_ns"] or 0) - self.span["start_ns"]) / 1e6
 
     @property
     def agent(self) -> str:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pickle
 import time
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from agents.core.errors import DelegationRefused, RefusalReason
 from agents.core.limits import Limits
@@ -225,52 +223,6 @@ class AgentResult(BaseModel):
         default=False, description="A hook ended the whole run here: callers end too."
     )
     refusals: list[Refusal] = Field(default_factory=list)
-    spans: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="The entry invocation's own finished spans (sub-agents send theirs to the "
-        "ledger), so that a run whose tree is complete needs no further round trip.",
-    )
-    shipped_spans: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="Copies of what the entry's process sent to the ledger during the run (its "
-        "own steps' spans and those of agents it ran in-process): when every invocation ran in "
-        "that process, the run's spans are complete without asking the ledger.",
-    )
-    spans_sent: tuple[str, int] | None = Field(
-        default=None,
-        description="Some of the entry invocation's spans went to the ledger as its steps ended: "
-        "which process sent them, and how many shipments it had sent for the run by its end.",
-    )
-    events_sent: tuple[str, int] | None = Field(
-        default=None,
-        description="The invocation's process, and how many events of the run it had sent by "
-        "the invocation's end (the last ones may reach the ledger after the result reaches the "
-        "caller).",
-    )
-    # An `agents.core.ports.Handover` on its way to the caller's process, which takes it
-    # over as soon as the result arrives (never stored nor shown).
-    handed_over: SkipJsonSchema[Any] = Field(default=None, exclude=True, repr=False)
-    # The children pickled once, by the process that made this node (`seal_children`).
-    sealed_children: SkipJsonSchema[bytes | None] = Field(default=None, exclude=True, repr=False)
-
-    def seal_children(self) -> None:
-        """Pickle the children now, before this result leaves its process.
-
-        A result tree goes up a chain of processes one level at a time: sealed, each process
-        pickles only the nodes it made, and what came from below travels on as bytes (a chain
-        of 16 agents in processes of their own pickled the deepest node 16 times).
-        """
-        if self.children:
-            self.sealed_children = pickle.dumps(self.children, protocol=pickle.HIGHEST_PROTOCOL)
-            self.children = []
-
-    def open_children(self) -> None:
-        """Unpickle the sealed children, theirs too, all the way down (where the tree is read)."""
-        if self.sealed_children is not None:
-            self.children = pickle.loads(self.sealed_children)
-            self.sealed_children = None
-        for child in self.children:
-            child.open_children()
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

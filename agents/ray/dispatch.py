@@ -20,9 +20,9 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 from agents.core.errors import describe_error
 from agents.core.events import Event
 from agents.core.messages import AgentResult, Delegation, RunStatus
-from agents.core.ports import Handover
+from agents.ray.handover import Handover
 from agents.ray.ledger_client import LedgerClient
-from agents.ray.wire import HostCall, seal, unseal
+from agents.ray.wire import Arrived, HostCall, HostReply, open_tree, seal, unseal
 from agents.runtime.handoff import invoke_here
 from tracing import lost_agent_span
 
@@ -82,7 +82,7 @@ class RayDispatcher:
         local: how to invoke each agent hosted in this process, by agent.
         hand_back: this process is an agent's (not the orchestrator's): a callee in another
             process hands what it queued for the run back with its result, and it is sent to
-            the ledger from here (`LedgerClient.take_over`) instead of by a call of its own.
+            the ledger from here (`Outbox.take_over`) instead of by a call of its own.
     """
 
     def __init__(
@@ -215,7 +215,7 @@ class RayDispatcher:
                 on_submit(ref)
             # Shielded: a result that comes as the caller stops waiting still hands its
             # events and spans over (they left the callee's process with it).
-            received = asyncio.ensure_future(self._received(ref))
+            received = asyncio.ensure_future(self._received(ref, delegation.context.run_id))
             try:
                 result = await asyncio.shield(received)
                 down = None  # the callee's process sent it, or handed it back with the result
@@ -246,19 +246,21 @@ class RayDispatcher:
             if down is not None and self._ledger is not None:
                 self._ledger.outbox.take_over(down)
 
-    async def _received(self, ref: ray.ObjectRef[bytes]) -> AgentResult:
+    async def _received(self, ref: ray.ObjectRef[bytes], run_id: str) -> AgentResult:
         """The callee's result, once what it handed over is queued here (`hand_back`).
 
-        An agent's process leaves the result's subtree sealed (it only carries it up); the
+        The counts of the run's items the reply brings are kept (they go up with this
+        process's own reply, or, in the orchestrator's, to the ledger to settle the run). An
+        agent's process leaves the result's subtree sealed (it only carries it up); the
         orchestrator's opens it.
         """
-        result = unseal(await ref, AgentResult)
-        if result.handed_over is not None and self._ledger is not None:
-            self._ledger.outbox.take_over(result.handed_over)
-            result.handed_over = None
-        if not self._hand_back:  # the orchestrator's: it reads the whole tree
-            result.open_children()
-        return result
+        reply = unseal(await ref, HostReply)
+        if self._ledger is not None:
+            outbox = self._ledger.outbox
+            if reply.handover is not None:
+                outbox.take_over(reply.handover)
+            outbox.heard(run_id, reply.sent)
+        return Arrived.of(reply) if self._hand_back else open_tree(reply)
 
     async def _until_back(self, name: str, limit_s: float) -> None:
         """Wait (at most `limit_s`) until the actor `name` answers again after a restart.

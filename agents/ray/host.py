@@ -27,7 +27,7 @@ from agents.models import safety
 from agents.models.base import tool_schema
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.ledger_client import LedgerClient
-from agents.ray.wire import HostCall, seal, unseal
+from agents.ray.wire import HostCall, HostReply, seal, unseal
 from agents.runtime.agent import AgentRuntime
 from agents.tools.delegate import build_tools
 from tracing import attributes as attr
@@ -163,7 +163,7 @@ class AgentHost:
         self._calls: dict[str, asyncio.Task[Any]] = {}  # by delegation attempt
         self._early: OrderedDict[str, None] = OrderedDict()  # attempts cancelled before they came
         # Delegations between the agents hosted here are awaited in this process (`_run`).
-        here = {spec.name: functools.partial(self._run, spec.name, False) for spec in specs}
+        here = {spec.name: functools.partial(self._run, spec.name) for spec in specs}
         dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
@@ -244,31 +244,36 @@ class AgentHost:
         return self._restarted
 
     async def invoke(self, sealed: bytes) -> bytes:
-        """Run one delegation on a hosted agent and return its result tree.
+        """Run one delegation on a hosted agent and reply with its result tree.
 
         Both sealed (`agents.ray.wire`): the call is a `HostCall` (what its fields ask of this
-        host is documented there), the result an `AgentResult`.
+        host is documented there), the reply a `HostReply`.
         """
         self._loop = asyncio.get_running_loop()
         call = unseal(sealed, HostCall)
         delegation = call.delegation
-        attempt = delegation.context.attempt
+        run_id, attempt = delegation.context.run_id, delegation.context.attempt
         if attempt in self._early:
             del self._early[attempt]
             raise asyncio.CancelledError  # the caller sees it as Ray's TaskCancelledError
+        outbox = self._ledger.outbox
         if call.carried is not None:
-            self._ledger.outbox.take_over(call.carried)
+            outbox.take_over(call.carried)
         if call.opening is not None:
-            self._ledger.outbox.emit(delegation.context.run_id, call.opening)
+            outbox.emit(run_id, call.opening)
         task = asyncio.current_task()
         if attempt and task is not None:
             self._calls[attempt] = task
         try:
-            result = await self._run(call.agent, True, delegation, call.hand_back)
+            result = await self._run(call.agent, delegation)
         finally:
             self._calls.pop(attempt, None)
-        result.seal_children()  # see `AgentResult.seal_children`
-        return seal(result)
+        # What it queued for the run goes to the ledger before the reply reaches the caller, or
+        # with the reply, for the caller's process to send (one ledger call fewer).
+        handover = outbox.hand_over(run_id) if call.hand_back else None
+        if not call.hand_back:
+            outbox.flush()
+        return seal(HostReply.of(result, handover, outbox.sent(run_id)))
 
     @ray.method(concurrency_group=_CONTROL)
     async def cancel(self, attempt: str) -> None:
@@ -293,16 +298,15 @@ class AgentHost:
         while len(self._early) > _EARLY_CANCELS:
             self._early.popitem(last=False)
 
-    async def _run(
-        self, agent: str, flush: bool, delegation: Delegation, hand_back: bool = False
-    ) -> AgentResult:
-        # flush: the caller is in another process (see `AgentRuntime.invoke`).
+    async def _run(self, agent: str, delegation: Delegation) -> AgentResult:
+        # Not flushed at its end: whoever called it (`invoke`, or an agent of this host) sends
+        # what is queued, or hands it on.
         hosted = self._agents[agent]
         hosted.inflight += 1
         hosted.invocations += 1
         try:
             await hosted.open_mcp()
-            return await hosted.runtime.invoke(delegation, flush=flush, hand_back=hand_back)
+            return await hosted.runtime.invoke(delegation, flush=False)
         finally:
             hosted.inflight -= 1
 

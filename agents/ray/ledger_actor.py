@@ -18,16 +18,17 @@ from agents.core.gc_policy import settle_after_start
 from agents.core.ports import Decision, RunState
 from agents.core.steps import Step, step_number
 from agents.ray.handover import open_batch
-from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, unseal
+from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, RunSettle, unseal
 from agents.runtime.ledger import RunLedger
+from tracing import SpanRecord
 
 __all__ = ["LedgerActor"]
 
 logger = logging.getLogger(__name__)
 
-# Longest wait at a run's end for agent processes' last events (on their way: each process sent
-# them before its result).
-EVENTS_WAIT_S = 5.0
+# Longest wait at a run's end for its last items (events and spans on their way from agent
+# processes: each process sent them before its result; or, for a cancelled run, as it stopped).
+SETTLE_WAIT_S = 5.0
 # Longest wait for a process's earlier batch of events: an async actor may run one caller's
 # calls out of order, and a streamed reply's pieces must reach followers in the order written.
 # Past it (a batch lost with a restarted ledger) the batch goes on alone.
@@ -36,7 +37,7 @@ ORDER_WAIT_S = 0.5
 
 @ray.remote(num_cpus=0)
 class LedgerActor:
-    """Hosts the `RunLedger` of one system: budgets, progress events and late spans of its runs.
+    """Hosts the `RunLedger` of one system: budgets, progress events and spans of its runs.
 
     An async actor, so that callers can wait here for news (events, spans) without polling.
 
@@ -135,26 +136,40 @@ class LedgerActor:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
 
-    async def finish(self, sealed: bytes) -> list[tuple[int, Event]]:
+    async def settle(self, sealed: bytes) -> list[SpanRecord]:
+        """Wait until a run's last items are in, and give its spans (a sealed `RunSettle`)."""
+        return await self._settle(unseal(sealed, RunSettle))
+
+    async def _settle(self, settle: RunSettle) -> list[SpanRecord]:
+        run_id = settle.run_id
+        until = time.monotonic() + SETTLE_WAIT_S
+        while not self._ledger.settled(run_id, settle.sent, settle.traced):
+            if not await self._wait_for_change(run_id, until):
+                logger.warning("run %s: settled without all of its events and spans", run_id)
+                break
+        if settle.first is not None:
+            self._ledger.open_with(run_id, settle.first)
+        if settle.spans:
+            self._ledger.keep_spans(run_id, settle.spans)
+        self._changed(run_id)
+        return self._ledger.spans(run_id) if settle.traced else []
+
+    async def finish(self, sealed: bytes) -> tuple[list[SpanRecord], list[tuple[int, Event]]]:
         """Add a run's last event and close it (a sealed `RunEnd`, which says how).
 
-        Returns its events the store still lacks: with a journal they are stored by now (none,
-        unless writing failed).
+        Settled first, when the call asks for it (its spans come back). Returns the spans and
+        the events the store still lacks: with a journal they are stored by now (none, unless
+        writing failed).
         """
         end = unseal(sealed, RunEnd)
         run_id = end.run_id
-        until = time.monotonic() + EVENTS_WAIT_S
-        for sender, count in (end.sent or {}).items():
-            while self._ledger.received(run_id, sender) < count:
-                if not await self._wait_for_change(run_id, until):
-                    logger.warning("run %s: closed without its last events from %s", run_id, sender)
-                    break
+        spans = await self._settle(end.settle) if end.settle is not None else []
         events = self._ledger.finish(run_id, end.final, end.first, end.returning)
         self._steps.pop(run_id, None)
         self._changed(run_id)
         if self._writer is not None and await self._writer.sync():
-            return []
-        return events
+            return spans, []
+        return spans, events
 
     def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded so far (in this life of the run or before), by key."""
@@ -188,7 +203,7 @@ class LedgerActor:
         self._steps.pop(run_id, None)
         self._changed(run_id)
 
-    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
+    def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """The run's spans sent so far and its events, without taking them."""
         return self._ledger.snapshot(run_id)
 
@@ -283,18 +298,18 @@ class LedgerActor:
         sender = batch.sender
         if sender and batch.number:
             await self._in_turn(sender, batch.number)
-        # Handovers from callees' processes, taken over by the sender (`agents.ray.handover`).
-        opened, carried_spans, carried_steps = open_batch(
-            batch.events, sender, self._ledger.first_sight
+        # Handovers from other processes, taken over by the sender (`agents.ray.handover`).
+        opened = open_batch(
+            batch.events, batch.spans, batch.steps, sender, self._ledger.first_sight
         )
-        for run_id, step in [*batch.steps, *carried_steps]:
+        for run_id, step in opened.steps:
             self._keep(run_id, step)
         changed = set()
-        for run_id, event, origin in opened:
+        for run_id, event, origin in opened.events:
             self._ledger.emit(run_id, event, origin)
             changed.add(run_id)
-        for run_id, number, records in [*batch.spans, *carried_spans]:
-            self._ledger.keep_spans(run_id, records, sender, number)
+        for run_id, spans, origin in opened.spans:
+            self._ledger.keep_spans(run_id, spans, origin)
             changed.add(run_id)
         for run_id in changed:
             self._changed(run_id)
@@ -332,37 +347,3 @@ class LedgerActor:
                     stored = await self._writer.events(run_id, after)
                     found = [(n, e) for n, e in stored if n < found[0][0]] + found
                 return found, state
-
-    async def collect_spans(
-        self,
-        run_id: str,
-        have: int,
-        lost: int,
-        expected: int,
-        wait_s: float,
-        shipped: tuple[str, int] | None = None,
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Take the spans agents sent for the run, once every invocation has sent its own.
-
-        Args:
-            run_id: the run.
-            have: the invocations' own `invoke_agent` spans the caller already holds.
-            lost: the spans the caller holds for invocations whose own were lost (dead actors).
-            expected: invocations the caller knows of (its result tree, lost ones left out);
-                the ledger also counts every invocation that has started.
-            wait_s: how long to wait for stragglers.
-            shipped: a process, and how many span shipments of the run it has sent (the entry
-                agent's, sent as its steps ended, which no `invoke_agent` span stands for).
-
-        Returns:
-            The spans, and how many invocations' spans are still missing.
-        """
-        until = time.monotonic() + wait_s
-        while True:
-            started, sent, lost_here, gaps = self._ledger.span_progress(run_id)
-            # An invocation that died sends nothing; its caller's lost span stands for it.
-            missing = max(expected, started - lost - lost_here) - have - sent
-            if shipped is not None:
-                gaps += max(shipped[1] - self._ledger.shipments_from(run_id, shipped[0]), 0)
-            if (missing <= 0 and not gaps) or not await self._wait_for_change(run_id, until):
-                return self._ledger.take_spans(run_id), max(missing, 0)

@@ -9,7 +9,7 @@ from agents.core.events import ApprovalRequested, Event
 from agents.core.ports import Decision, RunState
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
-from agents.ray.wire import ApprovalCall, Commit, RunEnd, seal
+from agents.ray.wire import ApprovalCall, Commit, RunEnd, RunSettle, seal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
@@ -108,24 +108,33 @@ class LedgerClient:
         """
         await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
 
+    async def settle(self, settle: RunSettle) -> list[SpanRecord]:
+        """Wait (bounded) until the run's last items are in; its spans (see `RunSettle`)."""
+        spans: list[SpanRecord] = await self._handle.settle.remote(seal(settle))
+        return spans
+
     async def finish(
         self,
         run_id: str,
         final: Event,
-        sent: dict[str, int] | None = None,
+        *,
         first: Event | None = None,
+        settle: RunSettle | None = None,
         returning: bool = True,
-    ) -> list[tuple[int, Event]]:
-        """Add the run's last event and close it; return its events the store still lacks.
+    ) -> tuple[list[SpanRecord], list[tuple[int, Event]]]:
+        """Add the run's last event and close it.
 
-        `sent`: how many events of the run each agent process sent (see `emitted`); they come
-        first. `first`: the run's first event, when it was handed to the entry agent to send
-        with its own (`RayDispatcher.dispatch`); recorded here if it never came.
-        `returning`: False when the caller keeps no store: nothing comes back.
+        `first`: the run's first event, when it was handed to the entry agent to send with its
+        own (`RayDispatcher.dispatch`); recorded here if it never came. `settle`: settle the
+        run first, in the same call. `returning`: False when the caller keeps no store.
+
+        Returns the run's spans (when settled here) and its events the store still lacks.
         """
-        end = RunEnd(run_id, final, sent, first, returning)
-        events: list[tuple[int, Event]] = await self._handle.finish.remote(seal(end))
-        return events
+        end = RunEnd(run_id, final, settle, first, returning)
+        found: tuple[list[SpanRecord], list[tuple[int, Event]]] = await self._handle.finish.remote(
+            seal(end)
+        )
+        return found
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
@@ -149,23 +158,8 @@ class LedgerClient:
         return found
 
     async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
-        """The spans sub-agents have sent for a run in flight, and its events."""
+        """The spans sent so far for a run in flight, and its events (a live view's)."""
         found: tuple[list[SpanRecord], list[Event]] = await self._handle.snapshot.remote(run_id)
-        return found
-
-    async def collect_spans(
-        self,
-        run_id: str,
-        have: int,
-        lost: int,
-        expected: int,
-        wait_s: float,
-        shipped: tuple[str, int] | None = None,
-    ) -> tuple[list[SpanRecord], int]:
-        """Take the spans agents sent for a run once all have arrived (see the actor)."""
-        found: tuple[list[SpanRecord], int] = await self._handle.collect_spans.remote(
-            run_id, have, lost, expected, wait_s, shipped
-        )
         return found
 
     async def pending(self, run_id: str) -> list[ApprovalRequested]:

@@ -1,4 +1,12 @@
-"""A process's queue of events, spans and steps for the run ledger, sent in batches."""
+"""A process's queue of events, spans and steps for the run ledger, sent in batches.
+
+Every process (agent hosts, the orchestrator) sends what it has for the ledger this way, and
+only this way: events, the spans finished after each step, steps for the step log. A run's
+items may also travel to another process, which sends them as its own (`hand_over`,
+`take_over`). The ledger knows when it has all of a run's items by counting them per process
+that queued them (`sent`): each process's count travels up with the results of the calls it
+answered (`heard`), and the orchestrator asks the ledger to settle the run on those counts.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,9 @@ from collections import OrderedDict
 from typing import Any, TypeVar
 
 from agents.core.events import Event
-from agents.core.ports import Handover, SpanShipment
 from agents.core.steps import Step
 from agents.ray import wire
-from agents.ray.handover import Carried, seal
+from agents.ray.handover import Handover, seal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "Outbox"]
@@ -22,8 +29,8 @@ _T = TypeVar("_T", bound=tuple[Any, ...])
 
 # Longest time an event waits in an actor before it is sent to the ledger.
 EVENT_FLUSH_S = 0.05
-# Runs whose shipments a process numbers at once (the oldest is forgotten beyond this).
-MAX_RUNS_NUMBERED = 4096
+# Runs whose items a process counts at once (the oldest is forgotten beyond this).
+MAX_RUNS_COUNTED = 4096
 
 
 class Outbox:
@@ -31,73 +38,139 @@ class Outbox:
 
     One actor call per flush instead of one per event, flushed when an invocation ends (at the
     end of the event loop's turn, so that invocations ending together share a batch) and
-    otherwise at most `EVENT_FLUSH_S` after an event was emitted. A run's queue may also travel
-    to another process, which sends it as its own (`hand_over`, `take_over`).
+    otherwise at most `EVENT_FLUSH_S` after an item was queued.
     """
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
-        self._batch: list[tuple[str, Event | Carried]] = []  # events, and handovers taken over
-        self._spans: list[SpanShipment] = []
+        self._events: list[tuple[str, Event | Handover]] = []  # and handovers taken over
+        self._spans: list[tuple[str, list[SpanRecord]]] = []
         self._steps: list[tuple[str, Step]] = []
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0  # when the timer fires, wall-clock time
         self._soon: asyncio.Handle | None = None  # a flush at the end of this turn (`flush`)
         self._closed = False
-        # Each run's span shipments from this process are numbered, so that the ledger can
-        # tell when every one has arrived (an async actor may run two calls out of order).
-        self._sender = uuid.uuid4().hex
-        # Batches sent to the ledger so far, numbered so that it applies them in order.
-        self._batches = 0
+        self._name = uuid.uuid4().hex  # this process, to the ledger
+        self._batches = 0  # batches sent so far, numbered so that the ledger applies them in order
         self._sealed = 0  # handovers made here (each is named by this process and its number)
-        self._shipments: OrderedDict[str, int] = OrderedDict()
-        # Events of each run emitted here so far: the ledger's `finish` waits until it has them
-        # all (the last batch and the run's end come from different callers, in any order),
-        # by whichever process they reach it (the ledger counts them by `Handover.origin`).
-        self._emitted: OrderedDict[str, int] = OrderedDict()
-        # Copies of what was shipped for runs whose entry runs in this process (`remember`).
-        self._copies: dict[str, list[SpanRecord]] = {}
+        # Items (events and span shipments) of each run queued here so far, and the counts of
+        # other processes heard with their results: the ledger settles a run once it has them.
+        self._counts: OrderedDict[str, dict[str, int]] = OrderedDict()
 
-    def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
-        """Queue finished spans of a run; they go out with the next flush."""
+    @property
+    def name(self) -> str:
+        """This process, as the ledger knows it."""
+        return self._name
+
+    def emit(self, run_id: str, event: Event) -> None:
+        """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
+        self._events.append((run_id, event))
+        self._count(run_id)
+        self._arm()
+
+    def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        """Queue finished spans of a run (one shipment); they go out with the next flush."""
         if spans:
-            number = _count(self._shipments, run_id)
-            self._spans.append((run_id, number, spans))
-            copies = self._copies.get(run_id)
-            if copies is not None:
-                copies.extend(spans)
-
-    def shipped(self, run_id: str) -> tuple[str, int]:
-        """This process's name, and how many span shipments it has made for the run so far."""
-        return self._sender, self._shipments.get(run_id, 0)
-
-    def emitted(self, run_id: str) -> tuple[str, int]:
-        """This process's name, and how many events of the run it has emitted so far."""
-        return self._sender, self._emitted.get(run_id, 0)
-
-    def remember(self, run_id: str) -> None:
-        """Keep copies of the run's span shipments from now on (its entry runs here)."""
-        self._copies.setdefault(run_id, [])
-
-    def recall(self, run_id: str) -> list[SpanRecord]:
-        """Hand over the copies kept since `remember`, and stop keeping them."""
-        return self._copies.pop(run_id, [])
+            self._spans.append((run_id, spans))
+            self._count(run_id)
+            self._arm()
 
     def record(self, run_id: str, step: Step) -> None:
         """Queue a step for the run's step log; it goes out with the next flush."""
         self._steps.append((run_id, step))
         self._arm()
 
-    def emit(self, run_id: str, event: Event) -> None:
-        """Queue an event; it goes out with the next flush (at most `EVENT_FLUSH_S` away)."""
-        self._batch.append((run_id, event))
-        _count(self._emitted, run_id)
-        self._arm()
+    def sent(self, run_id: str) -> dict[str, int]:
+        """The run's items queued for the ledger, by process: this one's, and those heard."""
+        return dict(self._counts.get(run_id, {}))
+
+    def heard(self, run_id: str, counts: dict[str, int]) -> None:
+        """Note other processes' counts of a run's items (they came with a call's result)."""
+        if counts:
+            mine = self._run_counts(run_id)
+            for process, count in counts.items():
+                mine[process] = max(mine.get(process, 0), count)
+
+    def forget(self, run_id: str) -> dict[str, int]:
+        """The run's counts (see `sent`), no longer kept here (the run is over)."""
+        return self._counts.pop(run_id, {})
 
     def close(self) -> None:
         """Send what is buffered, and nothing after it (this process is leaving Ray)."""
         self._send()
         self._closed = True
+
+    def flush(self) -> None:
+        """Send what is buffered once this turn of the event loop is over (outside one, now).
+
+        Called when an invocation ends. Invocations that end in the same turn (runs whose model
+        replies came together) share one batch: a host running 50 runs at once sent one batch
+        per run before, at about 0.5 ms of its CPU and 1.4 ms of the ledger's each.
+        """
+        if self._soon is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._send()
+            return
+        self._soon = loop.call_soon(self._send)
+
+    def hand_over(self, run_id: str) -> Handover | None:
+        """Take the run's queued events, spans and steps out, to travel to another process.
+
+        With a result (to the caller's), or with a delegation (to the callee's, instead of a
+        batch of the caller's own while it waits: a chain of agents in processes of their own
+        made one ledger call per level; the caller keeps it, to send it itself if the call
+        fails). The receiving process sends them as its own (`take_over`), by their due time;
+        they still count as this process's items.
+        """
+        due = self._due()
+        events, self._events = _split(self._events, run_id)
+        spans, self._spans = _split(self._spans, run_id)
+        steps, self._steps = _split(self._steps, run_id)
+        if not (events or spans or steps):
+            return None
+        self._sealed += 1
+        handover = seal(
+            run_id,
+            [e for _, e in events],
+            [s for _, s in spans],
+            [s for _, s in steps],
+            self._name,
+            f"{self._name}.{self._sealed}",
+            due,
+        )
+        if self._timer is not None and not (self._events or self._spans or self._steps):
+            self._timer.cancel()
+            self._timer = None
+        return handover
+
+    def take_over(self, handover: Handover) -> None:
+        """Queue what another process handed over, to send with this process's own.
+
+        It stays sealed, to be sent or handed on as bytes, by its due time.
+        """
+        self._events.append((handover.run_id, handover))
+        self._arm(handover.due)
+
+    def take_batch(self) -> wire.Batch:
+        """Everything queued, as this process's next batch (for a call that must follow it)."""
+        return self._batched(*self._take())
+
+    def _count(self, run_id: str) -> None:
+        counts = self._run_counts(run_id)
+        counts[self._name] = counts.get(self._name, 0) + 1
+
+    def _run_counts(self, run_id: str) -> dict[str, int]:
+        counts = self._counts.get(run_id)
+        if counts is None:
+            counts = self._counts[run_id] = {}
+            if len(self._counts) > MAX_RUNS_COUNTED:
+                self._counts.popitem(last=False)
+        else:
+            self._counts.move_to_end(run_id)  # the oldest runs are forgotten, not the busiest
+        return counts
 
     def _arm(self, due: float | None = None) -> None:
         """Have the queue sent `EVENT_FLUSH_S` from now, or by the wall-clock time `due`."""
@@ -123,77 +196,21 @@ class Outbox:
             return self._timer_due
         return time.time() + (0.0 if self._soon is not None else EVENT_FLUSH_S)
 
-    def flush(self) -> None:
-        """Send what is buffered once this turn of the event loop is over (outside one, now).
-
-        Called when an invocation ends. Invocations that end in the same turn (runs whose model
-        replies came together) share one batch: a host running 50 runs at once sent one batch
-        per run before, at about 0.5 ms of its CPU and 1.4 ms of the ledger's each.
-        """
-        if self._soon is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._send()
-            return
-        self._soon = loop.call_soon(self._send)
-
-    def hand_over(self, run_id: str) -> Handover | None:
-        """Take the run's queued events, spans and steps out, to travel to another process.
-
-        With a result (to the caller's), or with a delegation (to the callee's, instead of a
-        batch of the caller's own while it waits: a chain of agents in processes of their own
-        made one ledger call per level; the caller keeps it, to send it itself if the call
-        fails). The receiving process sends them as its own (`take_over`), by their due time.
-        Their events still count as this process's (`emitted`: the ledger counts them by the
-        process that emitted them); its count of the run's span shipments goes back by as
-        many (see `shipped`).
-        """
-        due = self._due()
-        events, self._batch = _split(self._batch, run_id)
-        spans, self._spans = _split(self._spans, run_id)
-        steps, self._steps = _split(self._steps, run_id)
-        if not (events or spans or steps):
-            return None
-        self._sealed += 1
-        handover = seal(
-            run_id,
-            [e for _, e in events],
-            [r for _, _, r in spans],
-            [s for _, s in steps],
-            self._sender,
-            f"{self._sender}.{self._sealed}",
-            due,
-        )
-        _uncount(self._shipments, run_id, handover.shipments)
-        if self._timer is not None and not (self._batch or self._spans or self._steps):
-            self._timer.cancel()
-            self._timer = None
-        return handover
-
-    def take_over(self, handover: Handover) -> None:
-        """Queue what another process handed over (`hand_over`), to send as this process's own.
-
-        It stays sealed, to be sent or handed on as bytes, by its due time. (Not kept in the
-        run's copies, `remember`: those serve a run that stayed in its entry's process.)
-        """
-        run_id = handover.run_id
-        first = _count(self._shipments, run_id, handover.shipments) - handover.shipments + 1
-        self._batch.append((run_id, Carried(handover, first)))
-        self._arm(handover.due)
-
     def _take(
         self,
-    ) -> tuple[list[tuple[str, Event | Carried]], list[SpanShipment], list[tuple[str, Step]]]:
-        """The buffered events, spans and steps, handed over (the flush timer stopped)."""
+    ) -> tuple[
+        list[tuple[str, Event | Handover]],
+        list[tuple[str, list[SpanRecord]]],
+        list[tuple[str, Step]],
+    ]:
+        """The queued events, spans and steps, taken out (the flush timer stopped)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._soon is not None:
             self._soon.cancel()
             self._soon = None
-        events, self._batch = self._batch, []
+        events, self._events = self._events, []
         spans, self._spans = self._spans, []
         steps, self._steps = self._steps, []
         return events, spans, steps
@@ -208,14 +225,10 @@ class Outbox:
         # cancelled invocation's last events and spans (Ray's own tests clear it so, too).
         return contextvars.copy_context().run(_detached, self._handle.emit_many, sealed)
 
-    def take_batch(self) -> wire.Batch:
-        """Everything queued, as this process's next batch (for a call that must follow it)."""
-        return self._batched(*self._take())
-
     def _batched(
         self,
-        events: list[tuple[str, Event | Carried]],
-        spans: list[SpanShipment],
+        events: list[tuple[str, Event | Handover]],
+        spans: list[tuple[str, list[SpanRecord]]],
         steps: list[tuple[str, Step]],
     ) -> wire.Batch:
         """What was taken (`_take`) as this process's next batch, numbered.
@@ -223,16 +236,7 @@ class Outbox:
         The ledger applies a process's batches in the order of their numbers.
         """
         self._batches += 1
-        return wire.Batch(events, spans, steps, self._sender, self._batches)
-
-
-def _count(counts: OrderedDict[str, int], run_id: str, n: int = 1) -> int:
-    """Add `n` to the run's count, keeping the newest `MAX_RUNS_NUMBERED` runs; the new count."""
-    number = counts.pop(run_id, 0) + n
-    counts[run_id] = number
-    if len(counts) > MAX_RUNS_NUMBERED:
-        counts.popitem(last=False)
-    return number
+        return wire.Batch(events, spans, steps, self._name, self._batches)
 
 
 def _split(items: list[_T], run_id: str) -> tuple[list[_T], list[_T]]:
@@ -242,11 +246,6 @@ def _split(items: list[_T], run_id: str) -> tuple[list[_T], list[_T]]:
     for item in items:
         (theirs if item[0] == run_id else rest).append(item)
     return theirs, rest
-
-
-def _uncount(counts: OrderedDict[str, int], run_id: str, n: int) -> None:
-    if n and run_id in counts:
-        counts[run_id] -= n
 
 
 def _detached(method: Any, sealed: bytes) -> Any:

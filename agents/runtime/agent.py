@@ -9,7 +9,6 @@ both are agents like any other.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,8 +34,6 @@ from tracing import Redactor, agent_span, extract_context, genai, set_outcome, s
 from tracing import attributes as attr
 
 __all__ = ["AgentRuntime"]
-
-logger = logging.getLogger(__name__)
 
 
 class _Work(Protocol):
@@ -137,27 +134,20 @@ class AgentRuntime:
             schema["function"][CHANGES_STATE] = True
         return schema
 
-    async def invoke(
-        self, delegation: Delegation, *, flush: bool = True, hand_back: bool = False
-    ) -> AgentResult:
+    async def invoke(self, delegation: Delegation, *, flush: bool = True) -> AgentResult:
         """Run one delegation and report how it ended.
 
         Args:
             delegation: the task and the run it belongs to.
-            flush: send the buffered events and spans before returning, so that they arrive
-                before the result in another process. A caller in this same process (an
-                agent host) passes False: its own end, or the batch timer, sends them.
-            hand_back: the caller is an agent in another process: instead of a flush, what is
-                queued for the run travels in the result (`AgentResult.handed_over`) and the
-                caller's process sends it with its own.
+            flush: send what is queued for the ledger before returning (the invocation's last
+                events and spans). An agent host passes False: it sends them itself, or hands
+                them to its caller's process with the result.
         """
         ctx, reporter = delegation.context, self.reporter
         inv = Invocation(delegation, self.spec.max_steps or ctx.limits.max_steps)
         if delegation.invocation:
             inv.id = delegation.invocation
         ids: dict[str, Any] = {}
-        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
-            self.events.remember(ctx.run_id)  # see `_ship_spans`
         try:
             with agent_span(
                 self.spec.name,
@@ -176,9 +166,8 @@ class AgentRuntime:
                     **ids,
                 )
                 task = delegation.task
-                reporter.content(
-                    span, attr.GEN_AI_INPUT_MESSAGES, genai.text_messages("user", task)
-                )
+                user = genai.text_messages("user", task)
+                reporter.content(span, attr.GEN_AI_INPUT_MESSAGES, user)
                 reporter.content(span, attr.INPUT_VALUE, task)
                 if self.spec.instructions:
                     instructions = genai.system_instructions(self.spec.instructions)
@@ -208,7 +197,7 @@ class AgentRuntime:
                 else:
                     set_outcome(span, result.error or result.status.value, result.status.value)
         except asyncio.CancelledError:
-            self._ship_spans(inv, None, flush=True)
+            self._close(inv, flush=True)  # what it did so far is not lost with the call
             raise
         reporter.emit(
             inv,
@@ -222,42 +211,16 @@ class AgentRuntime:
             output_tokens=result.usage.output_tokens,
             **ids,
         )
-        self._ship_spans(inv, result, flush, hand_back)
+        self._close(inv, flush)
         return result
 
-    def _ship_spans(
-        self, inv: Invocation, result: AgentResult | None, flush: bool, hand_back: bool = False
-    ) -> None:
-        """Hand this invocation's finished spans on before its result (or cancellation) does.
+    def _close(self, inv: Invocation, flush: bool) -> None:
+        """Queue the invocation's last spans with its last events (and send them, if `flush`).
 
-        Nothing stays buffered in a process that may die. The entry agent's travel in its result
-        (with copies of those sent after each step); a sub-agent's go to the ledger with its last
-        events. The result also says how many events of the run this process has sent, so that
-        the ledger closes the run only once they are all in.
+        They travel together in one batch: whoever has the invocation's `agent_finished` has
+        its spans too, and nothing stays buffered in a process that may die.
         """
-        ctx = inv.ctx
-        spans = self.span_source.drain(inv.trace_id) if self.span_source is not None else []
-        copies: list[dict[str, Any]] = []
-        if ctx.depth <= 1 and self.events is not None and self.span_source is not None:
-            copies = self.events.recall(ctx.run_id)
-        if result is not None and ctx.depth <= 1:
-            result.spans = spans
-            # What went to the ledger from here, so that a run that stayed in this process
-            # needs no round trip to collect it.
-            result.shipped_spans = copies
-            if self.span_source is not None and self.events is not None:
-                shipped = self.events.shipped(ctx.run_id)
-                if shipped[1]:  # spans went out as steps ended (`_send_finished_spans`)
-                    result.spans_sent = shipped
-        elif self.events is not None:
-            self.events.keep_spans(ctx.run_id, spans)
-        if self.events is None:
-            return
-        if result is not None and hand_back and flush:
-            result.handed_over = self.events.hand_over(ctx.run_id)
-            flush = False
-        if result is not None and self.span_source is not None:
-            # The ledger closes the run once it has every process's events.
-            result.events_sent = self.events.emitted(ctx.run_id)
-        if flush:
+        reporter = self.reporter
+        reporter.send_finished_spans(inv)
+        if flush and self.events is not None:
             self.events.flush()

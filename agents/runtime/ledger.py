@@ -1,8 +1,10 @@
-"""Run-wide shared state: the token budget, progress events and late spans of each run.
+"""Run-wide shared state: the token budget, progress events and spans of each run.
 
 A run's delegation tree spans many actors (parallel branches included), so the budget lives in
-one place. `RunLedger` is plain Python; `agents.ray.ledger_actor` hosts it in an async Ray actor
-that adds waiting (for new events, for the spans of every invocation).
+one place, and every process sends its events and spans here: the live views, the store and
+the exporter read a run's spans from here. `RunLedger` is plain Python;
+`agents.ray.ledger_actor` hosts it in an async Ray actor that adds waiting (for new events, for
+a run's last items).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from agents.core.events import (
 )
 from agents.core.ports import Decision, RunState
 from agents.runtime.causal import CausalOrder
-from tracing import agent_span_counts
+from tracing import SpanRecord, agent_span_counts
+from tracing import attributes as attr
 
 __all__ = ["RunLedger"]
 
@@ -40,11 +43,11 @@ class _RunBook:
     events: list[Event] = field(default_factory=list)
     dropped: int = 0
     started: int = 0  # agent invocations begun (counted even when events are dropped)
-    spans: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[SpanRecord] = field(default_factory=list)
     agent_spans: int = 0  # `invoke_agent` spans among `spans`, each an invocation's own
     lost_spans: int = 0  # `invoke_agent` spans made for invocations whose spans were lost
-    shipments: dict[str, tuple[int, int]] = field(default_factory=dict)  # sender -> got, highest
-    received: dict[str, int] = field(default_factory=dict)  # process -> its events that came
+    # Items (events and span shipments) that came, by the process that queued them.
+    received: dict[str, int] = field(default_factory=dict)
     handovers: set[str] = field(default_factory=set)  # keys of the handovers opened
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
     approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
@@ -57,7 +60,7 @@ class _RunBook:
 
 
 class RunLedger:
-    """Budgets, event lists and late spans of the runs in flight, keyed by run id."""
+    """Budgets, events and spans of the runs in flight, keyed by run id."""
 
     def __init__(self, on_event: Callable[[str, int, Event], None] | None = None) -> None:
         """`on_event` sees each numbered event (the step log's writer stores them)."""
@@ -161,14 +164,23 @@ class RunLedger:
         `returning`: False returns none (they stay readable).
         """
         if run_id not in self._closed:
+            if first is not None:
+                self.open_with(run_id, first)
             book = self._open_book(run_id)
-            if first is not None and not book.opened:
-                self.emit(run_id, first)
             for held in book.order.drain():  # their causes will not come now
                 self._append(run_id, book, held)
             self.emit(run_id, final)
         self.close(run_id)
         return self.numbered(run_id) if returning else []
+
+    def open_with(self, run_id: str, first: Event) -> None:
+        """Record the run's first event, unless it came already.
+
+        It rides with the entry agent's events (`RayDispatcher.dispatch`), which never come
+        when the entry agent was never reached.
+        """
+        if run_id not in self._closed and not self._open_book(run_id).opened:
+            self.emit(run_id, first)
 
     def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget, or not counted here)."""
@@ -264,29 +276,20 @@ class RunLedger:
         book = self._book(run_id)
         return book.approvals_changed if book is not None else 0
 
-    def keep_spans(
-        self, run_id: str, spans: list[dict[str, Any]], sender: str = "", number: int = 0
-    ) -> None:
-        """Keep finished spans that agents sent for the run (dropped once it is closed).
+    def keep_spans(self, run_id: str, spans: list[SpanRecord], origin: str = "") -> None:
+        """Keep finished spans of the run, one shipment queued by the process `origin`.
 
-        `number` counts the run's shipments from `sender` (1, 2, ...): a gap means one is
-        still on its way.
+        Dropped once the run is closed: a finished run's spans live in the store.
         """
         if run_id in self._closed:
             return  # too late for the run's record
         book = self._open_book(run_id)
         book.spans.extend(spans)
-        if number:
-            got, highest = book.shipments.get(sender, (0, 0))
-            book.shipments[sender] = (got + 1, max(highest, number))
+        if origin:
+            book.received[origin] = book.received.get(origin, 0) + 1
         own, lost = agent_span_counts(spans)
         book.agent_spans += own
         book.lost_spans += lost
-
-    def received(self, run_id: str, sender: str) -> int:
-        """How many of the run's events emitted by the process `sender` have come."""
-        book = self._book(run_id)
-        return book.received.get(sender, 0) if book is not None else 0
 
     def first_sight(self, run_id: str, key: str) -> bool:
         """Whether a handover of the run (`agents.ray.handover`) comes for the first time."""
@@ -298,48 +301,54 @@ class RunLedger:
         book.handovers.add(key)
         return True
 
-    def shipments_from(self, run_id: str, sender: str) -> int:
-        """How many of the run's span shipments from `sender` have come."""
-        book = self._book(run_id)
-        return book.shipments.get(sender, (0, 0))[0] if book is not None else 0
+    def settled(self, run_id: str, sent: dict[str, int], traced: bool) -> bool:
+        """Whether the run's items are all in: as many from each process as it `sent`.
 
-    def span_progress(self, run_id: str) -> tuple[int, int, int, int]:
-        """Invocations started, invocations whose spans came, lost ones, shipments on their way.
-
-        Lost invocations' spans were made by their callers instead. A shipment is on its way
-        when a later one from the same process came first (its number was skipped).
+        Without counts (the entry agent's call did not answer: cancelled, lost), a traced run
+        is settled once every invocation that started has its `invoke_agent` span (its own, or
+        the one its caller made for it when it was lost).
         """
         book = self._book(run_id)
         if book is None:
-            return 0, 0, 0, 0
-        gaps = sum(highest - got for got, highest in book.shipments.values())
-        return book.started, book.agent_spans, book.lost_spans, gaps
+            return not sent
+        if any(book.received.get(process, 0) < count for process, count in sent.items()):
+            return False
+        return bool(sent) or not traced or book.started <= book.agent_spans + book.lost_spans
 
-    def snapshot(self, run_id: str) -> tuple[list[dict[str, Any]], list[Event]]:
+    def spans(self, run_id: str) -> list[SpanRecord]:
+        """The run's spans so far (a copy of the list), lost invocations' put in their place.
+
+        An actor that died took its invocation's own span with it, but the spans it had
+        finished and sent (model and tool calls) still name that span as their parent. Its
+        caller made a stand-in (`baton.agent.lost`) without knowing the id; the invocation's
+        `agent_started` event knows it, and the stand-in takes it over, so that the sent spans
+        hang under it.
+        """
+        book = self._book(run_id)
+        if book is None:
+            return []
+        spans = list(book.spans)
+        if book.lost_spans:
+            _adopt_orphans(spans, book.events)
+        return spans
+
+    def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""
         book = self._book(run_id)
         return (list(book.spans), list(book.events)) if book is not None else ([], [])
 
-    def take_spans(self, run_id: str) -> list[dict[str, Any]]:
-        """The spans sent so far (each handed out once)."""
-        book = self._book(run_id)
-        if book is None:
-            return []
-        spans, book.spans = book.spans, []
-        return spans
-
-    def emit(self, run_id: str, event: Event, sender: str = "") -> None:
+    def emit(self, run_id: str, event: Event, origin: str = "") -> None:
         """Record a progress event of the run (bounded per run; dropped once it is closed).
 
         Events go out (numbered, on the feed) in causal order: one whose cause is still on its
-        way from another process waits for it (`agents.runtime.causal`). `sender` names the
-        process that emitted it (see `received`).
+        way from another process waits for it (`agents.runtime.causal`). `origin` names the
+        process that queued it (see `settled`).
         """
         if run_id in self._closed:
             return
         book = self._open_book(run_id)
-        if sender:
-            book.received[sender] = book.received.get(sender, 0) + 1
+        if origin:
+            book.received[origin] = book.received.get(origin, 0) + 1
         if not event.stored:  # streamed text: straight to the followers, unnumbered (id 0)
             self._fed += 1
             self._feed.append((run_id, 0, event))
@@ -388,3 +397,24 @@ class RunLedger:
             return []
         start = max(after - book.base, 0)
         return list(enumerate(book.events[start:], start=book.base + start + 1))
+
+
+def _adopt_orphans(spans: list[SpanRecord], events: list[Event]) -> None:
+    """Give each lost invocation's stand-in span the id of the span its actor had opened."""
+    ids = {s["span_id"] for s in spans}
+    orphaned = {s["parent_span_id"] for s in spans if s["parent_span_id"] not in ids}
+    started = [e for e in events if isinstance(e, AgentStarted) and e.span_id in orphaned]
+    for i, span in enumerate(spans):
+        attributes = span.get("attributes") or {}
+        if not attributes.get(attr.BATON_AGENT_LOST):
+            continue
+        for event in started:
+            if (event.agent, event.parent_span_id) == (
+                attributes.get(attr.GEN_AI_AGENT_NAME),
+                span["parent_span_id"],
+            ):
+                adopted = span.copy()
+                adopted["span_id"] = event.span_id or span["span_id"]
+                spans[i] = adopted
+                started.remove(event)
+                break

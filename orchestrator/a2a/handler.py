@@ -46,14 +46,13 @@ from a2a.types import (
 from agents.core.a2a_meta import META_AGENT
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
-from agents.ray.ledger_actor import EVENTS_WAIT_S
+from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.tasks import (
     origin_of,
     run_state,
     stored_task,
     task_update,
 )
-from orchestrator.engine.run_spans import SPANS_WAIT_S
 from orchestrator.engine.submission import Submission
 from orchestrator.errors import RunNotFound, ServiceError
 from orchestrator.schemas import MAX_DEADLINE_S
@@ -65,10 +64,10 @@ from orchestrator.system.routing import AUTO
 __all__ = ["BatonRequestHandler"]
 
 # How long a cancelled task's answer waits for the run to end: it usually takes milliseconds,
-# but a run whose agent was stopped before it began waits for its spans (`SPANS_WAIT_S`) and
-# the ledger for its last events (`EVENTS_WAIT_S`). Past this the task is answered as it
-# stands, its cancellation under way.
-_CANCEL_WAIT_S = SPANS_WAIT_S + EVENTS_WAIT_S + 2.0
+# but a run whose agent was stopped before it began waits (bounded) for its last events and
+# spans (`SETTLE_WAIT_S`). Past this the task is answered as it stands, its cancellation under
+# way.
+_CANCEL_WAIT_S = SETTLE_WAIT_S + 2.0
 _PAGE = 50
 # The statuses a `status` filter of ListTasks can name (one per A2A state).
 _LISTED = (

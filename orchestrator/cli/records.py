@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 import typer
 
@@ -13,6 +13,7 @@ from orchestrator.cli.report import print_run_view, print_runs, print_trace
 from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun
+from tracing import SpanRecord
 
 __all__ = ["diagram", "runs", "show", "trace_"]
 
@@ -60,10 +61,10 @@ def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.
     print_run_view(console, run_view(stored))
 
 
-def _stored_spans(settings: Settings, run_id: str) -> tuple[StoredRun, list[dict[str, Any]]]:
+def _stored_spans(settings: Settings, run_id: str) -> tuple[StoredRun, list[SpanRecord]]:
     """A stored run and its spans, or exit 1 saying it is not there."""
 
-    async def fetch() -> tuple[StoredRun | None, list[dict[str, Any]]]:
+    async def fetch() -> tuple[StoredRun | None, list[SpanRecord]]:
         store = await open_store(settings.store_url)
         try:
             return await store.get(run_id), await store.spans(run_id)

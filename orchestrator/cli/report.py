@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from rich.console import Console, Group
 from rich.json import JSON
@@ -13,13 +12,14 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agents.core.errors import ConfigIssue
-from agents.core.messages import AgentResult, RunStatus, Usage
+from agents.core.messages import RunStatus, Usage
 from agents.core.placement import own_actors_reason
 from agents.core.spec import AgentSpec
 from agents.core.steering_spec import StepRule
-from orchestrator.schemas import RunView
+from orchestrator.schemas import DelegationNode, RunView
 from orchestrator.store import RunPage, StoredRun
 from orchestrator.system.config import AgentSystem
+from tracing import SpanRecord
 from tracing import attributes as attr
 from tracing.tree import SpanTree, span_forest
 
@@ -143,7 +143,7 @@ def print_topology(console: Console, system: AgentSystem) -> None:
         console.print(f"allowed cycle: {' -> '.join([*cycle, cycle[0]])}", style="yellow")
 
 
-def _label(node: AgentResult) -> Text:
+def _label(node: DelegationNode) -> Text:
     style = _STYLE[node.status]
     label = Text(f"{_MARK[node.status]} {node.agent}", style=f"bold {style}")
     label.append(
@@ -168,7 +168,7 @@ def _cost(usage: Usage) -> str:
     return f"  {_money(usage)}" if usage.cost_usd or usage.unpriced_calls else ""
 
 
-def result_tree(node: AgentResult, tree: Tree | None = None) -> Tree:
+def result_tree(node: DelegationNode, tree: Tree | None = None) -> Tree:
     """The delegation tree: each node's status, duration, steps, tokens (in/out) and refusals."""
     branch = tree.add(_label(node)) if tree is not None else Tree(_label(node))
     for child in node.children:
@@ -318,7 +318,7 @@ def _span_label(node: SpanTree, origin_ns: int) -> Text:
     return label
 
 
-def span_tree(spans: list[dict[str, Any]]) -> Tree:
+def span_tree(spans: list[SpanRecord]) -> Tree:
     """Spans nested by parentage, each with its start offset, duration, status and tokens."""
     origin = min((s["start_ns"] for s in spans), default=0)
     root = Tree(Text(f"trace · {len(spans)} spans", style="bold"))
@@ -331,6 +331,6 @@ def span_tree(spans: list[dict[str, Any]]) -> Tree:
     return root
 
 
-def print_trace(console: Console, spans: list[dict[str, Any]]) -> None:
+def print_trace(console: Console, spans: list[SpanRecord]) -> None:
     """Print a run's span tree."""
     console.print(span_tree(spans))

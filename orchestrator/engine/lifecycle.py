@@ -19,8 +19,8 @@ from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
-from orchestrator.engine.results import RunResult, abandoned_entry, events_sent, final_event
-from orchestrator.engine.run_spans import gather_spans
+from agents.ray.wire import RunSettle
+from orchestrator.engine.results import RunResult, abandoned_entry, final_event
 from orchestrator.engine.submission import Lineage, Origin
 from orchestrator.system.config import AgentSystem
 from orchestrator.system.routing import AUTO, RoutingDecision, route
@@ -28,7 +28,6 @@ from tracing import (
     OtlpExport,
     Redactor,
     SpanCollector,
-    SpanRecord,
     configure_tracing,
     end_workflow,
     extract_context,
@@ -220,6 +219,7 @@ class Engine:
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
+        settle: RunSettle | None = None
         riding: RunStarted | None = None  # the first event, if the entry agent sends it
         self._active.add(run_id)
         try:
@@ -257,9 +257,6 @@ class Engine:
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
-            spans = await self._spans(run_id, trace_id, tree) if recorded else []
-            if self._export is not None and spans:
-                self._export.export(spans)
             redact = self._collector.redactor
             result = RunResult(
                 run_id=run_id,
@@ -273,29 +270,45 @@ class Engine:
                 started_at=started,
                 duration_s=time.perf_counter() - clock,
                 tree=tree,
-                spans=spans,
             )
+            # Every process sent its spans to the ledger; the run's come from there, once all
+            # the items each process counted are in (this process's own go along).
+            settle = RunSettle(
+                run_id,
+                self.ledger.outbox.forget(run_id),
+                riding,
+                self._collector.drain(trace_id),
+                traced=recorded,
+            )
+            if not finish:
+                result.spans = await self.ledger.settle(settle)
         finally:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
             if finish:
-                final = final_event(result, entry)
-                # Nothing comes back: the events stay readable in the ledger (`events`).
-                await self.ledger.finish(
-                    run_id, final, events_sent(result), riding, returning=False
+                # No events come back: they stay readable in the ledger (`events`).
+                spans, _ = await self.ledger.finish(
+                    run_id,
+                    final_event(result, entry),
+                    first=riding,
+                    settle=settle,
+                    returning=False,
                 )
+                if result is not None:
+                    result.spans = spans
             elif riding is not None:
                 self._openings[run_id] = riding
+        if self._export is not None and result.spans:
+            self._export.export(result.spans)
         return result
 
-    async def finish(
-        self, run_id: str, final: Event, sent: dict[str, int]
-    ) -> list[tuple[int, Event]]:
+    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
         """Close the event log of a run that `run(..., finish=False)` left open.
 
         Returns its events the store still lacks (see `LedgerClient.finish`).
         """
-        return await self.ledger.finish(run_id, final, sent, self._openings.pop(run_id, None))
+        _, events = await self.ledger.finish(run_id, final, first=self._openings.pop(run_id, None))
+        return events
 
     async def _dispatch_entry(
         self,
@@ -348,9 +361,6 @@ class Engine:
             return stopped
         finally:
             self._inflight.pop(run_id, None)
-
-    async def _spans(self, run_id: str, trace_id: int, tree: AgentResult) -> list[SpanRecord]:
-        return await gather_spans(self.ledger, self._collector.drain(trace_id), run_id, tree)
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.

@@ -9,7 +9,7 @@ from agents.core.messages import AgentResult, RunContext, RunStatus, Usage
 from orchestrator.system.routing import RoutingDecision
 from tracing import SpanRecord, lost_agent_span
 
-__all__ = ["RunResult", "abandoned_entry", "events_sent", "final_event"]
+__all__ = ["RunResult", "abandoned_entry", "final_event"]
 
 
 class RunResult(BaseModel):
@@ -26,7 +26,11 @@ class RunResult(BaseModel):
     started_at: float
     duration_s: float
     tree: AgentResult | None = None
-    spans: list[SpanRecord] = Field(default_factory=list)
+    spans: list[SpanRecord] = Field(
+        default_factory=list,
+        description="Every span of the run, from every process that worked on it (as the "
+        "ledger gathered them).",
+    )
 
 
 def final_event(result: RunResult | None, entry: str, error: str | None = None) -> RunFinished:
@@ -44,19 +48,6 @@ def final_event(result: RunResult | None, entry: str, error: str | None = None) 
         usage=result.usage,
         duration_s=result.duration_s,
     )
-
-
-def events_sent(result: RunResult | None) -> dict[str, int]:
-    """How many events of the run each agent process sent, by process.
-
-    The ledger closes the run's event log once it has them (see `AgentResult.events_sent`).
-    """
-    sent: dict[str, int] = {}
-    for node in result.tree.walk() if result is not None and result.tree is not None else []:
-        if node.events_sent is not None:
-            sender, count = node.events_sent
-            sent[sender] = max(count, sent.get(sender, 0))
-    return sent
 
 
 def abandoned_entry(entry: str, ctx: RunContext, grace_s: float) -> AgentResult:

@@ -71,8 +71,9 @@ class DurableRuns:
 
     async def _step_of(self, run_id: str, span_id: str) -> tuple[str, int]:
         """The step a span of a run stands for (its invocation and model step): a fork point."""
-        spans = {s["span_id"]: s for s in await self._store.spans(run_id)}
-        step = str((spans.get(span_id) or {}).get("attributes", {}).get(BATON_STEP, ""))
+        spans = await self._store.spans(run_id)
+        span = next((s for s in spans if s["span_id"] == span_id), None)
+        step = str(span["attributes"].get(BATON_STEP, "")) if span is not None else ""
         invocation, _, key = step.partition("/")
         if not key:
             raise NotReplayable(

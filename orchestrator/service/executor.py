@@ -19,7 +19,7 @@ from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine, Lineage, RunResult, Submission
-from orchestrator.engine.results import events_sent, final_event
+from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
@@ -230,7 +230,7 @@ class RunExecutor:
             # (unless the store is unavailable: then it is recorded once the store is back).
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             final = final_event(result, entry, error)
-            events = await self.engine.finish(run_id, final, events_sent(result))
+            events = await self.engine.finish(run_id, final)
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
@@ -243,7 +243,8 @@ class RunExecutor:
         await self.store.end(run_id, status, reason)
         if self._ready.is_set():
             event = RunFinished(status=status, error=reason)
-            await self.store.add_events(run_id, await self.engine.ledger.finish(run_id, event))
+            _, events = await self.engine.ledger.finish(run_id, event)
+            await self.store.add_events(run_id, events)
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:

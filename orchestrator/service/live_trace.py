@@ -1,11 +1,11 @@
 """The trace of a run still going: the spans finished so far, plus the open ones.
 
-Finished spans of sub-agents reach the ledger when each invocation ends; the rest of the run's
-spans are still open in the agents' processes. Every progress event carries the ids of the span
-it belongs to, and each event kind says what it tells about that span (`Event.apply`), so the
-open spans (and the model calls finished since) are rebuilt with the same ids, names and
-parentage the finished trace will have. Views (diagram, waterfall) thus read spans whether the
-run is finished or not.
+Finished spans reach the ledger after each step and when each invocation ends; the rest of
+the run's spans are still open in the agents' processes. Every progress event carries the ids
+of the span it belongs to, and each event kind says what it tells about that span
+(`Event.apply`), so the open spans (and the model calls finished since) are rebuilt with the
+same ids, names and parentage the finished trace will have. Views (diagram, waterfall) thus
+read spans whether the run is finished or not.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from agents.core.events import AgentStarted, Event
+from agents.core.events import Event
 from agents.core.messages import RunStatus
 from tracing import SpanRecord
 from tracing import attributes as attr
 
-__all__ = ["adopt_orphans", "interrupted_spans", "live_spans"]
+__all__ = ["interrupted_spans", "live_spans"]
 
 
 def live_spans(finished: list[SpanRecord], events: Iterable[Event]) -> list[SpanRecord]:
@@ -30,31 +30,6 @@ def live_spans(finished: list[SpanRecord], events: Iterable[Event]) -> list[Span
         if event.span_id and event.span_id not in known:
             event.apply(built, trace_id)
     return [*finished, *built.values()]
-
-
-def adopt_orphans(spans: list[SpanRecord], events: Iterable[Event]) -> None:
-    """Give each lost invocation's stand-in span the id of the span its actor had opened.
-
-    An actor that died took its invocation's own span with it, but the spans it had finished
-    and sent (model and tool calls) still name that span as their parent. The caller made a
-    stand-in (`baton.agent.lost`) without knowing the id; the invocation's `agent_started`
-    event knows it, and the stand-in takes it over, so that the sent spans hang under it.
-    """
-    ids = {s["span_id"] for s in spans}
-    orphaned = {s["parent_span_id"] for s in spans if s["parent_span_id"] not in ids}
-    started = [e for e in events if isinstance(e, AgentStarted) and e.span_id in orphaned]
-    for span in spans:
-        attributes = span.get("attributes") or {}
-        if not attributes.get(attr.BATON_AGENT_LOST):
-            continue
-        for event in started:
-            if (event.agent, event.parent_span_id) == (
-                attributes.get(attr.GEN_AI_AGENT_NAME),
-                span["parent_span_id"],
-            ):
-                span["span_id"] = event.span_id
-                started.remove(event)
-                break
 
 
 def interrupted_spans(

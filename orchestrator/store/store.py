@@ -13,7 +13,7 @@ import fcntl
 import time
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
@@ -44,6 +44,7 @@ from orchestrator.store.tables import (
     StepRow,
 )
 from tracing import SpanRecord
+from tracing.records import SpanEventRecord
 
 if TYPE_CHECKING:
     from orchestrator.engine.results import RunResult
@@ -113,8 +114,6 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 
 _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
-# The usage columns of a run, summed over a filter by `list`.
-_USAGE_COLUMNS = ("input_tokens", "output_tokens", "model_calls", "cost_usd")
 
 
 _INSERT_RUN = insert(RUNS_TABLE)
@@ -122,7 +121,28 @@ _INSERT_SPANS = insert(SPANS_TABLE)
 
 
 def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
-    return [{"run_id": run_id, **{c: span.get(c) for c in _SPAN_COLUMNS}} for span in spans]
+    rows = []
+    for span in spans:
+        record: dict[str, Any] = dict(span)
+        rows.append({"run_id": run_id, **{c: record.get(c) for c in _SPAN_COLUMNS}})
+    return rows
+
+
+def _span_of(row: SpanRow) -> SpanRecord:
+    return SpanRecord(
+        trace_id=row.trace_id,
+        span_id=row.span_id,
+        parent_span_id=row.parent_span_id,
+        name=row.name,
+        kind=row.kind,
+        start_ns=row.start_ns,
+        end_ns=row.end_ns,
+        status=row.status,
+        status_message=row.status_message,
+        attributes=row.attributes,
+        events=cast("list[SpanEventRecord]", row.events),
+        resource=row.resource,
+    )
 
 
 class RunStore(Ownership):
@@ -283,7 +303,7 @@ class RunStore(Ownership):
             rows = await session.scalars(
                 select(SpanRow).where(SpanRow.run_id == run_id).order_by(SpanRow.start_ns)
             )
-            return [{c: getattr(row, c) for c in _SPAN_COLUMNS} for row in rows]
+            return [_span_of(row) for row in rows]
 
     async def add_events(self, run_id: str, events: list[tuple[int, Event]]) -> None:
         """Keep a finished run's progress events with the ids clients saw them under."""

@@ -29,6 +29,15 @@ FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, 
 SPAN = {"name": "invoke_agent x", "attributes": {}}
 
 
+def _span(name: str, *, lost: bool = False) -> dict[str, Any]:
+    return {
+        "name": name,
+        "span_id": name,
+        "parent_span_id": None,
+        "attributes": {"baton.agent.lost": True} if lost else {},
+    }
+
+
 @pytest.fixture
 def ledger_actor(ray_cluster: Any) -> Iterator[Any]:
     """A real ledger actor on the session's Ray."""
@@ -119,27 +128,41 @@ def test_memory_is_bounded_per_run_and_across_finished_runs() -> None:
     assert ledger.events(f"r{MAX_CLOSED_RUNS}") == [STARTED]
 
 
-def test_spans_and_started_invocations_are_reported_together() -> None:
+def test_a_run_is_settled_once_each_process_s_counted_items_are_in() -> None:
+    # Each process counts the events and span shipments it queued for the run; its count
+    # travels up with its results, and the ledger settles the run once it has that many.
     ledger = RunLedger()
-    ledger.keep_spans("r", [{"name": "invoke_agent a"}])  # may arrive before `open`
     ledger.open("r", None)
-    ledger.emit("r", STARTED)
-    ledger.emit("r", STARTED)
-    ledger.emit("r", STARTED)
-    ledger.keep_spans("r", [{"name": "invoke_agent b"}, {"name": "chat m"}])
-    lost = {"name": "invoke_agent c", "attributes": {"baton.agent.lost": True}}
-    ledger.keep_spans("r", [lost])
-    assert ledger.span_progress("r") == (3, 2, 1, 0)
-    assert [s["name"] for s in ledger.take_spans("r")] == [
-        "invoke_agent a",
-        "invoke_agent b",
-        "chat m",
-        "invoke_agent c",
-    ]
-    assert ledger.take_spans("r") == []  # handed out once
+    ledger.emit("r", STARTED, "p1")
+    ledger.keep_spans("r", [{"name": "chat m"}], "p1")
+    ledger.emit("r", STARTED, "p2")
+    sent = {"p1": 3, "p2": 1}
+    assert not ledger.settled("r", sent, traced=True)
+    ledger.keep_spans("r", [{"name": "invoke_agent a"}], "p1")  # p1's last shipment
+    assert ledger.settled("r", sent, traced=True)
+    assert not ledger.settled("r", {**sent, "p3": 1}, traced=False)  # untraced: events too
+
+
+def test_a_run_without_counts_is_settled_once_every_started_invocation_has_its_span() -> None:
+    # The entry agent's call did not answer (cancelled, its actor lost): no counts came back,
+    # and every invocation that started sends (or its caller makes) an `invoke_agent` span.
+    ledger = RunLedger()
+    ledger.keep_spans("r", [_span("invoke_agent a")])  # may arrive before `open`
+    ledger.open("r", None)
+    for _ in range(3):
+        ledger.emit("r", STARTED)
+    assert not ledger.settled("r", {}, traced=True)
+    assert ledger.settled("r", {}, traced=False)  # nothing to wait for
+    ledger.keep_spans("r", [_span("invoke_agent b"), _span("chat m")])
+    assert not ledger.settled("r", {}, traced=True)
+    ledger.keep_spans("r", [_span("invoke_agent c", lost=True)])  # made by c's caller
+    assert ledger.settled("r", {}, traced=True)
+    names = ["invoke_agent a", "invoke_agent b", "chat m", "invoke_agent c"]
+    assert [s["name"] for s in ledger.spans("r")] == names
+    assert [s["name"] for s in ledger.spans("r")] == names  # read, not taken
     ledger.close("r")
-    ledger.keep_spans("r", [{"name": "invoke_agent late"}])  # too late for the record: dropped
-    assert ledger.take_spans("r") == [] and ledger.span_progress("r") == (3, 2, 1, 0)
+    ledger.keep_spans("r", [_span("invoke_agent late")])  # too late for the record: dropped
+    assert ledger.spans("r") == []  # a finished run's spans live in the store
 
 
 def test_started_invocations_are_counted_past_the_event_bound() -> None:
@@ -147,21 +170,30 @@ def test_started_invocations_are_counted_past_the_event_bound() -> None:
     ledger.open("r", None)
     for _ in range(MAX_EVENTS_PER_RUN + 3):
         ledger.emit("r", STARTED)
-    assert ledger.span_progress("r") == (MAX_EVENTS_PER_RUN + 3, 0, 0, 0)
+    ledger.keep_spans("r", [{"name": "invoke_agent a"}] * (MAX_EVENTS_PER_RUN + 2))
+    assert not ledger.settled("r", {}, traced=True)
+    ledger.keep_spans("r", [{"name": "invoke_agent a"}])
+    assert ledger.settled("r", {}, traced=True)
 
 
-def test_a_shipment_still_on_its_way_is_known_by_its_number() -> None:
+def test_a_lost_invocation_s_sent_spans_hang_under_its_stand_in() -> None:
+    # b's actor died mid-invocation: the spans it had sent name its `invoke_agent` span as
+    # their parent, which died with it; the stand-in its caller made takes that span's id.
     ledger = RunLedger()
     ledger.open("r", None)
-    # An agent process sent three shipments; the second is late (calls may run out of order).
-    ledger.keep_spans("r", [{"name": "chat m"}], "process-1", 1)
-    ledger.keep_spans("r", [{"name": "invoke_agent a"}], "process-1", 3)
-    ledger.keep_spans("r", [{"name": "invoke_agent b"}], "process-2", 1)
-    assert ledger.span_progress("r") == (0, 2, 0, 1)
-    ledger.keep_spans("r", [{"name": "execute_tool t"}], "process-1", 2)
-    assert ledger.span_progress("r") == (0, 2, 0, 0)
-    assert ledger.shipments_from("r", "process-1") == 3
-    assert ledger.shipments_from("r", "process-3") == 0
+    opened = AgentStarted(agent="b", span_id="b-span", parent_span_id="a-tool")
+    ledger.emit("r", opened)
+    chat = {"name": "chat m", "span_id": "chat", "parent_span_id": "b-span"}
+    stand_in = {
+        "name": "invoke_agent b",
+        "span_id": "made-by-a",
+        "parent_span_id": "a-tool",
+        "attributes": {"baton.agent.lost": True, "gen_ai.agent.name": "b"},
+    }
+    ledger.keep_spans("r", [chat, stand_in])
+    spans = {s["name"]: s for s in ledger.spans("r")}
+    assert spans["invoke_agent b"]["span_id"] == "b-span"
+    assert spans["chat m"]["parent_span_id"] == spans["invoke_agent b"]["span_id"]
 
 
 def test_the_feed_carries_every_runs_events_in_order_and_says_when_some_were_missed() -> None:
@@ -230,13 +262,13 @@ async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
 
 
 @pytest.mark.anyio
-async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_sealed_where_made(
+async def test_a_chain_s_handed_back_items_reach_the_ledger_once_in_order_sealed_where_made(
     ledger_actor: Any,
 ) -> None:
     # Agents in processes of their own, c called by b called by a: each process hands what it
     # still has queued for the run back with its result, and the caller's process sends it as
     # its own. What c queued travels through b's process as c sealed it (not pickled again),
-    # and the ledger gets every event once, in order, and every span shipment.
+    # and the ledger gets every event and span once, events in order.
     a, b, c = await _processes(ledger_actor)
     a.outbox.emit("r", AgentStarted(agent="a"))
     b.outbox.emit("r", AgentStarted(agent="b"))
@@ -245,29 +277,28 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
     c.outbox.emit("r", FINISHED.model_copy(update={"agent": "c"}))
     c.outbox.keep_spans("r", [SPAN])
     from_c = c.outbox.hand_over("r")
-    assert from_c is not None and (from_c.events, from_c.shipments) == (2, 2)
-    assert c.outbox.shipped("r")[1] == 0  # no longer c's to send (its events still count as c's)
+    assert from_c is not None and c.outbox.hand_over("r") is None
 
     b.outbox.take_over(from_c)
+    b.outbox.heard("r", c.outbox.sent("r"))  # c's counts came with its result
     b.outbox.emit("r", FINISHED.model_copy(update={"agent": "b"}))
     b.outbox.keep_spans("r", [SPAN])
     from_b = b.outbox.hand_over("r")
-    assert from_b is not None and (from_b.events, from_b.shipments) == (4, 3)
-    assert from_c.sealed in from_b.sealed
+    assert from_b is not None and from_c.sealed in from_b.sealed
 
     a.outbox.take_over(from_b)
+    a.outbox.heard("r", b.outbox.sent("r"))
     a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-    assert a.outbox.shipped("r")[1] == 3
     a.outbox.flush()
-    spans, missing = await a.collect_spans("r", 0, 0, 4, 30.0, a.outbox.shipped("r"))
-    assert len(spans) == 4 and missing == 0
-    # Each process's events are counted as its own, whoever sent them: the run closes
-    # at once (a wrong count keeps it waiting for events that never come, 5 s).
-    sent = dict([a.outbox.emitted("r"), b.outbox.emitted("r"), c.outbox.emitted("r")])
-    assert sorted(sent.values()) == [2, 2, 2]
-    events = await asyncio.wait_for(
-        a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
+    # Each process's items count as its own, whoever sent them: the run settles at once (a
+    # wrong count keeps it waiting for items that never come, 5 s).
+    sent = a.outbox.sent("r")
+    assert sorted(sent.values()) == [2, 3, 4]
+    final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
+    spans, events = await asyncio.wait_for(
+        a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0
     )
+    assert len(spans) == 4
     order = [(e.type, e.agent) for _, e in events]
     assert order == [
         ("run_started", "a"),
@@ -282,7 +313,7 @@ async def test_a_chain_s_handed_back_events_reach_the_ledger_once_in_order_seale
 
 
 @pytest.mark.anyio
-async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_once_if_sent_again(
+async def test_a_caller_s_items_ride_down_with_a_delegation_and_are_recorded_once_if_sent_again(
     ledger_actor: Any,
 ) -> None:
     # a delegates to b in another process: what a has queued goes with the call and b's
@@ -296,23 +327,23 @@ async def test_a_caller_s_events_ride_down_with_a_delegation_and_are_recorded_on
     a.outbox.emit("r", AgentStarted(agent="a"))
     a.outbox.keep_spans("r", [SPAN])
     down = a.outbox.hand_over("r")
-    assert down is not None and (down.events, down.shipments) == (1, 1)
+    assert down is not None
     assert a.outbox.hand_over("r") is None  # nothing left queued
 
     b.outbox.take_over(down)
     b.outbox.emit("r", AgentStarted(agent="b"))
     b.outbox.keep_spans("r", [SPAN])
-    b.outbox.flush()  # b's process sends a's events with its own, then dies
+    b.outbox.flush()  # b's process sends a's items with its own, then dies
     a.outbox.take_over(down)  # the call failed: a sends them itself
     a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
     a.outbox.flush()
 
-    spans, missing = await a.collect_spans("r", 0, 0, 3, 30.0, a.outbox.shipped("r"))
-    assert len(spans) == 3 and missing == 0  # a's once
-    sent = dict([a.outbox.emitted("r"), b.outbox.emitted("r"), entry.outbox.emitted("r")])
-    events = await asyncio.wait_for(
-        a.finish("r", RunFinished(agent="a", status=RunStatus.SUCCEEDED), sent), 3.0
+    sent = {**entry.outbox.sent("r"), **a.outbox.sent("r"), **b.outbox.sent("r")}
+    final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
+    spans, events = await asyncio.wait_for(
+        a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0
     )
+    assert len(spans) == 3  # a's once
     kinds = sorted((e.type, e.agent) for _, e in events)
     assert kinds == [
         ("agent_finished", "a"),
