@@ -17,7 +17,6 @@ COPY --chown=ray:users configs configs
 COPY --chown=ray:users orchestrator orchestrator
 RUN pip install --no-cache-dir . && rm -rf build
 COPY --from=web --chown=ray:users /web/node_modules/mermaid/dist /home/ray/mermaid
-ENV BATON_MERMAID_DIST=/home/ray/mermaid \
-    LITELLM_LOCAL_MODEL_COST_MAP=True
+ENV BATON_MERMAID_DIST=/home/ray/mermaid
 EXPOSE 8000
 CMD ["baton", "serve", "--host", "0.0.0.0"]

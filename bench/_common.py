@@ -8,8 +8,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
 import psutil
 import ray
 

@@ -14,14 +14,12 @@ Run: .venv/bin/python bench/diagram_generation.py
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agents.runtime.local import LocalTeam
 from bench._common import system

@@ -15,12 +15,10 @@ Run: .venv/bin/python bench/scale_out.py
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import ray
 from ray.cluster_utils import Cluster

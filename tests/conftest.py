@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # The CLI's output is read as text: wide enough that no table wraps, whichever worker or
 # terminal runs the tests (rich reads COLUMNS once, when the CLI's consoles are made).
 os.environ["COLUMNS"] = "160"

@@ -97,7 +97,7 @@ class RunContext(BaseModel):
         description="One id per delegation attempt on the chain, innermost last: the tools "
         "that must run at most once are recorded under each, so that a retry can tell.",
     )
-    journal: bool = Field(
+    step_log: bool = Field(
         default=False,
         description="Each step is recorded in the run's step log (durable runs: see "
         "`agents.core.steps`).",

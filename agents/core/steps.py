@@ -19,9 +19,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 __all__ = [
-    "Journal",
     "Step",
     "StepKind",
+    "StepLog",
     "approval_key",
     "child_invocation",
     "entry_invocation",
@@ -97,7 +97,7 @@ def request_fingerprint(model: str, messages: list[dict[str, Any]], tools: list[
     return _digest(json.dumps([model, messages, tools], sort_keys=True, default=str))
 
 
-class Journal(Protocol):
+class StepLog(Protocol):
     """Where an invocation records its steps and reads them back."""
 
     def record(self, run_id: str, step: Step) -> None:

@@ -1,12 +1,11 @@
 """litellm's settings that it reads from the environment at import: imported before litellm.
 
-Each stays the user's to override (set in the environment first).
+Each stays the user's to override (set in the environment first). (`agents/__init__.py` sets
+the one every process needs, the local price list, before anything of Baton's is imported.)
 """
 
 import os
 
-# litellm fetches a price list from the internet at import unless told otherwise.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # litellm copies every conversation with base64 images cut short for its logging callbacks, at
 # every call. Baton registers none: 0 skips the copy (an agent holding a conversation of 5,000
 # messages spent a tenth of its CPU there).

@@ -175,7 +175,7 @@ class RayDispatcher:
                 # With a step log the retry resumes the invocation from its record (what must
                 # run at most once and had started is not run again); without, it is made
                 # only if nothing of the kind had started.
-                started = [] if ctx.journal else await self._effects(ctx.run_id, attempt)
+                started = [] if ctx.step_log else await self._effects(ctx.run_id, attempt)
                 if not started:
                     retried = True
                     delegation = delegation.model_copy(update={"replay": True})

@@ -182,7 +182,7 @@ class AgentHost:
                 trace_options=trace,
                 redactor=collector.redactor,
                 approvals=ledger,
-                journal=ledger,
+                step_log=ledger,
             )
             self._agents[spec.name] = _Hosted(spec, runtime)
 

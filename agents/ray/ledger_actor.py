@@ -43,15 +43,15 @@ class LedgerActor:
 
     Args:
         store_url: the run store; when given, runs' steps and events are written there as
-            they come (`agents.ray.journal`), so that a run can resume after any crash.
+            they come (`agents.ray.store_writer`), so that a run can resume after any crash.
     """
 
     def __init__(self, store_url: str | None = None) -> None:
         self._writer = None
         if store_url:
-            from agents.ray.journal import JournalWriter  # SQLAlchemy only where it is used
+            from agents.ray.store_writer import StoreWriter  # SQLAlchemy only where it is used
 
-            self._writer = JournalWriter(store_url)
+            self._writer = StoreWriter(store_url)
         self._ledger = RunLedger(on_event=self._writer.event if self._writer else None)
         # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
         # kept as they come (a delegation retried after its actor died reads them).
@@ -158,7 +158,7 @@ class LedgerActor:
         """Add a run's last event and close it (a sealed `RunEnd`, which says how).
 
         Settled first, when the call asks for it (its spans come back). Returns the spans and
-        the events the store still lacks: with a journal they are stored by now (none, unless
+        the events the store still lacks: with a run store they are stored by now (none, unless
         writing failed).
         """
         end = unseal(sealed, RunEnd)

@@ -18,7 +18,7 @@ __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
 class LedgerClient:
     """A `LedgerActor` as typed calls, for agents and the orchestrator.
 
-    The `Ledger`, `Approvals` and `Journal` protocols the agents use, and the run-level calls
+    The `Ledger`, `Approvals` and `StepLog` protocols the agents use, and the run-level calls
     the orchestrator makes. Events, spans and steps go out in batches through `outbox` (the
     agents' `EventSink`); a call that must come after them takes the queued batch along.
     """

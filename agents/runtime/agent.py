@@ -19,7 +19,7 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.core.steps import Journal, model_key
+from agents.core.steps import StepLog, model_key
 from agents.models.base import BUILTIN_PREFIX, CHANGES_STATE, ModelClient, tool_schema
 from agents.runtime.calls import ToolRunner
 from agents.runtime.invocation import Invocation
@@ -58,7 +58,7 @@ class AgentRuntime:
         trace_options: what spans record (message contents are opt-in).
         redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
         approvals: where calls marked `confirm` wait for a person (None: they are not run).
-        journal: the run's step log (used when the run asks for it: `RunContext.journal`).
+        step_log: the run's step log (used when the run asks for it: `RunContext.step_log`).
         models: makes a client for another model (a guardrail's judge).
     """
 
@@ -73,7 +73,7 @@ class AgentRuntime:
     trace_options: TraceOptions = field(default_factory=TraceOptions)
     redactor: Redactor = field(default_factory=Redactor)
     approvals: Approvals | None = None
-    journal: Journal | None = None
+    step_log: StepLog | None = None
     models: Callable[[ModelSpec], ModelClient] | None = None
 
     def __post_init__(self) -> None:
@@ -91,7 +91,7 @@ class AgentRuntime:
             self.actor_id,
             self.events,
             self.span_source,
-            self.journal,
+            self.step_log,
             self.trace_options,
             self.redactor,
         )
@@ -174,13 +174,13 @@ class AgentRuntime:
                     reporter.content(span, attr.GEN_AI_SYSTEM_INSTRUCTIONS, instructions)
                 if ctx.epoch:
                     span.set_attribute(attr.BATON_RUN_EPOCH, ctx.epoch)
-                if reporter.journaled(inv):
+                if reporter.logs_steps(inv):
                     span.set_attribute(attr.BATON_STEP, f"{inv.id}/{model_key(1)}")
                 try:
-                    if reporter.journaled(inv) and (delegation.replay or ctx.epoch):
-                        assert self.journal is not None
-                        inv.record.steps = await self.journal.recorded(ctx.run_id, inv.id)
-                        inv.record.loaded = True
+                    if reporter.logs_steps(inv) and (delegation.replay or ctx.epoch):
+                        assert self.step_log is not None
+                        inv.recorded.steps = await self.step_log.recorded(ctx.run_id, inv.id)
+                        inv.recorded.loaded = True
                     result = await self._work.run(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))

@@ -80,10 +80,10 @@ class ToolRunner:
         target = tool.target.name if isinstance(tool, DelegateTool) else None
         key = tool_key(inv.steps, call.id)
         # A delegation is never taken from the record: the callee resumes from its own.
-        recorded = inv.record.get(key) if target is None else None
+        recorded = inv.recorded.get(key) if target is None else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
             ids = span_ids(span)
-            if self.reporter.journaled(inv):
+            if self.reporter.logs_steps(inv):
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             self.reporter.content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, call.arguments)
             self.reporter.content(span, attr.INPUT_VALUE, call.arguments)
@@ -97,7 +97,7 @@ class ToolRunner:
                     inv, ToolStarted, tool=call.name, call_id=call.id, target=target, **ids
                 )
                 out = await self._guarded(inv, call, key)
-                if target is None and self.reporter.journaled(inv):
+                if target is None and self.reporter.logs_steps(inv):
                     self.reporter.record(inv, key, "tool_result", output_data(out))
             self.reporter.content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             set_outcome(span, out.content[:200] if out.is_error else None, "tool_error")
@@ -176,7 +176,7 @@ class ToolRunner:
         runs live too.
         """
         if inv.id == inv.ctx.fork_from:
-            return not inv.record.diverged
+            return not inv.recorded.diverged
         return inv.delegation.replay or inv.ctx.epoch > 0
 
     async def _once(
@@ -189,7 +189,7 @@ class ToolRunner:
         Without a step log, a function tool's start is noted in the ledger, so that a retried
         delegation can tell that the call may have happened.
         """
-        if not self.reporter.journaled(inv):
+        if not self.reporter.logs_steps(inv):
             if not isinstance(tool, FunctionTool) or self.ledger is None:
                 return None
             try:
@@ -202,7 +202,7 @@ class ToolRunner:
                 )
             return None
         start = started_key(inv.steps, call.id)
-        if inv.record.get(start) is not None:
+        if inv.recorded.get(start) is not None:
             return ToolOutput(
                 f"error: {call.name} had started before the run was interrupted and left no "
                 "result; it is not run again (it is not marked idempotent)",
@@ -226,7 +226,7 @@ class ToolRunner:
         model can change course).
         """
         key = approval_key(inv.steps, call.id)
-        recorded = inv.record.get(key)
+        recorded = inv.recorded.get(key)
         if recorded is not None:
             decision: dict[str, Any] = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
@@ -237,7 +237,7 @@ class ToolRunner:
             if isinstance(asked, ToolOutput):
                 return asked
             decision = asked
-            if self.reporter.journaled(inv):
+            if self.reporter.logs_steps(inv):
                 # Stored (by the ledger as it was decided; here again in case that write was
                 # lost) before the call goes ahead: a run resumed later does not ask again.
                 step = {**decision, "at": time.time()}
@@ -280,7 +280,7 @@ class ToolRunner:
             tool_call_id=call.id,
             arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
             expires_at=time.time() + wait,
-            record_key=key if self.reporter.journaled(inv) else None,
+            record_key=key if self.reporter.logs_steps(inv) else None,
             **span_ids(span),
         )
         approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
-from agents.runtime.replay import Record
+from agents.runtime.replay import RecordedSteps
 
 __all__ = ["DELEGATION_GRACE_S", "Invocation"]
 
@@ -34,7 +34,7 @@ class Invocation:
     id: str = field(default_factory=lambda: f"{random.getrandbits(64):016x}")
     seq: int = 0  # events emitted so far
     trace_id: int = 0  # the run's trace (0 until the invocation's span has started)
-    record: Record = field(default_factory=Record)  # its steps from an earlier execution
+    recorded: RecordedSteps = field(default_factory=RecordedSteps)  # steps of an earlier execution
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
 

@@ -71,9 +71,9 @@ class ModelCaller:
         key = model_key(inv.steps)
         messages, model = request.messages, self.client(request)
         fingerprint = ""
-        if self.reporter.journaled(inv):
+        if self.reporter.logs_steps(inv):
             fingerprint = request_fingerprint(model.model, messages, request.tools)
-        recorded = inv.record.model(key, fingerprint) if inv.record.loaded else None
+        recorded = inv.recorded.model(key, fingerprint) if inv.recorded.loaded else None
         if recorded is None and ctx.replay_only:
             return self.reporter.end(
                 inv,

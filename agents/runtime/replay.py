@@ -15,11 +15,11 @@ from agents.core.steps import Step
 from agents.models.base import ModelReply, ToolCall
 from agents.tools.base import ToolOutput
 
-__all__ = ["Record", "output_data", "output_of", "reply_data", "reply_of"]
+__all__ = ["RecordedSteps", "output_data", "output_of", "reply_data", "reply_of"]
 
 
 @dataclass
-class Record:
+class RecordedSteps:
     """What an invocation recorded before, handed out step by step (see the module)."""
 
     steps: dict[str, Step] = field(default_factory=dict)

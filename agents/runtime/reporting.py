@@ -18,7 +18,7 @@ from agents.core.events import Event, EventBase, ModelDelta
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import EventSink, SpanSource
-from agents.core.steps import Journal, Step, StepKind
+from agents.core.steps import Step, StepKind, StepLog
 from agents.runtime.invocation import Invocation
 from tracing import Redactor, record_content
 
@@ -36,7 +36,7 @@ class Reporter:
         actor_id: which worker runs it (on results).
         events: where progress events and finished spans go (None: nowhere).
         span_source: this process's span collector (None: spans are not shipped).
-        journal: the run's step log (used when the run asks for it: `RunContext.journal`).
+        step_log: the run's step log (used when the run asks for it: `RunContext.step_log`).
         trace_options: what spans record (message contents are opt-in).
         redactor: scrubs secrets from events, steps and results.
     """
@@ -45,7 +45,7 @@ class Reporter:
     actor_id: str = "local"
     events: EventSink | None = None
     span_source: SpanSource | None = None
-    journal: Journal | None = None
+    step_log: StepLog | None = None
     trace_options: TraceOptions = field(default_factory=TraceOptions)
     redactor: Redactor = field(default_factory=Redactor)
 
@@ -78,9 +78,9 @@ class Reporter:
             )
             self.events.emit(inv.ctx.run_id, delta)
 
-    def journaled(self, inv: Invocation) -> bool:
+    def logs_steps(self, inv: Invocation) -> bool:
         """Whether the invocation's steps go to the run's step log."""
-        return inv.ctx.journal and self.journal is not None
+        return inv.ctx.step_log and self.step_log is not None
 
     def step(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> Step:
         """A step of the invocation, for the step log."""
@@ -91,13 +91,13 @@ class Reporter:
 
     def record(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> None:
         """Queue a step for the step log (sent with the next batch)."""
-        if self.journal is not None:
-            self.journal.record(inv.ctx.run_id, self.step(inv, key, kind, data))
+        if self.step_log is not None:
+            self.step_log.record(inv.ctx.run_id, self.step(inv, key, kind, data))
 
     async def commit(self, inv: Invocation, key: str, kind: StepKind, data: dict[str, Any]) -> bool:
         """Store a step (and all queued before it) now; False if the run has moved on."""
-        assert self.journal is not None
-        return await self.journal.commit(inv.ctx.run_id, self.step(inv, key, kind, data))
+        assert self.step_log is not None
+        return await self.step_log.commit(inv.ctx.run_id, self.step(inv, key, kind, data))
 
     def send_finished_spans(self, inv: Invocation) -> None:
         """Send the spans finished so far along with the events (called after a step ends).

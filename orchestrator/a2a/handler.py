@@ -201,7 +201,7 @@ class BatonRequestHandler(RequestHandler):
         """The run's updates to its end; the answer artifact whole just before the final state."""
         depth = len(((run.options or {}).get("origin") or {}).get("chain") or ()) + 1
         context_id = stored_task(run, 0).context_id
-        async for item in service.feed.follow(run):
+        async for item in service.events.follow(run):
             if item is None:
                 continue
             event = item[1]

@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
 from orchestrator import __version__
-from orchestrator.api.deps import caller_guard
+from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
@@ -52,7 +52,7 @@ def create_app(
     limiter = RateLimiter(options.rate_limit_per_s, options.rate_limit_burst)
 
     async def current_service() -> RunService:
-        return app.state.service  # type: ignore[no-any-return]
+        return service_of(app)
 
     # Built on their first request (the SDKs' imports are half of the service's start).
     mcp = LazyMcp(current_service)

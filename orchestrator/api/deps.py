@@ -20,6 +20,7 @@ __all__ = [
     "Run",
     "Service",
     "caller_guard",
+    "service_of",
 ]
 
 MERMAID = "text/vnd.mermaid"
@@ -37,8 +38,14 @@ CALL_ID = Annotated[
 # in its thread pool, a thread hop per request each.
 
 
+def service_of(app: Any) -> RunService:
+    """The run service the app's lifespan opened (kept on `app.state`)."""
+    service: RunService = app.state.service
+    return service
+
+
 async def _service(request: Request) -> RunService:
-    return request.app.state.service  # type: ignore[no-any-return]
+    return service_of(request.app)
 
 
 Service = Annotated[RunService, Depends(_service)]

@@ -75,7 +75,7 @@ async def _run_here(
         run = await start(service)
 
         async def events() -> AsyncIterator[Event | None]:
-            async for item in service.feed.follow(run):
+            async for item in service.events.follow(run):
                 yield item[1] if item is not None else None
 
         async def decide(call_id: str, approved: bool, why: str) -> object:

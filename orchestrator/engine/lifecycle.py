@@ -17,6 +17,7 @@ from agents.core.events import Event, RunStarted
 from agents.core.guard import check_delegation
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
+from agents.ray.dispatch import RayDispatcher
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from agents.ray.wire import RunSettle
@@ -71,6 +72,7 @@ class Engine:
         self.options = options or PoolOptions()
         self._pool: AgentPool | None = None
         self._ledger: LedgerClient | None = None
+        self._dispatcher: RayDispatcher | None = None
         self._inflight: dict[str, ray.ObjectRef[bytes]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: set[str] = set()  # active runs asked to stop
@@ -119,7 +121,7 @@ class Engine:
         return self._ledger
 
     @property
-    def journaled(self) -> bool:
+    def logs_steps(self) -> bool:
         """Whether runs keep a step log (and can resume)."""
         return self.options.store_url is not None
 
@@ -211,7 +213,7 @@ class Engine:
             systems=(*origin.systems, self.system.config.name),
             deadline=started + limits.deadline_s,
             limits=limits,
-            journal=self.journaled,
+            step_log=self.logs_steps,
             stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,
@@ -333,7 +335,7 @@ class Engine:
         delegation = Delegation(
             task=task,
             context=ctx.enter(entry, inject_context()),
-            invocation=entry_invocation(replay_of or ctx.run_id) if ctx.journal else None,
+            invocation=entry_invocation(replay_of or ctx.run_id) if ctx.step_log else None,
             replay=ctx.epoch > 0 or replay_of is not None,
         )
         run_id = ctx.run_id
@@ -354,7 +356,9 @@ class Engine:
         try:
             # Agents stop themselves at the deadline; this bound is for an agent that cannot.
             async with asyncio.timeout(ctx.time_left() + self._entry_grace_s):
-                return await self._dispatcher.dispatch(entry, delegation, submitted, opening)
+                dispatcher = self._dispatcher
+                assert dispatcher is not None  # `start` made it
+                return await dispatcher.dispatch(entry, delegation, submitted, opening)
         except TimeoutError:
             return abandoned_entry(entry, delegation.context, self._entry_grace_s)
         except TaskCancelledError:
@@ -379,5 +383,5 @@ class Engine:
 
     def _stop(self, ref: ray.ObjectRef[bytes]) -> None:
         """Cancel the entry agent's call (its delegations too) while the run goes on."""
-        if not self._closed:
+        if not self._closed and self._dispatcher is not None:
             self._dispatcher.cancel(ref)

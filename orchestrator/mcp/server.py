@@ -84,7 +84,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         if wait_s > 0:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(wait_s, _MAX_WAIT_S)):
-                    async for item in runs.feed.follow(run):
+                    async for item in runs.events.follow(run):
                         if item is not None and isinstance(item[1], RunFinished):
                             break
         return _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))

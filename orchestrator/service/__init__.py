@@ -1,9 +1,9 @@
 """The run service: admits runs, executes them on the engine, keeps their record, serves views.
 
-Its parts: admission bounds (`admission`), approvals (`approvals`), durable runs (`durability`),
-followers' events (`feed`, `stream`), writes kept through a store outage (`recorder`), leases
-and orphans (`upkeep`), traces and diagrams (`views`, `live_trace`). `RunService` is imported on
-first use (it brings in Ray).
+Its parts: admission bounds (`admission`), the runs executing (`executor`), durable runs
+(`durability`), approvals (`approvals`), followers' events (`run_events`, `feed_reader`), writes
+kept through a store outage (`pending_writes`), leases and orphans (`upkeep`), traces and
+diagrams (`views`, `live_trace`). `RunService` is imported on first use (it brings in Ray).
 """
 
 from __future__ import annotations

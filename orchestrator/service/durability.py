@@ -51,7 +51,7 @@ class DurableRuns:
             Overloaded: too many runs in flight and queued.
         """
         original = await self._executor.get(run_id)
-        if not self._engine.journaled:
+        if not self._engine.logs_steps:
             raise NotReplayable("this service's runs keep no step log (an in-memory store)")
         if not original.finished:
             raise NotReplayable(
@@ -91,7 +91,7 @@ class DurableRuns:
             NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
         """
         run = await self._executor.get(run_id)
-        if not self._engine.journaled:
+        if not self._engine.logs_steps:
             raise NotResumable("this service's runs keep no step log (an in-memory store)")
         self._executor.refuse_new()
         reopened = await self._store.reopen(run_id, self._executor.owner, self._lease_s)

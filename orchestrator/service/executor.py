@@ -23,8 +23,8 @@ from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
-from orchestrator.service.feed import EventFeed
-from orchestrator.service.recorder import Recorder
+from orchestrator.service.pending_writes import PendingWrites
+from orchestrator.service.run_events import RunEvents
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.system import AgentSystem
 
@@ -46,9 +46,9 @@ class RunExecutor:
         engine: its engine.
         store: the run store.
         owner: names this service instance in the store.
-        feed: the followers' events (a run's events are watched from its acceptance).
+        events: the followers' events (a run's events are watched from its acceptance).
         approvals: calls waiting for a person (their runs' stored status follows them).
-        recorder: store writes kept while the store is unavailable.
+        pending_writes: store writes kept while the store is unavailable.
         admission: the bound on runs in flight and queued.
         ready: set once the agents (and so the ledger) are up.
         max_concurrent_runs: runs executing at once (the others wait, queued).
@@ -61,9 +61,9 @@ class RunExecutor:
         store: RunStore,
         *,
         owner: str,
-        feed: EventFeed,
+        events: RunEvents,
         approvals: ApprovalDesk,
-        recorder: Recorder,
+        pending_writes: PendingWrites,
         admission: Admission,
         ready: asyncio.Event,
         max_concurrent_runs: int,
@@ -72,9 +72,9 @@ class RunExecutor:
         self.engine = engine
         self.store = store
         self.owner = owner
-        self.feed = feed
+        self.events = events
         self.approvals = approvals
-        self.recorder = recorder
+        self.pending_writes = pending_writes
         self.admission = admission
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -125,7 +125,7 @@ class RunExecutor:
             # starts (as most do, at once) gets them from the stream, asking the ledger
             # nothing. (A resumed run is watched as it starts: until then its followers ask
             # the ledger for the events of its earlier life.)
-            self.feed.stream.watch(run_id)
+            self.events.reader.watch(run_id)
         work = self._execute(run_id, request, lineage)
         # A fresh context: the run is a trace of its own, not part of this request's.
         self.tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
@@ -188,12 +188,12 @@ class RunExecutor:
             self.admission.ran(time.monotonic() - began)
 
     async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
-        record = self.recorder.write
+        record = self.pending_writes.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         if run_id in self._cancel_asked:  # while its start was being recorded
             await self._end_unstarted(run_id)
             return
-        self.feed.stream.watch(run_id)  # (resumed, or accepted before the stream's place)
+        self.events.reader.watch(run_id)  # (resumed, or accepted before the stream's place)
         result: RunResult | None = None
         error: str | None = None
         tracker = (

@@ -22,8 +22,8 @@ from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.durability import DurableRuns
 from orchestrator.service.executor import STOPPED, RunExecutor
-from orchestrator.service.feed import EventFeed
-from orchestrator.service.recorder import Recorder
+from orchestrator.service.pending_writes import PendingWrites
+from orchestrator.service.run_events import RunEvents
 from orchestrator.service.upkeep import Orphans, keep_leases
 from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
@@ -60,7 +60,7 @@ class RunService:
 
     Composed of its parts, each public for the doors that need it: `executor` (runs in the
     background, recorded), `durable` (resume, take-over, replay, fork), `views` (traces,
-    diagrams, placement, health), `feed` (followers' events), `approvals` (calls waiting for a
+    diagrams, placement, health), `events` (followers' events), `approvals` (calls waiting for a
     person) and `admission` (the bounds).
 
     Args:
@@ -91,19 +91,19 @@ class RunService:
         self._draining: asyncio.Task[None] | None = None
         self._orphans = Orphans(engine, store)  # interrupted runs still open in the ledger
         # Runs cut off by a dying service carry on from their step log (`on_interrupt`).
-        self._resumes = system.config.on_interrupt == "resume" and engine.journaled
+        self._resumes = system.config.on_interrupt == "resume" and engine.logs_steps
         heartbeat = limits.heartbeat_s
-        self.recorder = Recorder()  # writes kept while the store is unavailable
-        self.feed = EventFeed(engine, store, self._ready, heartbeat)
+        self.pending_writes = PendingWrites()  # writes kept while the store is unavailable
+        self.events = RunEvents(engine, store, self._ready, heartbeat)
         self.approvals = ApprovalDesk(engine, store, self._ready, heartbeat)
         self.executor = RunExecutor(
             system,
             engine,
             store,
             owner=owner,
-            feed=self.feed,
+            events=self.events,
             approvals=self.approvals,
-            recorder=self.recorder,
+            pending_writes=self.pending_writes,
             admission=Admission(
                 limits.max_concurrent_runs, limits.max_queued_runs, lambda: len(self.executor.tasks)
             ),
@@ -134,7 +134,7 @@ class RunService:
             owner=self.owner,
             lease_s=self.limits.lease_s,
             held=lambda: list(self.executor.tasks),
-            recorder=self.recorder,
+            pending_writes=self.pending_writes,
             orphans=self._orphans,
             ready=self._ready,
             cancel=self.executor.cancel,
@@ -156,8 +156,8 @@ class RunService:
             return
         finally:
             if error is None:  # its place taken before the first run (see `watch`)
-                self.feed.stream.start(self.engine.ledger)
-                await self.feed.stream.in_place(_STREAM_PLACE_S)
+                self.events.reader.start(self.engine.ledger)
+                await self.events.reader.in_place(_STREAM_PLACE_S)
             self.executor.settled(error)  # runs waiting to start go on, or fail with it
         self._ready.set()
         await self._orphans.close()
@@ -188,7 +188,7 @@ class RunService:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.executor.stop()
-        await self.feed.close()
+        await self.events.close()
         await self.store.interrupt_owned(self.owner, STOPPED)
         self.engine.close()  # before this process leaves Ray
 
@@ -241,7 +241,9 @@ class RunService:
         away); else as stored.
         """
         run = self._accepted.get(run_id)
-        if run is not None and (run_id in self.executor.tasks or self.feed.stream.complete(run_id)):
+        if run is not None and (
+            run_id in self.executor.tasks or self.events.reader.complete(run_id)
+        ):
             return run
         return await self.get(run_id)
 

@@ -16,7 +16,7 @@ from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from orchestrator.service.live_trace import interrupted_spans
-from orchestrator.service.recorder import Recorder
+from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.store import RunStore
 
 __all__ = ["Orphans", "keep_leases"]
@@ -64,7 +64,7 @@ async def keep_leases(
     owner: str,
     lease_s: float,
     held: Callable[[], list[str]],
-    recorder: Recorder,
+    pending_writes: PendingWrites,
     orphans: Orphans,
     ready: asyncio.Event,
     cancel: Callable[[str], object],
@@ -79,7 +79,7 @@ async def keep_leases(
     """
     while True:
         try:
-            await recorder.retry()
+            await pending_writes.retry()
             await store.renew(owner, held())
             if take_over is not None:
                 await take_over()

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.records import StoredRun
@@ -23,6 +24,8 @@ __all__ = ["UPDATE_RUN", "Ownership"]
 _UNFINISHED = RunStatus.unfinished()
 # Runs that `reopen` resumes on request: cut off, or failed (a lost part, say).
 _RESUMABLE = (RunStatus.INTERRUPTED, RunStatus.FAILED)
+# The type of a run's last event (a resumed run's earlier end is no longer its end).
+_RUN_FINISHED = RunFinished.model_fields["type"].default
 # One run's columns, set by group commit: rows are {"run_id_": id, column: value, ...}.
 UPDATE_RUN = update(RUNS_TABLE).where(RUNS_TABLE.c.id == bindparam("run_id_"))
 
@@ -165,7 +168,7 @@ class Ownership:
             # events go on after the last one: an earlier end is no longer the end.
             await session.execute(delete(SpanRow).where(SpanRow.run_id == run_id))
             await session.execute(
-                delete(EventRow).where(EventRow.run_id == run_id, EventRow.type == "run_finished")
+                delete(EventRow).where(EventRow.run_id == run_id, EventRow.type == _RUN_FINISHED)
             )
             row = await session.get(RunRow, run_id)
             return StoredRun.model_validate(row) if row is not None else None

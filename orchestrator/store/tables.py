@@ -126,7 +126,7 @@ class EventRow(Base):
 class StepRow(Base):
     """One recorded step of an agent invocation (see `agents.core.steps`).
 
-    Written by the system's ledger actor (`agents.ray.journal`) as the run goes on.
+    Written by the system's ledger actor (`agents.ray.store_writer`) as the run goes on.
     """
 
     __tablename__ = "run_steps"

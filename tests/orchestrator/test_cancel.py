@@ -85,7 +85,7 @@ async def test_a_run_cancelled_while_its_start_is_recorded_ends_without_calling_
         recorded.set()
 
         async def events() -> list[object]:
-            return [item[1] async for item in service.feed.follow(run) if item is not None]
+            return [item[1] async for item in service.events.follow(run) if item is not None]
 
         seen = await asyncio.wait_for(events(), 30)
         stored = await service.get(run.id)

@@ -104,6 +104,6 @@ agents:
         "exported spans": str(receiver.spans),
     }
     leaks = [f"{where}: {n}" for where, text in seen.items() for n in needles if n in text]
-    leaks += _files_containing(store_dir, needles)  # the store file and its journal included
+    leaks += _files_containing(store_dir, needles)  # the store file and its step_log included
     leaks += _files_containing(_ray_logs(), needles)
     assert leaks == []

@@ -13,7 +13,7 @@ from fastapi.sse import EventSourceResponse
 from agents.core.events import Event
 from orchestrator.api.deps import MERMAID, Caller, FollowedRun, Run, Service
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
-from orchestrator.api.event_stream import EventStream
+from orchestrator.api.sse import SseResponse
 from orchestrator.schemas import (
     DiagramView,
     ErrorBody,
@@ -177,14 +177,14 @@ async def events(
     service: Service,
     last_event_id: Annotated[str, _LAST_EVENT_ID] = "",
     after: Annotated[int, _AFTER] = 0,
-) -> EventStream:
+) -> SseResponse:
     start = max(after, int(last_event_id) if last_event_id else 0)
-    return EventStream(service.feed.follow(run, start))
+    return SseResponse(service.events.follow(run, start))
 
 
 # The OpenAPI entry of `events`: FastAPI documents an SSE generator's items (`itemSchema`)
 # from its annotation. It is never served (`app.py` passes it to the document only): serving
-# through FastAPI's SSE costs tasks and queues per event (see `api/event_stream.py`).
+# through FastAPI's SSE costs tasks and queues per event (see `api/sse.py`).
 documented = APIRouter(tags=["runs"])
 
 

@@ -106,14 +106,27 @@ function askForKey() {
   if (form) form.hidden = false;
 }
 
-function setUpKeyForm() {
-  const form = $("key-form");
-  if (!form) return;
+// Every page's header: the brand, the pages (the current one marked), and the form that asks
+// for an API key when the service wants one (hidden until a 401).
+const PAGES = [["runs", "/", "Runs"], ["agents", "/agents", "Agents"]];
+
+function pageHeader(current) {
+  const header = document.querySelector("header.top");
+  const links = PAGES.map(([name, href, label]) =>
+    el("a", { href, "aria-current": name === current ? "page" : null }, label),
+  );
+  const form = el(
+    "form",
+    { id: "key-form", class: "key", hidden: true },
+    el("input", { id: "key-input", type: "password", placeholder: "API key", autocomplete: "off" }),
+    el("button", { type: "submit" }, "Use key"),
+  );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(KEY, $("key-input").value.trim());
     location.reload();
   });
+  header.replaceChildren(el("a", { class: "brand", href: "/" }, "Baton"), el("nav", {}, links), form);
 }
 
 let renderCount = 0;
@@ -467,8 +480,8 @@ async function agentsPage() {
 
 // --- Start ---------------------------------------------------------------------------------
 
-setUpKeyForm();
 const page = document.body.dataset.page;
+pageHeader(page);
 const started =
   page === "runs" ? runsPage()
   : page === "run" ? runPage(location.pathname.split("/").pop())

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
 
-__all__ = ["JournalWriter"]
+__all__ = ["StoreWriter"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-class JournalWriter:
+class StoreWriter:
     """Batches steps and events of every run into the store; see the module's docstring."""
 
     def __init__(self, url: str) -> None:

@@ -18,7 +18,7 @@ from agents.ray.wire import Batch, seal
 from agents.runtime.ledger import MAX_FEED
 from orchestrator.engine import Engine
 from orchestrator.engine.submission import Submission
-from orchestrator.service.stream import News, RunStream
+from orchestrator.service.feed_reader import FeedReader, News
 from tests.service import held_service
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -34,7 +34,7 @@ async def test_a_follower_who_asked_the_ledger_before_the_stream_began_asks_agai
     from agents.ray.ledger_actor import LedgerActor
 
     handle = LedgerActor.remote()  # type: ignore[attr-defined]
-    stream = RunStream()
+    stream = FeedReader()
     try:
         with stream.subscribe("r") as news:
             between = ModelDelta(agent="a", invocation="i", step=1, text="tool started")
@@ -56,7 +56,7 @@ async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_o
 
     handle = LedgerActor.remote()  # type: ignore[attr-defined]
     ledger = LedgerClient(handle)
-    stream = RunStream()
+    stream = FeedReader()
     try:
         with stream.subscribe("-") as placed:
             stream.start(ledger)
@@ -89,7 +89,7 @@ async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluste
     from agents.ray.ledger_actor import LedgerActor
 
     handle = LedgerActor.remote()  # type: ignore[attr-defined]
-    stream = RunStream()
+    stream = FeedReader()
     try:
         with stream.subscribe("-") as news:
             stream.start(LedgerClient(handle))
@@ -115,7 +115,7 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
     )
     engine = service.engine
     try:
-        await asyncio.wait_for(service.feed.ready.wait(), 120)
+        await asyncio.wait_for(service.events.ready.wait(), 120)
         asked: list[str] = []
         events = engine.ledger.events
 
@@ -124,7 +124,7 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
             return await events(run_id, *args, **kwargs)
 
         monkeypatch.setattr(engine.ledger, "events", counted)
-        subscribe = service.feed.stream.subscribe
+        subscribe = service.events.reader.subscribe
 
         @contextlib.contextmanager
         def noticed(run_id: str) -> Iterator[asyncio.Queue[News]]:
@@ -132,12 +132,12 @@ async def test_a_run_followed_before_it_starts_is_followed_without_asking_the_le
                 followed.set()
                 yield news
 
-        monkeypatch.setattr(service.feed.stream, "subscribe", noticed)
+        monkeypatch.setattr(service.events.reader, "subscribe", noticed)
         run, _ = await service.submit(Submission(task="calculate 2 + 2"))
         await asyncio.wait_for(recording.wait(), 60)
 
         async def seen() -> list[str]:
-            return [item[1].type async for item in service.feed.follow(run) if item is not None]
+            return [item[1].type async for item in service.events.follow(run) if item is not None]
 
         kinds = await asyncio.wait_for(seen(), 60)
     finally:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from agents.core.events import Event, RunFinished
 from agents.ray.ledger_client import LedgerClient
 
-__all__ = ["News", "RunStream"]
+__all__ = ["FeedReader", "News"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ _KEEP_ENDED = 256
 _KEEP_WATCHED = 10_000
 
 
-class RunStream:
+class FeedReader:
     """The service's one reader of the ledger's feed."""
 
     def __init__(self) -> None:

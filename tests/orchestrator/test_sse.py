@@ -1,4 +1,4 @@
-"""A run's events on the wire (`orchestrator/api/event_stream.py`), through a real uvicorn on
+"""A run's events on the wire (`orchestrator/api/sse.py`), through a real uvicorn on
 127.0.0.1: what a follower reads, and what happens when it hangs up."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from agents.core.events import Event, ModelDelta, RunStarted
-from orchestrator.api.event_stream import EventStream
+from orchestrator.api.sse import SseResponse
 from orchestrator.cli.client import parse_sse
 
 pytestmark = pytest.mark.anyio
@@ -36,8 +36,8 @@ async def test_a_follower_reads_named_events_with_ids_and_its_hanging_up_ends_th
         finally:
             closed.set()
 
-    async def events(_: Request) -> EventStream:
-        return EventStream(feed())
+    async def events(_: Request) -> SseResponse:
+        return SseResponse(feed())
 
     # Listening before uvicorn starts: the client's connection waits in the backlog.
     listening = socket.create_server(("127.0.0.1", 0))

@@ -1,7 +1,7 @@
 """A run's progress events as they happen, for every follower (SSE, `baton run`, MCP).
 
 While a run is in flight its events come from the system's ledger (shared by every service
-instance) through the service's one `RunStream`; once it is finished and gone from there, from
+instance) through the service's one `FeedReader`; once it is finished and gone from there, from
 the store.
 """
 
@@ -17,10 +17,10 @@ from typing import Literal
 from agents.core.events import Event, RunFinished
 from agents.core.ports import RunState
 from orchestrator.engine import Engine
-from orchestrator.service.stream import News, RunStream
+from orchestrator.service.feed_reader import FeedReader, News
 from orchestrator.store import RunStore, StoredRun
 
-__all__ = ["EventFeed"]
+__all__ = ["RunEvents"]
 
 # A finished run whose event log the ledger still holds open this long after the end was
 # left open by an instance that died: the store has its events.
@@ -28,14 +28,14 @@ _STALE_S = 5.0
 
 
 @dataclass
-class EventFeed:
+class RunEvents:
     """Follows runs' events; `ready` is set once the agents (and so the ledger) are up."""
 
     engine: Engine
     store: RunStore
     ready: asyncio.Event
     heartbeat_s: float
-    stream: RunStream = field(default_factory=RunStream)
+    reader: FeedReader = field(default_factory=FeedReader)
 
     async def follow(
         self, run: StoredRun, after: int = 0
@@ -72,12 +72,12 @@ class EventFeed:
         """From the service's one stream, asking the ledger itself only to fill a gap."""
         run_id = run.id
         known: StoredRun | None = run  # read just now: the first look needs no other
-        self.stream.start(self.engine.ledger)  # once, for every follower of this service
+        self.reader.start(self.engine.ledger)  # once, for every follower of this service
         # Subscribed before the ledger is asked, so that nothing falls between the two (what
         # comes twice is told apart by its id).
-        with self.stream.subscribe(run_id) as news:
+        with self.reader.subscribe(run_id) as news:
             # A run this service started has all its events so far in `news` already.
-            ask, quiet = not self.stream.complete(run_id), False
+            ask, quiet = not self.reader.complete(run_id), False
             while True:
                 if ask:  # what the ledger has past `last`: at first, after a gap, when quiet
                     found, state = await self.engine.ledger.events(run_id, last)
@@ -135,7 +135,7 @@ class EventFeed:
 
     async def close(self) -> None:
         """Stop reading the ledger's stream."""
-        await self.stream.stop()
+        await self.reader.stop()
 
     async def _stored(self, run: StoredRun, after: int) -> AsyncIterator[tuple[int, Event]]:
         last = after

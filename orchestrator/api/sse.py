@@ -15,7 +15,7 @@ from starlette.responses import StreamingResponse
 
 from agents.core.events import Event
 
-__all__ = ["EventStream"]
+__all__ = ["SseResponse"]
 
 HEARTBEAT = b": heartbeat\n\n"
 
@@ -42,7 +42,7 @@ async def _frames(items: AsyncGenerator[tuple[int, Event] | None]) -> AsyncItera
         await items.aclose()  # at once when the client goes, not when the generator is collected
 
 
-class EventStream(StreamingResponse):
+class SseResponse(StreamingResponse):
     """A run's feed as `text/event-stream`.
 
     Starlette ends it, and so the feed's follow, when the client disconnects.

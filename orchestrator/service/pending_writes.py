@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.exc import IntegrityError
 
-__all__ = ["MAX_PENDING_WRITES", "Recorder"]
+__all__ = ["MAX_PENDING_WRITES", "PendingWrites"]
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ MAX_PENDING_WRITES = 10_000
 Write = Callable[[], Awaitable[None]]
 
 
-class Recorder:
+class PendingWrites:
     """Makes store writes now, or later if the store cannot take them now."""
 
     def __init__(self) -> None:
