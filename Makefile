@@ -9,7 +9,7 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run check test lint schema bench lock
+.PHONY: help setup system-deps run check test lint docs schema bench lock
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -47,7 +47,7 @@ run: setup ## Validate the default team and run a task on local Ray with the off
 check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
-test: lint system-deps ## Lint, then run the test suite (one local Ray instance, a PostgreSQL server)
+test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: setup ## Ruff (lint and format), mypy --strict on the packages, a note on modules past 600 lines
@@ -55,6 +55,9 @@ lint: setup ## Ruff (lint and format), mypy --strict on the packages, a note on 
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(PY) .ci/module_sizes.py
+
+docs: setup ## Build the documentation site into site/ strictly (a broken link or a missing page fails)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 lock: setup ## Resolve the newest versions pyproject.toml allows into requirements.lock, install them, run the suite
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \

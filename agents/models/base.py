@@ -6,6 +6,7 @@ that only carry records import it cheaply.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,8 +75,8 @@ class ModelReply:
         return message
 
 
-class ModelClient:
-    """Anything that answers a chat with text or tool calls."""
+class ModelClient(abc.ABC):
+    """Anything that answers a chat with text or tool calls (the runtime's seam to models)."""
 
     model: str
 
@@ -91,6 +92,7 @@ class ModelClient:
         """Whether the model takes a JSON Schema for its answer (`response_format`)."""
         return False
 
+    @abc.abstractmethod
     async def complete(
         self,
         messages: list[dict[str, Any]],
@@ -105,4 +107,3 @@ class ModelClient:
         reply still holds the whole message). `response_format`: the shape of the answer, in
         OpenAI's structured-output form. `force_tool`: a tool the model must call.
         """
-        raise NotImplementedError

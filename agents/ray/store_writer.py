@@ -12,6 +12,7 @@ module names only the columns it writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
 from typing import Any
@@ -123,6 +124,15 @@ class StoreWriter:
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
         return dialect.insert(target)
+
+    async def close(self) -> None:
+        """Stop writing and close the store's connections (what is queued is dropped)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._engine.dispose()
 
     async def load(self, run_id: str) -> tuple[dict[str, dict[str, Step]], int]:
         """A run's recorded steps by invocation and key, and its highest stored event id."""

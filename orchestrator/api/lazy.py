@@ -34,10 +34,11 @@ A2A_CARD_PATH = "/.well-known/agent-card.json"
 Current = Callable[[], Awaitable[RunService]]
 
 
-class _Built:
-    """Builds its routes once, on the first call of `routes()`; concurrent callers wait for it."""
+class _Routes:
+    """Routes built once by `build`, on the first request; concurrent requests wait for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, build: Callable[[], Awaitable[dict[str, ASGIApp]]]) -> None:
+        self._build = build
         self._routes: dict[str, ASGIApp] | None = None
         self._lock = asyncio.Lock()
 
@@ -48,9 +49,6 @@ class _Built:
                     self._routes = await self._build()
         return self._routes
 
-    async def _build(self) -> dict[str, ASGIApp]:
-        raise NotImplementedError
-
     def endpoint(self, path: str) -> ASGIApp:
         """The ASGI app answering at `path` (once built)."""
         return _Endpoint(self, path)
@@ -59,7 +57,7 @@ class _Built:
 class _Endpoint:
     """An ASGI app (not a function: Starlette would take one for a request handler)."""
 
-    def __init__(self, built: _Built, path: str) -> None:
+    def __init__(self, built: _Routes, path: str) -> None:
         self._built, self._path = built, path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,12 +68,16 @@ def _apps(routes: list[Route]) -> dict[str, ASGIApp]:
     return {route.path: route.app for route in routes}
 
 
-class LazyA2A(_Built):
+class LazyA2A:
     """The agent card (public) and the JSON-RPC endpoint of `orchestrator.a2a`."""
 
     def __init__(self, system: AgentSystem, current: Current, base_url: str, secured: bool):
-        super().__init__()
         self._args = (system, current, base_url, secured)
+        self._routes = _Routes(self._build)
+
+    def endpoint(self, path: str) -> ASGIApp:
+        """The ASGI app answering at `path` (built on the first request)."""
+        return self._routes.endpoint(path)
 
     async def _build(self) -> dict[str, ASGIApp]:
         await asyncio.to_thread(__import__, "orchestrator.a2a")
@@ -87,17 +89,21 @@ class LazyA2A(_Built):
         return routes
 
 
-class LazyMcp(_Built):
+class LazyMcp:
     """Baton's MCP server over streamable HTTP (`orchestrator.mcp.server`).
 
     Its session manager runs from the first request until `close()`.
     """
 
     def __init__(self, current: Current) -> None:
-        super().__init__()
         self._current = current
         self._stop = asyncio.Event()
         self._running: asyncio.Task[None] | None = None
+        self._routes = _Routes(self._build)
+
+    def endpoint(self, path: str) -> ASGIApp:
+        """The ASGI app answering at `path` (built on the first request)."""
+        return self._routes.endpoint(path)
 
     async def _build(self) -> dict[str, ASGIApp]:
         await asyncio.to_thread(__import__, "orchestrator.mcp.server")

@@ -94,7 +94,7 @@ class DurableRuns:
         if not self._engine.logs_steps:
             raise NotResumable("this service's runs keep no step log (an in-memory store)")
         self._executor.refuse_new()
-        reopened = await self._store.reopen(run_id, self._executor.owner, self._lease_s)
+        reopened = await self._store.leases.reopen(run_id, self._executor.owner, self._lease_s)
         if reopened is None:
             raise NotResumable(
                 f"run {run_id!r} is {run.status.value}: only interrupted or failed runs resume "
@@ -115,6 +115,6 @@ class DurableRuns:
         if not self._adopts:
             return
         owner = self._executor.owner
-        for run in await self._store.take_over(owner, lease_s=self._lease_s):
+        for run in await self._store.leases.take_over(owner, lease_s=self._lease_s):
             logger.warning("resuming run %s of a lost instance", run.id)
             self.resume_run(run)

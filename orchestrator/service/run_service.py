@@ -122,10 +122,10 @@ class RunService:
         """Resume (or interrupt) what this instance left unfinished, start agents and leases."""
         reason = "the service restarted while the run was in flight"
         if self._resumes:
-            for run in await self.store.take_over(self.owner, restarted=True):
+            for run in await self.store.leases.take_over(self.owner, restarted=True):
                 logger.warning("resuming run %s (left unfinished by %s)", run.id, self.owner)
                 self.durable.resume_run(run)
-        left = [] if self._resumes else await self.store.interrupt_owned(self.owner, reason)
+        left = [] if self._resumes else await self.store.leases.interrupt_owned(self.owner, reason)
         if left:
             logger.warning("marked %d unfinished runs of %s interrupted", len(left), self.owner)
             self._orphans.add(left, reason)
@@ -189,7 +189,7 @@ class RunService:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.executor.stop()
         await self.events.close()
-        await self.store.interrupt_owned(self.owner, STOPPED)
+        await self.store.leases.interrupt_owned(self.owner, STOPPED)
         self.engine.close()  # before this process leaves Ray
 
     @property
@@ -266,7 +266,7 @@ class RunService:
         if run.finished:
             return run
         if not self.executor.cancel(run_id):
-            await self.store.request_cancel(run_id)
+            await self.store.leases.request_cancel(run_id)
         return await self.get(run_id)
 
 

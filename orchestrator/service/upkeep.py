@@ -80,17 +80,17 @@ async def keep_leases(
     while True:
         try:
             await pending_writes.retry()
-            await store.renew(owner, held())
+            await store.leases.renew(owner, held())
             if take_over is not None:
                 await take_over()
             reason = "the service instance running it stopped responding"
-            lost = await store.interrupt_expired(lease_s, reason) if interrupt_lost else []
+            lost = await store.leases.interrupt_expired(lease_s, reason) if interrupt_lost else []
             if lost:
                 logger.warning("marked %d runs of lost instances interrupted", len(lost))
                 orphans.add(lost, reason)
             if ready.is_set():
                 await orphans.close()
-            for run_id in await store.cancel_requests(owner):
+            for run_id in await store.leases.cancel_requests(owner):
                 cancel(run_id)
         except Exception:
             logger.exception("lease upkeep failed; retrying")

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
 from orchestrator.store.batch import GroupCommit
-from orchestrator.store.ownership import UPDATE_RUN, Ownership
+from orchestrator.store.leases import UPDATE_RUN, Leases
 from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
@@ -145,7 +145,7 @@ def _span_of(row: SpanRow) -> SpanRecord:
     )
 
 
-class RunStore(Ownership):
+class RunStore:
     """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -155,6 +155,8 @@ class RunStore(Ownership):
         self._writes = GroupCommit(engine)
         dialect: Any = postgresql if engine.dialect.name == "postgresql" else sqlite
         self._insert_events = dialect.insert(EVENTS_TABLE).on_conflict_do_nothing()
+        # Which instance owns which run (several may share the store).
+        self.leases = Leases(self._sessions, self._writes)
 
     @classmethod
     async def open(
@@ -244,6 +246,9 @@ class RunStore(Ownership):
         async with self._sessions() as session:
             row = await session.scalar(select(RunRow).where(RunRow.idempotency_key == key))
             return StoredRun.model_validate(row) if row is not None else None
+
+    async def _set(self, run_id: str, **values: Any) -> None:
+        await self._writes.write((UPDATE_RUN, [{"run_id_": run_id, **values}]))
 
     async def start(self, run_id: str) -> None:
         """Mark a run running."""

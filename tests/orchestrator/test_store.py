@@ -153,7 +153,7 @@ async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url:
     await store.start("running")
     await store.add("done", "t", agent=None, system="s", config={})
     await store.finish(_result("done"))
-    assert await store.interrupt_unfinished("service restarted") == 2
+    assert await store.leases.interrupt_unfinished("service restarted") == 2
     statuses = {r.id: (r.status, r.error) for r in (await store.list()).runs}
     assert statuses == {
         "queued": ("interrupted", "service restarted"),

@@ -19,7 +19,7 @@ from orchestrator.store.batch import GroupCommit
 from orchestrator.store.records import StoredRun
 from orchestrator.store.tables import RUNS_TABLE, EventRow, RunRow, SpanRow
 
-__all__ = ["UPDATE_RUN", "Ownership"]
+__all__ = ["UPDATE_RUN", "Leases"]
 
 _UNFINISHED = RunStatus.unfinished()
 # Runs that `reopen` resumes on request: cut off, or failed (a lost part, say).
@@ -30,11 +30,17 @@ _RUN_FINISHED = RunFinished.model_fields["type"].default
 UPDATE_RUN = update(RUNS_TABLE).where(RUNS_TABLE.c.id == bindparam("run_id_"))
 
 
-class Ownership:
-    """The run store's queries about owners (a part of `RunStore`)."""
+class Leases:
+    """Which instance owns which run: the run store's queries about owners (`RunStore.leases`).
 
-    _sessions: async_sessionmaker[Any]
-    _writes: GroupCommit
+    Args:
+        sessions: the store's sessions.
+        writes: the store's group commit (a cancellation request is one write among others).
+    """
+
+    def __init__(self, sessions: async_sessionmaker[Any], writes: GroupCommit) -> None:
+        self._sessions = sessions
+        self._writes = writes
 
     async def renew(self, owner: str, run_ids: list[str]) -> None:
         """Renew `owner`'s lease on its runs in flight."""
