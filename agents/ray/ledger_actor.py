@@ -18,7 +18,7 @@ from agents.core.gc_policy import settle_after_start
 from agents.core.ports import Decision, RunState
 from agents.core.steps import Step, step_number
 from agents.ray.handover import open_batch
-from agents.ray.wire import ApprovalCall, Batch, Commit, RunEnd, RunSettle, unseal
+from agents.ray.wire import ApprovalCall, Batch, Closed, Commit, RunEnd, RunSettle, seal, unseal
 from agents.runtime.ledger import RunLedger
 from tracing import SpanRecord
 
@@ -154,22 +154,28 @@ class LedgerActor:
         self._changed(run_id)
         return self._ledger.spans(run_id) if settle.traced else []
 
-    async def finish(self, sealed: bytes) -> tuple[list[SpanRecord], list[tuple[int, Event]]]:
-        """Add a run's last event and close it (a sealed `RunEnd`, which says how).
+    async def finish(self, sealed: bytes) -> bytes:
+        """Close a run (a sealed `RunEnd`, which says how); the answer is a sealed `Closed`.
 
-        Settled first, when the call asks for it (its spans come back). Returns the spans and
-        the events the store still lacks: with a run store they are stored by now (none, unless
-        writing failed).
+        Settled first, when the call asks for it. With a run store, the run's end (its row's
+        values, `RunEnd.record`, and its spans) is written before the last event is added:
+        whoever sees `run_finished` finds the run recorded. Then the events, written as they
+        come; those the store still lacks (none, unless writing failed) come back.
         """
         end = unseal(sealed, RunEnd)
         run_id = end.run_id
         spans = await self._settle(end.settle) if end.settle is not None else []
+        recorded = False
+        if end.record is not None and self._writer is not None:
+            self._writer.end(run_id, end.record, spans)
+            recorded = await self._writer.sync()
         events = self._ledger.finish(run_id, end.final, end.first, end.returning)
         self._steps.pop(run_id, None)
         self._changed(run_id)
         if self._writer is not None and await self._writer.sync():
-            return spans, []
-        return spans, events
+            events = []
+        back = spans if end.spans_back or not recorded else []
+        return seal(Closed(back, events, recorded))
 
     def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded so far (in this life of the run or before), by key."""

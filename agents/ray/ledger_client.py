@@ -9,7 +9,7 @@ from agents.core.events import ApprovalRequested, Event
 from agents.core.ports import Decision, RunState
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
-from agents.ray.wire import ApprovalCall, Commit, RunEnd, RunSettle, seal
+from agents.ray.wire import ApprovalCall, Closed, Commit, RunEnd, RunSettle, seal, unseal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
@@ -120,21 +120,17 @@ class LedgerClient:
         *,
         first: Event | None = None,
         settle: RunSettle | None = None,
+        record: dict[str, Any] | None = None,
+        spans_back: bool = True,
         returning: bool = True,
-    ) -> tuple[list[SpanRecord], list[tuple[int, Event]]]:
-        """Add the run's last event and close it.
+    ) -> Closed:
+        """Add the run's last event and close it (see `RunEnd` for what each argument asks).
 
         `first`: the run's first event, when it was handed to the entry agent to send with its
-        own (`RayDispatcher.dispatch`); recorded here if it never came. `settle`: settle the
-        run first, in the same call. `returning`: False when the caller keeps no store.
-
-        Returns the run's spans (when settled here) and its events the store still lacks.
+        own (`RayDispatcher.dispatch`); recorded here if it never came.
         """
-        end = RunEnd(run_id, final, settle, first, returning)
-        found: tuple[list[SpanRecord], list[tuple[int, Event]]] = await self._handle.finish.remote(
-            seal(end)
-        )
-        return found
+        end = RunEnd(run_id, final, settle, record, first, spans_back, returning)
+        return unseal(await self._handle.finish.remote(seal(end)), Closed)
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0

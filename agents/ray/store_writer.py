@@ -1,9 +1,11 @@
-"""The ledger's writer: run steps and events go to the run store as they come, in batches.
+"""The ledger's writer: runs' steps, events and ends go to the run store, in batches.
+
+Steps and events as they come; a run's end (the values of its row, and its spans) as it closes.
 
 It runs in the ledger actor (one writer per system, so SQLite sees one writing process for
 them). Writes are batched (group commit): whatever arrived while the previous batch was being
 written goes in the next one. `sync` waits until everything queued before it is stored: the
-barrier before an effect that must not be repeated.
+barrier before an effect that must not be repeated, and before a run's end is announced.
 
 The tables are the run store's (`orchestrator.store.tables`, created by its migrations); this
 module names only the columns it writes.
@@ -17,12 +19,26 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import JSON, Float, Integer, String, column, event, func, select, table
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Float,
+    Integer,
+    String,
+    bindparam,
+    column,
+    event,
+    func,
+    select,
+    table,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
+from tracing import SpanRecord
 
 __all__ = ["StoreWriter"]
 
@@ -45,6 +61,44 @@ _EVENTS = table(
     column("type", String),
     column("data", JSON),
 )
+_SPANS = table(
+    "spans",
+    column("run_id", String),
+    column("span_id", String),
+    column("trace_id", String),
+    column("parent_span_id", String),
+    column("name", String),
+    column("kind", String),
+    column("start_ns", BigInteger),
+    column("end_ns", BigInteger),
+    column("status", String),
+    column("status_message", String),
+    column("attributes", JSON),
+    column("events", JSON),
+    column("resource", JSON),
+)
+_SPAN_COLUMNS = [c.name for c in _SPANS.columns if c.name != "run_id"]
+# How a run ended: the columns of its row that its end sets (`RunEnd.record`).
+_RUNS = table(
+    "runs",
+    column("id", String),
+    column("status", String),
+    column("entry_agent", String),
+    column("routing", JSON),
+    column("output", String),
+    column("error", String),
+    column("input_tokens", Integer),
+    column("output_tokens", Integer),
+    column("model_calls", Integer),
+    column("cost_usd", Float),
+    column("unpriced_calls", Integer),
+    column("started_at", Float),
+    column("finished_at", Float),
+    column("duration_s", Float),
+    column("tree", JSON),
+)
+_END_COLUMNS = frozenset(c.name for c in _RUNS.columns if c.name != "id")
+_UPDATE_RUN = update(_RUNS).where(_RUNS.c.id == bindparam("run_id_"))
 # Rows per statement (SQLite binds at most 32766 parameters).
 _CHUNK = 500
 
@@ -66,6 +120,8 @@ class StoreWriter:
             event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
         self._steps: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
+        self._spans: list[dict[str, Any]] = []
+        self._ends: list[dict[str, Any]] = []
         self._queued = 0  # items ever queued
         self._written = 0  # items ever handled (stored, or given up on)
         self._wake = asyncio.Event()
@@ -82,6 +138,18 @@ class StoreWriter:
         """Queue a numbered event of a run."""
         data = item.model_dump(mode="json")
         self._events.append({"run_id": run_id, "seq": seq, "type": item.type, "data": data})
+        self._queued_one()
+
+    def end(self, run_id: str, values: dict[str, Any], spans: list[SpanRecord]) -> None:
+        """Queue a run's end: the values of its row (`_END_COLUMNS`) and its spans."""
+        if set(values) != _END_COLUMNS:  # the rows of one statement have the same columns
+            odd = sorted(set(values) ^ _END_COLUMNS)
+            raise ValueError(f"a run's end sets exactly its end's columns; not: {', '.join(odd)}")
+        for span in spans:
+            record: dict[str, Any] = dict(span)
+            self._spans.append({"run_id": run_id, **{c: record.get(c) for c in _SPAN_COLUMNS}})
+        self._ends.append({"run_id_": run_id, **values})
+        self._queued += len(spans)
         self._queued_one()
 
     def _queued_one(self) -> None:
@@ -103,23 +171,34 @@ class StoreWriter:
             self._wake.clear()
             steps, self._steps = self._steps, []
             events, self._events = self._events, []
+            spans, self._spans = self._spans, []
+            ends, self._ends = self._ends, []
             try:
-                await self._write(steps, events)
+                await self._write(steps, events, spans, ends)
             except Exception:
                 self._failures += 1
-                logger.exception("the step log could not be written (%d rows)", len(steps))
+                rows = len(steps) + len(events) + len(spans) + len(ends)
+                logger.exception("the run store could not be written (%d rows)", rows)
             async with self._progress:
-                self._written += len(steps) + len(events)
+                self._written += len(steps) + len(events) + len(spans) + len(ends)
                 self._progress.notify_all()
 
-    async def _write(self, steps: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    async def _write(
+        self,
+        steps: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        spans: list[dict[str, Any]],
+        ends: list[dict[str, Any]],
+    ) -> None:
         async with self._engine.begin() as connection:
-            for rows, target in ((steps, _STEPS), (events, _EVENTS)):
+            for rows, target in ((steps, _STEPS), (events, _EVENTS), (spans, _SPANS)):
                 for start in range(0, len(rows), _CHUNK):
                     await connection.execute(
                         self._insert(target).on_conflict_do_nothing(),
                         rows[start : start + _CHUNK],
                     )
+            if ends:
+                await connection.execute(_UPDATE_RUN, ends)
 
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pickle
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import PrivateAttr
 
@@ -37,6 +37,7 @@ __all__ = [
     "ApprovalCall",
     "Arrived",
     "Batch",
+    "Closed",
     "Commit",
     "HostCall",
     "HostReply",
@@ -200,20 +201,38 @@ class RunSettle:
 class RunEnd:
     """`LedgerActor.finish`'s call: the run's last event (`final`); close its event log.
 
-    `settle`: settle the run first (see `RunSettle`), in the same call, and return its spans.
-    `first`: the run's first event, as in `RunSettle` (for a run that was never settled).
-    `returning`: False for a caller that keeps no store (the engine's own runs): no events
-    come back (a chain of 16 sends ~100 back else).
+    `settle`: settle the run first (see `RunSettle`), in the same call. `record`: how the run
+    ended, as the values of its row in the run store; with a store, the ledger writes them and
+    the run's spans there before it announces the end (`final`). `first`: the run's first
+    event, as in `RunSettle` (for a run that was never settled). `spans_back`: the caller wants
+    the run's spans (to export them, or to keep them). `returning`: False for a caller that
+    keeps no store (the engine's own runs): no events come back (a chain of 16 sends ~100 back
+    else).
     """
 
     run_id: str
     final: Event
     settle: RunSettle | None = None
+    record: dict[str, Any] | None = None
     first: Event | None = None
+    spans_back: bool = True
     returning: bool = True
 
 
-Sealable = HostCall | HostReply | Batch | Commit | ApprovalCall | RunSettle | RunEnd
+@dataclass(frozen=True)
+class Closed:
+    """What `LedgerActor.finish` answers.
+
+    The run's spans (when asked for, or when they could not be recorded), its events the store
+    still lacks, and whether the run's end (`RunEnd.record`, and the spans) is in the store.
+    """
+
+    spans: list[SpanRecord]
+    events: list[tuple[int, Event]]
+    recorded: bool
+
+
+Sealable = HostCall | HostReply | Batch | Commit | ApprovalCall | RunSettle | RunEnd | Closed
 
 
 def seal(value: Sealable) -> bytes:

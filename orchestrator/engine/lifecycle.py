@@ -20,7 +20,7 @@ from agents.core.steps import entry_invocation
 from agents.ray.dispatch import RayDispatcher
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
-from agents.ray.wire import RunSettle
+from agents.ray.wire import Closed, RunSettle
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
 from orchestrator.engine.submission import Lineage, Origin
 from orchestrator.system.config import AgentSystem
@@ -29,6 +29,7 @@ from tracing import (
     OtlpExport,
     Redactor,
     SpanCollector,
+    SpanRecord,
     configure_tracing,
     end_workflow,
     extract_context,
@@ -78,6 +79,8 @@ class Engine:
         self._cancelled: set[str] = set()  # active runs asked to stop
         # First events of runs left open (`finish=False`) that `finish` must be sure of.
         self._openings: dict[str, RunStarted] = {}
+        # How to settle runs left open (`finish=False`): what each process counted, and more.
+        self._settling: dict[str, RunSettle] = {}
         self._closed = False  # leaving Ray: no more calls to it from timers
         self._entry_grace_s = entry_grace_s
         self._export = export
@@ -282,14 +285,12 @@ class Engine:
                 self._collector.drain(trace_id),
                 traced=recorded,
             )
-            if not finish:
-                result.spans = await self.ledger.settle(settle)
         finally:
             self._active.discard(run_id)
             self._cancelled.discard(run_id)
             if finish:
                 # No events come back: they stay readable in the ledger (`events`).
-                spans, _ = await self.ledger.finish(
+                closed = await self.ledger.finish(
                     run_id,
                     final_event(result, entry),
                     first=riding,
@@ -297,20 +298,49 @@ class Engine:
                     returning=False,
                 )
                 if result is not None:
-                    result.spans = spans
-            elif riding is not None:
-                self._openings[run_id] = riding
-        if self._export is not None and result.spans:
-            self._export.export(result.spans)
+                    result.spans = closed.spans
+                    self._exported(closed.spans)
+            else:
+                if riding is not None:
+                    self._openings[run_id] = riding
+                if settle is not None:
+                    self._settling[run_id] = settle
         return result
 
-    async def finish(self, run_id: str, final: Event) -> list[tuple[int, Event]]:
-        """Close the event log of a run that `run(..., finish=False)` left open.
+    async def settle(self, run_id: str) -> list[SpanRecord]:
+        """Wait until the last items of a run that `run(..., finish=False)` left open are in.
 
-        Returns its events the store still lacks (see `LedgerClient.finish`).
+        Returns its spans. (For a caller that records the run itself before `finish`: with a
+        run store, `finish(..., record=...)` settles, records and closes in one call.)
         """
-        _, events = await self.ledger.finish(run_id, final, first=self._openings.pop(run_id, None))
-        return events
+        settle = self._settling.pop(run_id, None)
+        return await self.ledger.settle(settle) if settle is not None else []
+
+    async def finish(
+        self, run_id: str, final: Event, record: dict[str, Any] | None = None
+    ) -> Closed:
+        """Close a run that `run(..., finish=False)` left open, settling it first if needed.
+
+        `record`: how the run ended, as the values of its row in the run store: the ledger
+        writes them and the run's spans there (`PoolOptions.store_url`) before it adds `final`,
+        so that whoever sees `run_finished` finds the run recorded. Returns the ledger's answer
+        (`Closed`: whether it recorded the run, the spans it did not, the events the store still
+        lacks); the spans are exported (OTLP) if an export is configured.
+        """
+        closed = await self.ledger.finish(
+            run_id,
+            final,
+            first=self._openings.pop(run_id, None),
+            settle=self._settling.pop(run_id, None),
+            record=record,
+            spans_back=self._export is not None,
+        )
+        self._exported(closed.spans)
+        return closed
+
+    def _exported(self, spans: list[SpanRecord]) -> None:
+        if self._export is not None and spans:
+            self._export.export(spans)
 
     async def _dispatch_entry(
         self,

@@ -18,6 +18,7 @@ from typing import Any
 from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
+from agents.ray.wire import Closed
 from orchestrator.engine import Engine, Lineage, RunResult, Submission
 from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound
@@ -25,7 +26,7 @@ from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
-from orchestrator.store import RunStore, StoredRun
+from orchestrator.store import RunStore, StoredRun, end_values
 from orchestrator.system import AgentSystem
 
 __all__ = ["STOPPED", "STOPPING", "RunExecutor"]
@@ -217,7 +218,6 @@ class RunExecutor:
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": STOPPED}
                 )
-            await record(f"run {run_id}", partial(self.store.finish, result))
         except Exception as exc:
             error = describe_error(exc)
             logger.exception("run %s failed", run_id)
@@ -226,14 +226,32 @@ class RunExecutor:
             # (The tracker may outlive the final record by a moment: `set_waiting` never
             # touches a finished run.)
             await _stop(tracker)
-            # Recorded first, announced after: whoever sees `run_finished` finds the record
-            # (unless the store is unavailable: then it is recorded once the store is back).
             entry = result.entry_agent if result else (request.agent or self.system.entry)
-            final = final_event(result, entry, error)
-            events = await self.engine.finish(run_id, final)
+            closed = await self._close(run_id, result, final_event(result, entry, error))
+            events = closed.events
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
+
+    async def _close(self, run_id: str, result: RunResult | None, final: RunFinished) -> Closed:
+        """Record how the run ended, then announce it (`run_finished`), in that order.
+
+        Whoever sees `run_finished` finds the run recorded (unless the store is unavailable:
+        then it is recorded once the store is back). With a run store the ledger reaches, the
+        ledger records it (its row and spans) in the same call that closes it; an in-memory
+        store is recorded here, once the run has settled, before the ledger closes it.
+        """
+        record = self.pending_writes.write
+        if result is None:  # the run broke off: recorded as failed already
+            return await self.engine.finish(run_id, final)
+        if not self.engine.logs_steps:
+            spans = await self.engine.settle(run_id)
+            await record(f"run {run_id}", partial(self.store.finish, result, spans))
+            return await self.engine.finish(run_id, final)
+        closed = await self.engine.finish(run_id, final, record=end_values(result))
+        if not closed.recorded:  # the store did not take it: kept, made again once it is back
+            await record(f"run {run_id}", partial(self.store.finish, result, closed.spans))
+        return closed
 
     async def _end_unstarted(self, run_id: str, failure: str | None = None) -> None:
         """End a run the engine never had: failed (`failure`), else cancelled or interrupted."""
@@ -243,8 +261,8 @@ class RunExecutor:
         await self.store.end(run_id, status, reason)
         if self._ready.is_set():
             event = RunFinished(status=status, error=reason)
-            _, events = await self.engine.ledger.finish(run_id, event)
-            await self.store.add_events(run_id, events)
+            closed = await self.engine.ledger.finish(run_id, event)
+            await self.store.add_events(run_id, closed.events)
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:

@@ -52,8 +52,8 @@ class Orphans:
                 if events:
                     spans = interrupted_spans(finished, [*events, final], reason)
                     await self._store.add_spans(run_id, spans)
-                _, ended = await self._engine.ledger.finish(run_id, final)
-                await self._store.add_events(run_id, ended)
+                closed = await self._engine.ledger.finish(run_id, final)
+                await self._store.add_events(run_id, closed.events)
             except Exception:
                 logger.exception("could not close the event log of run %s", run_id)
 

@@ -15,6 +15,7 @@ from orchestrator.store.records import (
     RunPage,
     StoredRun,
     absolute_store_url,
+    end_values,
 )
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ __all__ = [
     "RunStore",
     "StoredRun",
     "absolute_store_url",
+    "end_values",
 ]
 
 

@@ -6,11 +6,14 @@ The CLI and the API's schemas use these; only code that opens a store loads the 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
+
+if TYPE_CHECKING:
+    from orchestrator.engine.results import RunResult
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -19,6 +22,7 @@ __all__ = [
     "DuplicateIdempotencyKey",
     "RunPage",
     "StoredRun",
+    "end_values",
 ]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
@@ -105,3 +109,23 @@ def absolute_store_url(store_url: str) -> str | None:
     if not path or path.startswith(":memory:"):
         return None
     return f"{scheme}:///{os.path.abspath(path)}" if not path.startswith("/") else store_url
+
+
+def end_values(result: RunResult) -> dict[str, Any]:
+    """How a run ended, as the values of its row: what its end sets (JSON-ready)."""
+    return {
+        "status": result.status.value,
+        "entry_agent": result.entry_agent,
+        "routing": result.routing.model_dump(mode="json") if result.routing else None,
+        "output": result.output,
+        "error": result.error,
+        "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens,
+        "model_calls": result.usage.model_calls,
+        "cost_usd": result.usage.cost_usd,
+        "unpriced_calls": result.usage.unpriced_calls,
+        "started_at": result.started_at,
+        "finished_at": result.started_at + result.duration_s,
+        "duration_s": result.duration_s,
+        "tree": result.tree.model_dump(mode="json") if result.tree else None,
+    }

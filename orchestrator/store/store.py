@@ -33,6 +33,7 @@ from orchestrator.store.records import (
     DuplicateIdempotencyKey,
     RunPage,
     StoredRun,
+    end_values,
 )
 from orchestrator.store.tables import (
     EVENTS_TABLE,
@@ -267,27 +268,14 @@ class RunStore:
                 .values(status=status)
             )
 
-    async def finish(self, result: RunResult) -> None:
-        """Record how a run ended, with its usage, delegation tree and spans (one transaction)."""
-        values = dict(
-            status=result.status.value,
-            entry_agent=result.entry_agent,
-            routing=result.routing.model_dump(mode="json") if result.routing else None,
-            output=result.output,
-            error=result.error,
-            input_tokens=result.usage.input_tokens,
-            output_tokens=result.usage.output_tokens,
-            model_calls=result.usage.model_calls,
-            cost_usd=result.usage.cost_usd,
-            unpriced_calls=result.usage.unpriced_calls,
-            started_at=result.started_at,
-            finished_at=result.started_at + result.duration_s,
-            duration_s=result.duration_s,
-            tree=result.tree.model_dump(mode="json") if result.tree else None,
-        )
+    async def finish(self, result: RunResult, spans: list[SpanRecord]) -> None:
+        """Record how a run ended, with its usage, delegation tree and spans (one transaction).
+
+        (A service whose ledger reaches this store has the ledger record it: `Engine.finish`.)
+        """
         await self._writes.write(
-            (_INSERT_SPANS, _span_rows(result.run_id, result.spans or [])),
-            (UPDATE_RUN, [{"run_id_": result.run_id, **values}]),
+            (_INSERT_SPANS, _span_rows(result.run_id, spans)),
+            (UPDATE_RUN, [{"run_id_": result.run_id, **end_values(result)}]),
         )
 
     async def end(self, run_id: str, status: RunStatus, error: str) -> None:

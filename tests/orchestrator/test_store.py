@@ -60,7 +60,7 @@ async def test_a_run_round_trips_through_the_store(store_url: str) -> None:
     await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
     assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
     await store.start("r1")
-    await store.finish(_result("r1"))
+    await store.finish(_result("r1"), _result("r1").spans)
     await store.close()
 
     reopened = await RunStore.open(url)  # a new process would see the same
@@ -113,7 +113,7 @@ async def test_runs_written_at_once_each_keep_their_own_record_and_outcome(
     results = [
         _result(run_id).model_copy(update={"output": f"answer {run_id}"}) for run_id in stored
     ]
-    await asyncio.gather(*(store.finish(result) for result in results))
+    await asyncio.gather(*(store.finish(result, result.spans) for result in results))
     await store.close()
 
     reopened = await RunStore.open(store_url)
@@ -131,7 +131,8 @@ async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> 
     store = await RunStore.open(store_url)
     for i in range(5):
         await store.add(f"r{i}", "task", agent=None, system="s", config={})
-        await store.finish(_result(f"r{i}", RunStatus.SUCCEEDED if i % 2 else RunStatus.FAILED))
+        result = _result(f"r{i}", RunStatus.SUCCEEDED if i % 2 else RunStatus.FAILED)
+        await store.finish(result, result.spans)
     page = await store.list(limit=2)
     assert page.total == 5 and [r.id for r in page.runs] == ["r4", "r3"]
     # Usage totals cover every matching run, not only the page's.
@@ -152,7 +153,7 @@ async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url:
     await store.add("running", "t", agent=None, system="s", config={})
     await store.start("running")
     await store.add("done", "t", agent=None, system="s", config={})
-    await store.finish(_result("done"))
+    await store.finish(_result("done"), [])
     assert await store.leases.interrupt_unfinished("service restarted") == 2
     statuses = {r.id: (r.status, r.error) for r in (await store.list()).runs}
     assert statuses == {

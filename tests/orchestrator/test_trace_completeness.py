@@ -69,7 +69,7 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
 
         async def run_and_record(run_id: str) -> RunResult:
             result = await wide_engine.run("fan out", agent="hub", run_id=run_id)
-            await store.finish(result)  # the runs are written concurrently
+            await store.finish(result, result.spans)  # the runs are written concurrently
             return result
 
         results = await asyncio.gather(*(run_and_record(i) for i in ids))
@@ -134,7 +134,7 @@ async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
     try:
         await store.add("huge", "fan out", agent=None, system="huge", config={})
         result = await wide_engine.run("fan out", agent="bighub", run_id="huge")
-        await store.finish(result)
+        await store.finish(result, result.spans)
         kept = await store.spans("huge")
     finally:
         await store.close()

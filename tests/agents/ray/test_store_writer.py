@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from agents.core.events import AgentStarted
+from agents.core.messages import RunStatus
 from agents.core.steps import Step
 from agents.ray.store_writer import StoreWriter
+from orchestrator.engine import RunResult
+from orchestrator.store import end_values
 from orchestrator.store.store import RunStore
+from tracing import SpanRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -60,3 +64,48 @@ async def test_a_write_that_fails_is_said_so_and_the_writer_goes_on(
             await store.close()
     finally:
         await writer.close()
+
+
+async def test_a_run_s_end_is_written_whole_with_its_spans(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(url)
+    await store.add("r", "a task", agent=None, system="s", config={})
+    writer = StoreWriter(url)
+    try:
+        result = RunResult(
+            run_id="r",
+            task="a task",
+            entry_agent="a",
+            status=RunStatus.SUCCEEDED,
+            output="42",
+            started_at=1.0,
+            duration_s=2.0,
+        )
+        span = SpanRecord(
+            trace_id="t" * 32,
+            span_id="s" * 16,
+            parent_span_id=None,
+            name="invoke_workflow baton",
+            kind="INTERNAL",
+            start_ns=1,
+            end_ns=2,
+            status="OK",
+            status_message=None,
+            attributes={"baton.run.id": "r"},
+            events=[],
+            resource={},
+        )
+        writer.end("r", end_values(result), [span])
+        assert await writer.sync()
+        run = await store.get("r")
+        assert run is not None and (run.status, run.output, run.finished_at) == (
+            RunStatus.SUCCEEDED,
+            "42",
+            3.0,
+        )
+        assert await store.spans("r") == [span]
+        with pytest.raises(ValueError, match="its end's columns; not: output"):
+            writer.end("r", {k: v for k, v in end_values(result).items() if k != "output"}, [])
+    finally:
+        await writer.close()
+        await store.close()

@@ -295,9 +295,8 @@ async def test_a_chain_s_handed_back_items_reach_the_ledger_once_in_order_sealed
     sent = a.outbox.sent("r")
     assert sorted(sent.values()) == [2, 3, 4]
     final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
-    spans, events = await asyncio.wait_for(
-        a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0
-    )
+    closed = await asyncio.wait_for(a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0)
+    spans, events = closed.spans, closed.events
     assert len(spans) == 4
     order = [(e.type, e.agent) for _, e in events]
     assert order == [
@@ -340,9 +339,8 @@ async def test_a_caller_s_items_ride_down_with_a_delegation_and_are_recorded_onc
 
     sent = {**entry.outbox.sent("r"), **a.outbox.sent("r"), **b.outbox.sent("r")}
     final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
-    spans, events = await asyncio.wait_for(
-        a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0
-    )
+    closed = await asyncio.wait_for(a.finish("r", final, settle=wire.RunSettle("r", sent)), 3.0)
+    spans, events = closed.spans, closed.events
     assert len(spans) == 3  # a's once
     kinds = sorted((e.type, e.agent) for _, e in events)
     assert kinds == [
