@@ -10,6 +10,7 @@ from typing import Any
 from agents.core.errors import BatonError
 
 __all__ = [
+    "AmbiguousRunId",
     "ApprovalConflict",
     "ApprovalNotFound",
     "IdempotencyConflict",
@@ -42,6 +43,21 @@ class RunNotFound(ServiceError):
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no run {run_id!r}", run_id=run_id)
+
+
+class AmbiguousRunId(ServiceError):
+    """A short run id (a prefix) that names more than one run."""
+
+    status = 400
+    code = "ambiguous_run_id"
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        super().__init__(
+            f"run id {prefix!r} is ambiguous: it begins {', '.join(candidates)}"
+            f"{' and more' if len(candidates) > 2 else ''}; give more of it",
+            run_id=prefix,
+            candidates=candidates,
+        )
 
 
 class IdempotencyConflict(ServiceError):

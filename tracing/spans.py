@@ -6,6 +6,7 @@ nothing, and the process that configures an SDK gets them all.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from tracing import genai
 from tracing.genai import clip, clip_strings
 
 __all__ = [
+    "CANCELLED",
     "TRACER_NAME",
     "ContentOptions",
     "agent_span",
@@ -44,6 +46,23 @@ __all__ = [
 
 TRACER_NAME = "baton"
 _tracer = trace.get_tracer(TRACER_NAME)
+# `error.type` of work cut off before it ended (a run cancelled, or its service stopping).
+CANCELLED = "cancelled"
+
+
+@contextmanager
+def _cut_off_is_an_error(span: Span) -> Iterator[Span]:
+    """A span whose work is cancelled ends with status ERROR and `error.type` cancelled.
+
+    OpenTelemetry marks a span an error only for an `Exception`; a cancellation
+    (`asyncio.CancelledError`, a `BaseException`) would leave it unset, read as a success.
+    """
+    try:
+        yield span
+    except asyncio.CancelledError:
+        if span.is_recording():
+            set_outcome(span, "cancelled before it ended", CANCELLED)
+        raise
 
 
 def span_ids(span: Span) -> dict[str, Any]:
@@ -120,20 +139,23 @@ def workflow_span(
         with trace.use_span(NonRecordingSpan(unsampled)) as span:
             yield span
         return
-    with _tracer.start_as_current_span(
-        attr.WORKFLOW_SPAN,
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        attributes={
-            attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_WORKFLOW,
-            attr.GEN_AI_WORKFLOW_NAME: workflow,
-            attr.BATON_RUN_ID: run_id,
-            attr.GEN_AI_CONVERSATION_ID: run_id,
-            attr.GEN_AI_AGENT_NAME: entry_agent,
-            attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_CHAIN,
-            **({attr.BATON_RUN_EPOCH: epoch} if epoch else {}),
-        },
-    ) as span:
+    with (
+        _tracer.start_as_current_span(
+            attr.WORKFLOW_SPAN,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_WORKFLOW,
+                attr.GEN_AI_WORKFLOW_NAME: workflow,
+                attr.BATON_RUN_ID: run_id,
+                attr.GEN_AI_CONVERSATION_ID: run_id,
+                attr.GEN_AI_AGENT_NAME: entry_agent,
+                attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_CHAIN,
+                **({attr.BATON_RUN_EPOCH: epoch} if epoch else {}),
+            },
+        ) as span,
+        _cut_off_is_an_error(span),
+    ):
         yield span
 
 
@@ -188,12 +210,15 @@ def agent_span(
     agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], parent: Context | None
 ) -> Iterator[Span]:
     """The span of one agent invocation, under `parent` (the caller's, from the carrier)."""
-    with _tracer.start_as_current_span(
-        attr.agent_span_name(agent),
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        attributes=_agent_attributes(agent, actor_id, run_id, chain),
-    ) as span:
+    with (
+        _tracer.start_as_current_span(
+            attr.agent_span_name(agent),
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=_agent_attributes(agent, actor_id, run_id, chain),
+        ) as span,
+        _cut_off_is_an_error(span),
+    ):
         yield span
 
 
@@ -208,23 +233,45 @@ def tool_span(tool: str, call_id: str, *, delegate_to: str | None = None) -> Ite
     }
     if delegate_to is not None:
         attributes[attr.BATON_DELEGATION_TARGET] = delegate_to
-    with _tracer.start_as_current_span(attr.tool_span_name(tool), attributes=attributes) as span:
+    with (
+        _tracer.start_as_current_span(attr.tool_span_name(tool), attributes=attributes) as span,
+        _cut_off_is_an_error(span),
+    ):
         yield span
 
 
 @contextmanager
-def chat_span(model: str) -> Iterator[Span]:
-    """The span of one model call."""
-    provider, sep, _ = model.partition("/")
+def chat_span(
+    name: str,
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    server: tuple[str, int | None] | None = None,
+) -> Iterator[Span]:
+    """The span of one model call: named after the model as configured (`name`).
+
+    `model`, `provider` and `server` say who answers, as the GenAI conventions name them (the
+    model without the provider's prefix); by default, what `provider/model` in `name` says.
+    """
+    if model is None:
+        prefix, sep, rest = name.partition("/")
+        model, provider = (rest, provider or prefix) if sep else (name, provider)
     attributes: dict[str, Any] = {
         attr.GEN_AI_OPERATION_NAME: attr.OP_CHAT,
         attr.GEN_AI_REQUEST_MODEL: model,
     }
-    if sep:
+    if provider:
         attributes[attr.GEN_AI_PROVIDER_NAME] = provider
-    with _tracer.start_as_current_span(
-        attr.chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
-    ) as span:
+    if server is not None:
+        attributes[attr.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attributes[attr.SERVER_PORT] = server[1]
+    with (
+        _tracer.start_as_current_span(
+            attr.chat_span_name(name), kind=SpanKind.CLIENT, attributes=attributes
+        ) as span,
+        _cut_off_is_an_error(span),
+    ):
         yield span
 
 

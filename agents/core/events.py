@@ -165,11 +165,13 @@ class ModelStarted(EventBase):
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        prefix, sep, name = self.model.partition("/")  # as `tracing.chat_span` names them
         self._open(
             spans,
             trace_id,
             attr.chat_span_name(self.model),
-            **{attr.GEN_AI_REQUEST_MODEL: self.model},
+            **{attr.GEN_AI_REQUEST_MODEL: name if sep else self.model},
+            **({attr.GEN_AI_PROVIDER_NAME: prefix} if sep else {}),
         )
 
 

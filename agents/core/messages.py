@@ -111,10 +111,10 @@ class RunContext(BaseModel):
         description="The run replays another run's step log: nothing is done live (no model "
         "call, no tool call); a step missing from the record fails.",
     )
-    fork_from: str | None = Field(
+    fork_from: tuple[str, str] | None = Field(
         default=None,
-        description="A fork from a chosen step: the invocation whose steps from there on run "
-        "live; what it delegates from there on runs live too.",
+        description="A fork from a chosen step: the invocation and the step's key. That step "
+        "runs live, and what follows it; a delegation there runs live all the way down.",
     )
     epoch: int = Field(
         default=0,

@@ -25,6 +25,7 @@ __all__ = [
     "approval_key",
     "child_invocation",
     "entry_invocation",
+    "kept_by_fork",
     "model_key",
     "request_fingerprint",
     "started_key",
@@ -86,6 +87,21 @@ def step_number(key: str) -> int:
     """The model step a key belongs to (`model:3`, `tool:3:call_1`, ... -> 3; 0 if none)."""
     part = key.split(":")[1] if ":" in key else ""
     return int(part) if part.isdigit() else 0
+
+
+def kept_by_fork(key: str, fork_at: str) -> bool:
+    """Whether a fork from the step `fork_at` of an invocation keeps its recorded step `key`.
+
+    A fork keeps what happened before its step and goes live from it. From a model step
+    (`model:3`): the steps before it. From a tool call (`tool:3:call_1`): the model reply that
+    asked for it and the other calls of that step (they did not wait for it), not the call
+    itself (its result, its start, its approval) nor anything after.
+    """
+    number, at = step_number(key), step_number(fork_at)
+    if not fork_at.startswith("tool:") or number != at:
+        return number < at
+    call = fork_at.split(":", 2)[2]
+    return not key.endswith(f":{call}") and not key.startswith(f"{fork_at}:")
 
 
 def request_fingerprint(model: str, messages: list[dict[str, Any]], tools: list[Any]) -> str:

@@ -15,6 +15,7 @@ __all__ = [
     "BUILTIN_PREFIX",
     "CHANGES_STATE",
     "ModelClient",
+    "ModelIdentity",
     "ModelReply",
     "TextSink",
     "ToolCall",
@@ -59,6 +60,7 @@ class ModelReply:
     output_tokens: int = 0
     cost_usd: float | None = None  # None: litellm has no price for this model
     finish_reason: str | None = None
+    response_model: str | None = None  # the model that answered, as the provider names it
 
     def as_message(self) -> dict[str, Any]:
         """The reply as the assistant message of the conversation (OpenAI's shape)."""
@@ -75,10 +77,30 @@ class ModelReply:
         return message
 
 
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Who a model is, as the GenAI conventions name it on a model call's span.
+
+    `model`: the model as its provider names it (no provider prefix); `provider`: the
+    conventions' name of the provider (`openai`, `anthropic`, `aws.bedrock`, ...);
+    `server`: the provider's host and port, when known.
+    """
+
+    model: str
+    provider: str | None = None
+    server: tuple[str, int | None] | None = None
+
+
 class ModelClient(abc.ABC):
     """Anything that answers a chat with text or tool calls (the runtime's seam to models)."""
 
     model: str
+
+    @property
+    def identity(self) -> ModelIdentity:
+        """Who the model is; a `provider/model` string names both."""
+        provider, sep, name = self.model.partition("/")
+        return ModelIdentity(name, provider) if sep else ModelIdentity(self.model)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         """About how many tokens `messages` are for this model."""

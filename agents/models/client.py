@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from typing_extensions import override
 
@@ -13,7 +14,14 @@ import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at
 import litellm
 
 from agents.core.spec import ModelSpec
-from agents.models.base import BUILTIN_PREFIX, ModelClient, ModelReply, TextSink, ToolCall
+from agents.models.base import (
+    BUILTIN_PREFIX,
+    ModelClient,
+    ModelIdentity,
+    ModelReply,
+    TextSink,
+    ToolCall,
+)
 from agents.models.inline import inline_setup, sets_up_inline
 from agents.models.safety import check_model_allowed
 from agents.models.tokenizer import defer_default_tokenizer
@@ -53,6 +61,12 @@ class LiteLLMClient(ModelClient):
         configure_litellm()
         self.model = self.spec.name
         self._inline = sets_up_inline(self.spec.name, self.spec.params)
+        self._identity = _identity(self.spec)
+
+    @property
+    @override
+    def identity(self) -> ModelIdentity:
+        return self._identity
 
     @override
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
@@ -130,6 +144,7 @@ class LiteLLMClient(ModelClient):
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             finish_reason=response.choices[0].finish_reason,
+            response_model=getattr(response, "model", None) or None,
         )
 
     async def _streamed(
@@ -154,3 +169,40 @@ class LiteLLMClient(ModelClient):
             if text:
                 on_text(text)
         return litellm.stream_chunk_builder(chunks, messages=messages)
+
+
+# litellm's names of providers that the GenAI conventions name otherwise.
+_CONVENTION_NAMES = {
+    "bedrock": "aws.bedrock",
+    "bedrock_converse": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "mistral": "mistral_ai",
+    "watsonx": "ibm.watsonx.ai",
+    "xai": "x_ai",
+}
+# Where the best-known providers answer when no `api_base` says otherwise.
+_DEFAULT_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+
+
+def _identity(spec: ModelSpec) -> ModelIdentity:
+    """The model, its provider and its server, as litellm resolves the spec (once per client)."""
+    api_base = spec.params.get("api_base") or spec.params.get("base_url")
+    try:
+        model, provider, _, resolved = litellm.get_llm_provider(
+            model=spec.name, api_base=api_base if isinstance(api_base, str) else None
+        )
+    except Exception:  # a model litellm does not know: as the string names it
+        return ModelIdentity(spec.name)
+    server = None
+    base = resolved or (api_base if isinstance(api_base, str) else None)
+    if base:
+        where = urlsplit(base)
+        if where.hostname:
+            server = (where.hostname, where.port or (443 if where.scheme == "https" else 80))
+    elif provider in _DEFAULT_HOSTS:
+        server = (_DEFAULT_HOSTS[provider], 443)
+    return ModelIdentity(model, _CONVENTION_NAMES.get(provider, provider), server)

@@ -16,7 +16,7 @@ import ray
 from agents.core.events import ApprovalRequested, Event
 from agents.core.gc_policy import settle_after_start
 from agents.core.ports import Decision, RunState
-from agents.core.steps import Step, step_number
+from agents.core.steps import Step, kept_by_fork
 from agents.ray.handover import open_batch
 from agents.ray.wire import ApprovalCall, Batch, Closed, Commit, RunEnd, RunSettle, seal, unseal
 from agents.runtime.ledger import RunLedger
@@ -108,7 +108,7 @@ class LedgerActor:
         first: Event | None = None,
         epoch: int = 0,
         record_of: str | None = None,
-        live_from: tuple[str, int] | None = None,
+        live_from: tuple[str, str] | None = None,
     ) -> None:
         """Start counting a run; `first` is its first event (before any agent's).
 
@@ -125,9 +125,9 @@ class LedgerActor:
                     recorded.setdefault(invocation, {}).update(own)
                 steps = recorded
             if live_from is not None:
-                invocation, number = live_from
+                invocation, fork_at = live_from
                 kept = steps.get(invocation, {})
-                steps[invocation] = {k: s for k, s in kept.items() if step_number(k) < number}
+                steps[invocation] = {k: s for k, s in kept.items() if kept_by_fork(k, fork_at)}
             self._steps[run_id] = steps
             self._ledger.resume(run_id, budget, epoch, top)
         else:

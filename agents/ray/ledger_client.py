@@ -99,7 +99,7 @@ class LedgerClient:
         first: Event,
         epoch: int = 0,
         record_of: str | None = None,
-        live_from: tuple[str, int] | None = None,
+        live_from: tuple[str, str] | None = None,
     ) -> None:
         """Start counting a run, with its first event (awaited: it comes before any agent's).
 

@@ -147,7 +147,7 @@ class ToolRunner:
                     self.spec.name,
                     call.id,
                     child_invocation=child_invocation(inv.id, key),
-                    replay=self._callee_replays(inv),
+                    replay=self._callee_replays(inv, key),
                     history=inv.history,
                 )
                 # Not `asyncio.wait_for`: on Python 3.11 it returns the result of a call that
@@ -169,14 +169,15 @@ class ToolRunner:
                 return ToolOutput(f"error: {describe_error(exc)}", is_error=True)
         raise AssertionError("unreachable")
 
-    def _callee_replays(self, inv: Invocation) -> bool:
-        """Whether an agent this invocation delegates to may find steps of its own recorded.
+    def _callee_replays(self, inv: Invocation, key: str) -> bool:
+        """Whether the agent the call `key` delegates to may find steps of its own recorded.
 
-        In a fork from a chosen step, what the forked invocation delegates once it is live
-        runs live too.
+        In a fork from a chosen step, the delegation made there runs live, and so does what
+        the forked invocation delegates once it is live.
         """
-        if inv.id == inv.ctx.fork_from:
-            return not inv.recorded.diverged
+        fork = inv.ctx.fork_from
+        if fork is not None and inv.id == fork[0]:
+            return key != fork[1] and not inv.recorded.diverged
         return inv.delegation.replay or inv.ctx.epoch > 0
 
     async def _once(

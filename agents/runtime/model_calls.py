@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,7 +82,7 @@ class ModelCaller:
                 error=f"replay: the record has no reply to this request ({key} of "
                 f"{self.spec.name}: the run ended before it, or the request differs)",
             )
-        with chat_span(model.model) as span:
+        with _chat_span(model) as span:
             if fingerprint:
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             if recorded is not None:  # answered before this run was interrupted: reuse it
@@ -101,6 +102,8 @@ class ModelCaller:
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
             if reply.finish_reason:
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [reply.finish_reason])
+            if reply.response_model:
+                span.set_attribute(attr.GEN_AI_RESPONSE_MODEL, reply.response_model)
             if reply.cost_usd is not None:
                 span.set_attribute(attr.BATON_USAGE_COST, reply.cost_usd)
             if self.reporter.capturing(span):
@@ -188,7 +191,7 @@ class ModelCaller:
 
     async def side_call(self, inv: Invocation, model: ModelClient, system: str, text: str) -> str:
         """A model call beside the steps (a judge, a summary): own span, tokens counted."""
-        with chat_span(model.model) as span:
+        with _chat_span(model) as span:
             reply = await model.complete(
                 [{"role": "system", "content": system}, {"role": "user", "content": text}], []
             )
@@ -196,3 +199,9 @@ class ModelCaller:
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
         self.spent(inv, reply)
         return (reply.content or "").strip()
+
+
+def _chat_span(model: ModelClient) -> AbstractContextManager[Any]:
+    """A model call's span, saying who answers as the GenAI conventions name it."""
+    who = model.identity
+    return chat_span(model.model, model=who.model, provider=who.provider, server=who.server)

@@ -58,6 +58,7 @@ class _Exchange:
     state: str = ""
     answer: str = ""
     said: str = ""  # the last status message
+    final: str = ""  # the message of the status that ended the task (an answer without artifact)
     usage: Usage = field(default_factory=Usage)
     status: RunStatus | None = None  # how it ended, when a Baton service said so
     known: asyncio.Event = field(default_factory=asyncio.Event)  # set once task_id is
@@ -143,7 +144,9 @@ class RemoteExchange:
                 inv, RunStatus.FAILED, error=f"{remote.url} ended the stream in state {seen.state}"
             )
         if status == RunStatus.SUCCEEDED:
-            return end(inv, status, output=seen.answer)
+            # The answer is the artifact; an agent may give it as its final message instead
+            # (a2a-sdk's `TaskUpdater.complete(message)`).
+            return end(inv, status, output=seen.answer or seen.final)
         detail = seen.said or seen.state.removeprefix("TASK_STATE_").lower()
         return end(inv, status, error=f"{remote.url}: {detail}")
 
@@ -218,6 +221,8 @@ class RemoteExchange:
     def _said(self, inv: Invocation, seen: _Exchange, status: Any, metadata: Any) -> None:
         text = "".join(p.text for p in status.message.parts) if status.HasField("message") else ""
         seen.said = text or seen.said
+        if seen.state in _ENDED:
+            seen.final = text
         self.reporter.emit(
             inv,
             RemoteUpdate,
@@ -251,11 +256,13 @@ class RemoteExchange:
             exchange.cancel()
         if not seen.task_id or self._a2a is None or seen.state in _ENDED:
             return
-        from a2a.types import CancelTaskRequest
+        from a2a.types import CancelTaskRequest, TaskState
 
         try:
             async with asyncio.timeout(_CANCEL_S):
-                await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))
+                task = await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))
+            # The state the remote side confirms (canceled, or how it ended meanwhile).
+            seen.state = TaskState.Name(task.status.state)
         except Exception as exc:
             logger.warning("could not cancel task %s at %s: %s", seen.task_id, self.remote.url, exc)
 

@@ -49,6 +49,7 @@ def reply_data(reply: ModelReply, fingerprint: str) -> dict[str, Any]:
         "output_tokens": reply.output_tokens,
         "cost_usd": reply.cost_usd,
         "finish_reason": reply.finish_reason,
+        "response_model": reply.response_model,
     }
 
 
@@ -62,6 +63,7 @@ def reply_of(step: Step) -> ModelReply:
         output_tokens=int(data.get("output_tokens", 0)),
         cost_usd=data.get("cost_usd"),
         finish_reason=data.get("finish_reason"),
+        response_model=data.get("response_model"),
     )
 
 

@@ -27,6 +27,7 @@ def check(
             "--offline",
             help="Validate without starting or contacting the MCP servers and remote (A2A) "
             "agents the config names.",
+            metavar="",
         ),
     ] = False,
 ) -> None:

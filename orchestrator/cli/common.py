@@ -34,6 +34,7 @@ __all__ = [
     "load_system",
     "open_export",
     "open_store",
+    "progress",
 ]
 
 app = typer.Typer(
@@ -41,6 +42,14 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
+
+
+def progress() -> Console:
+    """Where progress goes: the terminal that shows the answer, else stderr.
+
+    With stdout piped or redirected, only the answer goes there (`baton run ... | cat`).
+    """
+    return console if console.is_terminal else err
 
 
 def echo(text: str, *, nl: bool = True) -> None:
@@ -115,4 +124,6 @@ async def open_store(url: str) -> RunStore:
         raise typer.Exit(2) from None
 
 
-RunIdArgument = Annotated[str, typer.Argument(help="A run id from `baton runs`.")]
+RunIdArgument = Annotated[
+    str, typer.Argument(help="A run id from `baton runs` (or its first 6 characters or more).")
+]

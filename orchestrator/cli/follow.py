@@ -13,7 +13,7 @@ from rich.status import Status
 
 from agents.core.events import ApprovalRequested, Event, ModelDelta
 from orchestrator.cli.client import ApiError
-from orchestrator.cli.common import console
+from orchestrator.cli.common import progress
 from orchestrator.errors import ServiceError
 
 __all__ = ["Decide", "Display", "follow"]
@@ -54,13 +54,13 @@ class _Text:
         if self._open != delta.invocation:
             self.end()
             self._status.stop()
-            console.print(f"[bold cyan]{delta.agent} ▸[/] ", end="")
+            progress().print(f"[bold cyan]{delta.agent} ▸[/] ", end="")
             self._open = delta.invocation
-        console.print(delta.text, end="", markup=False, highlight=False, soft_wrap=True)
+        progress().print(delta.text, end="", markup=False, highlight=False, soft_wrap=True)
 
     def end(self) -> None:
         if self._open is not None:
-            console.print()
+            progress().print()
             self._open = None
             self._status.start()
 
@@ -71,7 +71,7 @@ def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
         return False, "no one to approve: baton run is not attached to a terminal"
     status.stop()
     try:
-        console.print(
+        progress().print(
             f"[yellow]?[/] {event.agent} wants to call [bold]{event.tool}[/] with {event.arguments}"
         )
         approved = typer.confirm("approve this call?", default=False)
@@ -99,7 +99,7 @@ async def follow(
             if display.events == "verbose" or (
                 display.events == "progress" and event.level == "progress"
             ):
-                console.print(event.describe(), soft_wrap=True)
+                progress().print(event.describe(), soft_wrap=True)
             if isinstance(event, ApprovalRequested):
                 approved, why = _ask_person(event, status)
                 with contextlib.suppress(ServiceError, ApiError):  # decided already: fine

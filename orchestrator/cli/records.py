@@ -10,6 +10,7 @@ import typer
 
 from orchestrator.cli.common import RunIdArgument, app, console, echo, err, open_store
 from orchestrator.cli.report import print_run_view, print_runs, print_trace
+from orchestrator.errors import AmbiguousRunId
 from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun
@@ -24,7 +25,8 @@ def runs(
     agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the page as JSON (the API's run views).")
+        bool,
+        typer.Option("--json", help="Print the page as JSON (the API's run views).", metavar=""),
     ] = False,
 ) -> None:
     """List stored runs, newest first (in a pipe: tab-separated, one line a run)."""
@@ -44,44 +46,40 @@ def runs(
 
 
 @app.command()
-def show(run_id: Annotated[str, typer.Argument(help="A run id from `baton runs`.")]) -> None:
+def show(run_id: RunIdArgument) -> None:
     """Print a stored run: its answer or error, usage, and delegation tree."""
-
-    async def fetch() -> StoredRun | None:
-        store = await open_store(Settings().store_url)
-        try:
-            return await store.get(run_id)
-        finally:
-            await store.close()
-
-    stored = asyncio.run(fetch())
-    if stored is None:
-        err.print(f"no run {run_id!r} in the store", style="red")
-        raise typer.Exit(1)
+    stored, _ = _stored(Settings(), run_id, spans=False)
     print_run_view(console, run_view(stored))
 
 
-def _stored_spans(settings: Settings, run_id: str) -> tuple[StoredRun, list[SpanRecord]]:
-    """A stored run and its spans, or exit 1 saying it is not there."""
+def _stored(
+    settings: Settings, run_id: str, *, spans: bool = True
+) -> tuple[StoredRun, list[SpanRecord]]:
+    """A stored run (by its id, or a prefix of it) and its spans; else exit saying why."""
 
     async def fetch() -> tuple[StoredRun | None, list[SpanRecord]]:
         store = await open_store(settings.store_url)
         try:
-            return await store.get(run_id), await store.spans(run_id)
+            run = await store.find(run_id)
+            return run, await store.spans(run.id) if run is not None and spans else []
         finally:
             await store.close()
 
-    stored, spans = asyncio.run(fetch())
+    try:
+        stored, found = asyncio.run(fetch())
+    except AmbiguousRunId as exc:
+        err.print(str(exc), style="red")
+        raise typer.Exit(2) from None
     if stored is None:
         err.print(f"no run {run_id!r} in the store", style="red")
         raise typer.Exit(1)
-    return stored, spans
+    return stored, found
 
 
 @app.command("trace")
 def trace_(run_id: RunIdArgument) -> None:
     """Print a stored run's span tree with timings, status and tokens."""
-    _, spans = _stored_spans(Settings(), run_id)
+    _, spans = _stored(Settings(), run_id)
     print_trace(console, spans)
 
 
@@ -111,7 +109,7 @@ def diagram(
         err.print(f"--detail must be agents, tools or full, not {detail!r}", style="red")
         raise typer.Exit(2)
     settings = Settings()
-    stored, spans = _stored_spans(settings, run_id)
+    stored, spans = _stored(settings, run_id)
     drawn = sequence_diagram(
         spans, detail=cast("Detail", detail), page=page, title=f"Run {stored.id[:12]}"
     )

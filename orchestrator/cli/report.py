@@ -263,20 +263,27 @@ def print_runs(console: Console, page: RunPage) -> None:
     console.print(table)
 
 
-def print_run_view(console: Console, run: RunView) -> None:
-    """A run: its answer or error in a panel, then usage, routing and the delegation tree."""
+def print_run_view(console: Console, run: RunView, *, answer: bool = True) -> None:
+    """A run: its answer or error in a panel, then usage, routing and the delegation tree.
+
+    `answer=False`: the answer goes elsewhere (stdout, piped): a title line instead of the
+    panel, and the error if the run failed.
+    """
     body = run.output if run.status == RunStatus.SUCCEEDED.value else (run.error or "")
     duration = f" · {run.duration_s:.2f}s" if run.duration_s is not None else ""
-    shown: JSON | Text = Text(body or "(empty)")
-    if run.output_json is not None:  # a structured answer (the entry agent's output_schema)
-        shown = JSON.from_data(run.output_json)
-    console.print(
-        Panel(
-            shown,
-            title=f"run {run.id} · {run.status}{duration}",
-            border_style=_status_style(run.status),
-        )
-    )
+    title = f"run {run.id} · {run.status}{duration}"
+    if not answer:
+        console.print(title, style=_status_style(run.status))
+        if run.status != RunStatus.SUCCEEDED.value and body:
+            console.print(body, style="red", soft_wrap=True)
+    else:
+        shown: JSON | Text = Text(body or "(empty)")
+        if run.output_json is not None:  # a structured answer (the entry agent's output_schema)
+            shown = JSON.from_data(run.output_json)
+            # Long strings wrap inside the panel instead of being cut at its edge.
+            shown.text.no_wrap = False
+            shown.text.overflow = "fold"
+        console.print(Panel(shown, title=title, border_style=_status_style(run.status)))
     console.print(f"task: {run.task}", style="dim", soft_wrap=True)
     if run.routing is not None:
         console.print(
@@ -285,10 +292,11 @@ def print_run_view(console: Console, run: RunView) -> None:
         )
     usage = run.usage
     if run.tree is not None:
+        calls = f"{usage.model_calls} model call{'' if usage.model_calls == 1 else 's'}"
         console.print(
             Group(
                 Text(
-                    f"delegation tree · {usage.model_calls} model calls · tokens "
+                    f"delegation tree · {calls} · tokens "
                     f"{usage.input_tokens} in / {usage.output_tokens} out{_cost(usage)}",
                     style="bold",
                 ),

@@ -25,6 +25,7 @@ from orchestrator.cli.common import (
     load_system,
     open_export,
     open_store,
+    progress,
 )
 from orchestrator.cli.discovery import find_server
 from orchestrator.cli.follow import QUIET, Display, follow
@@ -81,7 +82,7 @@ async def _run_here(
         async def decide(call_id: str, approved: bool, why: str) -> object:
             return await service.approvals.decide(await service.get(run.id), call_id, approved, why)
 
-        with console.status("starting Ray and the agents…") as status:
+        with progress().status("starting Ray and the agents…") as status:
             await follow(events(), status, display, decide)
         return run_view(await service.get(run.id))
 
@@ -100,7 +101,7 @@ async def _run_there(
             async def decide(call_id: str, approved: bool, why: str) -> object:
                 return await client.decide(run["id"], call_id, approved, why)
 
-            with console.status("running…") as status:
+            with progress().status("running…") as status:
                 await follow(client.events(run["id"]), status, display, decide)
             return RunView.model_validate(await client.get(run["id"]))
         except ApiError as exc:
@@ -131,22 +132,32 @@ def run(
     local: Annotated[
         bool,
         typer.Option(
-            "--local", help="Run here even when a `baton serve` of this config and store runs."
+            "--local",
+            help="Run here even when a `baton serve` of this config and store runs.",
+            metavar="",
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run as JSON.", metavar="")
+    ] = False,
     verbose: Annotated[
         bool,
         typer.Option(
-            "--verbose", "-v", help="Show every event (model calls, tools), not only agents'."
+            "--verbose",
+            "-v",
+            help="Show every event (model calls, tools), not only agents'.",
+            metavar="",
         ),
     ] = False,
     stream: Annotated[
         bool,
-        typer.Option(help="Print the entry agent's answer as its model writes it."),
+        typer.Option(help="Print the entry agent's answer as its model writes it.", metavar=""),
     ] = True,
     stream_all: Annotated[
-        bool, typer.Option("--stream-all", help="Print every agent's model text as it comes.")
+        bool,
+        typer.Option(
+            "--stream-all", help="Print every agent's model text as it comes.", metavar=""
+        ),
     ] = False,
 ) -> None:
     """Run a task and print the answer and the delegation tree.
@@ -207,9 +218,12 @@ def resume(
         str | None,
         typer.Option(help="Resume it on the Baton service at this URL (default: $BATON_SERVER)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run as JSON.", metavar="")
+    ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show every event, not only agents'.")
+        bool,
+        typer.Option("--verbose", "-v", help="Show every event, not only agents'.", metavar=""),
     ] = False,
 ) -> None:
     """Resume an interrupted or failed run from its step log, and follow it to its end.
@@ -245,13 +259,16 @@ def replay(
         str | None,
         typer.Option(help="Replay it on the Baton service at this URL (default: $BATON_SERVER)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the new run as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the new run as JSON.", metavar="")
+    ] = False,
     fork: Annotated[
         bool,
         typer.Option(
             "--fork",
             help="Go on live from the first step whose request differs from the record (the "
             "config changed: a new instruction or model), instead of failing there.",
+            metavar="",
         ),
     ] = False,
     from_span: Annotated[
@@ -262,6 +279,14 @@ def replay(
             "a tool call or an agent: the span ids of GET /v1/runs/ID/trace).",
         ),
     ] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="Replay here even when a `baton serve` of this config and store runs.",
+            metavar="",
+        ),
+    ] = False,
 ) -> None:
     """Execute a finished run again from its step log, and compare it with the original.
 
@@ -275,13 +300,19 @@ def replay(
         err.print("--from needs --fork", style="red")
         raise typer.Exit(2)
     server = server or settings.server
+    system = None if server else load_system(config, settings)
+    if system is not None and not local:  # a running `baton serve` of this team and store
+        server = find_server(system, settings.store_url, settings.api_key is not None)
+        if server and not as_json:
+            err.print(f"using the baton serve running at {server} (--local: replay here)")
     if server:
         view = asyncio.run(
             _run_there(server, settings.api_key, lambda c: c.replay(run_id, fork, from_span), QUIET)
         )
-        texts = asyncio.run(_diagrams_there(server, settings.api_key, [run_id, view.id]))
+        original = view.replay_of or run_id  # (the run may have been named by a prefix)
+        texts = asyncio.run(_diagrams_there(server, settings.api_key, [original, view.id]))
     else:
-        system = load_system(config, settings)
+        assert system is not None
 
         async def start(service: RunService) -> StoredRun:
             try:
@@ -291,7 +322,8 @@ def replay(
                 raise typer.Exit(2) from None
 
         view = asyncio.run(_run_here(settings, system, start, QUIET))
-        texts = asyncio.run(_stored_diagrams(settings, [run_id, view.id]))
+        original = view.replay_of or run_id
+        texts = asyncio.run(_stored_diagrams(settings, [original, view.id]))
     if as_json:
         echo(view.model_dump_json(indent=2))
     else:
@@ -329,6 +361,10 @@ async def _diagrams_there(server: str, api_key: str | None, run_ids: list[str]) 
 def _print_and_exit(view: RunView, as_json: bool) -> None:
     if as_json:
         echo(view.model_dump_json(indent=2))
-    else:
+    elif console.is_terminal:
         print_run_view(console, view)
+    else:  # piped: the answer alone on stdout, how the run went on stderr
+        print_run_view(err, view, answer=False)
+        if view.status == "succeeded":
+            echo(view.output or "")
     raise typer.Exit(0 if view.status == "succeeded" else 1)

@@ -220,7 +220,7 @@ class Engine:
             stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,
-            fork_from=lineage.fork_from[0] if lineage.fork_from else None,
+            fork_from=lineage.fork_from,
         )
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None

@@ -72,13 +72,14 @@ class Lineage:
             tool call (a step the log lacks fails) ...
         fork: ... unless a fork: it goes on live from the first step the log lacks or whose
             request differs (the config changed since).
-        fork_from: a fork from a chosen step (an invocation and a model step): live from there.
+        fork_from: a fork from a chosen step (an invocation and the step's key): live from
+            there (`agents.core.steps.kept_by_fork` says what is kept).
     """
 
     epoch: int = 0
     replay_of: str | None = None
     fork: bool = False
-    fork_from: tuple[str, int] | None = None
+    fork_from: tuple[str, str] | None = None
 
     @property
     def replay_only(self) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-from agents.core.steps import step_number
 from orchestrator.engine import Engine, Lineage, Submission
 from orchestrator.errors import NotReplayable, NotResumable
 from orchestrator.service.executor import RunExecutor
@@ -51,6 +50,7 @@ class DurableRuns:
             Overloaded: too many runs in flight and queued.
         """
         original = await self._executor.get(run_id)
+        run_id = original.id  # (it may have been named by a prefix)
         if not self._engine.logs_steps:
             raise NotReplayable("this service's runs keep no step log (an in-memory store)")
         if not original.finished:
@@ -69,8 +69,8 @@ class DurableRuns:
             self._executor.start(new_id, request, lineage)
         return run
 
-    async def _step_of(self, run_id: str, span_id: str) -> tuple[str, int]:
-        """The step a span of a run stands for (its invocation and model step): a fork point."""
+    async def _step_of(self, run_id: str, span_id: str) -> tuple[str, str]:
+        """The step a span of a run stands for (its invocation and the step's key): a fork point."""
         spans = await self._store.spans(run_id)
         span = next((s for s in spans if s["span_id"] == span_id), None)
         step = str(span["attributes"].get(BATON_STEP, "")) if span is not None else ""
@@ -82,7 +82,7 @@ class DurableRuns:
                 run_id=run_id,
                 span_id=span_id,
             )
-        return invocation, step_number(key)
+        return invocation, key
 
     async def resume(self, run_id: str) -> StoredRun:
         """Resume an interrupted or failed run here (or one a dead service left), from its log.
@@ -91,6 +91,7 @@ class DurableRuns:
             NotResumable: the run is in flight or ended otherwise, or runs keep no step log.
         """
         run = await self._executor.get(run_id)
+        run_id = run.id  # (it may have been named by a prefix)
         if not self._engine.logs_steps:
             raise NotResumable("this service's runs keep no step log (an in-memory store)")
         self._executor.refuse_new()

@@ -100,8 +100,15 @@ class RunExecutor:
             raise NotReady(self.startup_error)
 
     async def get(self, run_id: str) -> StoredRun:
-        """A stored run, or `RunNotFound`."""
-        run = await self.store.get(run_id)
+        """A stored run by its id, or by a prefix that names one run (as git's short hashes).
+
+        The UI shows 12 characters; see `RunStore.find`.
+
+        Raises:
+            RunNotFound: no run has this id, or an id beginning with it.
+            AmbiguousRunId: several do.
+        """
+        run = await self.store.find(run_id)
         if run is None:
             raise RunNotFound(run_id)
         return run

@@ -265,9 +265,9 @@ class RunService:
         run = await self.get(run_id)
         if run.finished:
             return run
-        if not self.executor.cancel(run_id):
-            await self.store.leases.request_cancel(run_id)
-        return await self.get(run_id)
+        if not self.executor.cancel(run.id):
+            await self.store.leases.request_cancel(run.id)
+        return await self.get(run.id)
 
 
 def _replay(existing: StoredRun, digest: str) -> StoredRun:

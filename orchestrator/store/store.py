@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
+from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.leases import UPDATE_RUN, Leases
 from orchestrator.store.records import (
@@ -119,6 +120,10 @@ _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
 
 _INSERT_RUN = insert(RUNS_TABLE)
 _INSERT_SPANS = insert(SPANS_TABLE)
+
+
+# The shortest prefix of a run id that names the run (the UI shows 12 characters).
+MIN_SHORT_ID = 6
 
 
 def _span_rows(run_id: str, spans: list[SpanRecord]) -> list[dict[str, Any]]:
@@ -334,6 +339,34 @@ class RunStore:
                 {c: getattr(row, c) for c in ("invocation", "key", "kind", "epoch", "at", "data")}
                 for row in rows
             ]
+
+    async def find(self, run_id: str) -> StoredRun | None:
+        """A run by its id, or by a prefix that names one run (as git's short hashes); or None.
+
+        A prefix has at least `MIN_SHORT_ID` characters.
+
+        Raises:
+            AmbiguousRunId: the prefix names several runs.
+        """
+        run = await self.get(run_id)
+        if run is not None or len(run_id) < MIN_SHORT_ID:
+            return run
+        found = await self.ids_beginning(run_id)
+        if len(found) > 1:
+            raise AmbiguousRunId(run_id, found)
+        return await self.get(found[0]) if found else None
+
+    async def ids_beginning(self, prefix: str, limit: int = 3) -> list[str]:
+        """The ids of the runs whose id begins `prefix` (at most `limit`), in order."""
+        # A range on the primary key (ids are hex): an index range scan, on any database.
+        query = (
+            select(RUNS_TABLE.c.id)
+            .where(RUNS_TABLE.c.id >= prefix, RUNS_TABLE.c.id < prefix + "~")
+            .order_by(RUNS_TABLE.c.id)
+            .limit(limit)
+        )
+        async with self._engine.connect() as connection:
+            return [str(row[0]) for row in await connection.execute(query)]
 
     async def get(self, run_id: str) -> StoredRun | None:
         """A run by id, or None."""

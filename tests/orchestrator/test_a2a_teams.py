@@ -165,6 +165,11 @@ async def test_cancelling_a_run_cancels_the_task_it_gave_another_system(
             break
         await asyncio.sleep(0.1)
     assert status == "cancelled"
+    # A's trace says what became of B's task: cancelled, as B confirmed, not still working.
+    trace_a = await get(a.url, f"/v1/runs/{run_id}/trace")
+    [remote] = [s for s in spans(trace_a["spans"]) if s["name"] == "invoke_agent team_b"]
+    assert remote["attributes"]["baton.a2a.state"] == "TASK_STATE_CANCELED"
+    assert (remote["status"], remote["attributes"]["error.type"]) == ("ERROR", "cancelled")
 
 
 @pytest.mark.anyio

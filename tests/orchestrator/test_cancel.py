@@ -37,16 +37,23 @@ async def test_cancelling_mid_run_stops_it_and_keeps_its_spans(api: str) -> None
                 assert data["status"] == "cancelled"
         stored = (await client.get(f"/v1/runs/{run['id']}")).json()
         trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
+        diagram = (await client.get(f"/v1/runs/{run['id']}/diagram?detail=tools")).text
     assert "tool_started" in seen and seen[-1] == "run_finished"
     assert stored["status"] == "cancelled"
     assert stored["duration_s"] < 3  # the 3 s tool was cut short
 
-    def names(nodes: list[dict[str, Any]]) -> list[str]:
-        return [n["name"] for n in nodes] + [m for n in nodes for m in names(n["children"])]
+    def flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [*nodes, *(m for n in nodes for m in flat(n["children"]))]
 
-    assert {"invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"} <= set(
-        names(trace["spans"])
-    )
+    spans = {s["name"]: s for s in flat(trace["spans"])}
+    assert {"invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"} <= set(spans)
+    # What was cut off looks cut off, in the trace and in the diagram: never a success.
+    for name in ("invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"):
+        span = spans[name]
+        assert (span["status"], span["attributes"].get("error.type")) == ("ERROR", "cancelled"), (
+            name
+        )
+    assert "cancelled ·" in diagram and "ok ·" not in diagram
 
 
 async def test_runs_cancelled_as_soon_as_they_are_accepted_end_cancelled(api: str) -> None:

@@ -83,18 +83,21 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
     finally:
         receiver.close()
     assert done.returncode == 0, done.stderr
-    out = done.stdout
-    assert "succeeded" in out and "calculate: 4" in out
+    # Its output is piped: the answer alone on stdout, everything else on stderr.
+    answer, told = done.stdout, done.stderr
+    assert answer.startswith("Answer to: Research the history of Ray") and "calculate: 4" in answer
+    assert "→" not in answer and "delegation tree" not in answer
+    assert "succeeded" in told
     for agent in ("coordinator", "researcher", "fact_checker", "analyst"):
-        assert f"✓ {agent}" in out
-    assert "2 model calls" in out and "tokens" in out
+        assert f"✓ {agent}" in told
+    assert "2 model calls" in told and "tokens" in told
     # Progress streamed while the run went on.
-    assert "→ researcher (from coordinator)" in out
-    assert "→ fact_checker (from researcher)" in out
-    assert "analyst asks baton/offline (step 1)" in out  # --verbose: every event
+    assert "→ researcher (from coordinator)" in told
+    assert "→ fact_checker (from researcher)" in told
+    assert "analyst asks baton/offline (step 1)" in told  # --verbose: every event
     # The entry agent's answer as its model wrote it (sub-agents' text: only with --stream-all).
-    assert "coordinator ▸ Answer to: Research the history of Ray" in out
-    assert "researcher ▸" not in out
+    assert "coordinator ▸ Answer to: Research the history of Ray" in told
+    assert "researcher ▸" not in told
     assert asyncio.run(_lost_run_left_alone(store_url))
 
     # The run is in the store: `baton runs` lists it and `baton show` prints its tree.
@@ -260,5 +263,14 @@ def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
     # Its warm agents ran the task: no Ray or agents started here.
     assert f"using the baton serve running at {api}" in done.stderr
     assert "calculate: 42" in done.stdout
-    [run_id] = re.findall(r"run ([0-9a-f]{32}) · succeeded", done.stdout)
+    [run_id] = re.findall(r"run ([0-9a-f]{32}) · succeeded", done.stderr)
     assert httpx.get(f"{api}/v1/runs/{run_id}").json()["status"] == "succeeded"
+    # `baton replay` finds the same server, and takes the short id the UI shows.
+    replayed = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "replay", run_id[:12],
+         "--config", str(service_dir / "svc.yaml")],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr + replayed.stdout
+    assert f"using the baton serve running at {api}" in replayed.stderr
+    assert f"reproduced: the same diagram as run {run_id[:12]}" in replayed.stdout

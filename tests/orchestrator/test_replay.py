@@ -24,7 +24,8 @@ async def test_a_replay_reproduces_a_run_from_its_record_without_calling_anythin
     first = (await submit(api, {"task": "calculate 6 * 7", "agent": "coordinator"})).json()
     original = await _answer(api, first["id"])
     async with httpx.AsyncClient(base_url=api, timeout=30) as client:
-        answer = await client.post(f"/v1/runs/{first['id']}/replay")
+        # Named by the 12 characters the UI shows, as git's short hashes.
+        answer = await client.post(f"/v1/runs/{first['id'][:12]}/replay")
         assert answer.status_code == 202, answer.text
         replay_id = answer.json()["id"]
         assert answer.json()["replay_of"] == first["id"]
@@ -178,3 +179,83 @@ async def test_a_fork_from_a_chosen_step_goes_live_there(api: str) -> None:
     assert from_start["status"] == "succeeded"
     assert replayed("coordinator", from_start_spans) == [False, False]
     assert replayed("analyst", from_start_spans) == [False, False]
+
+
+PARALLEL = """
+name: parallel
+agents:
+  - name: lead
+    delegates: [left, right]
+    model:
+      name: baton/scripted
+      params:
+        calls_file: "{calls}/lead.txt"
+        replies:
+          - tool_calls:
+              - {{name: delegate_to_left, arguments: {{task: the left side}}}}
+              - {{name: delegate_to_right, arguments: {{task: the right side}}}}
+          - {{content: both sides done}}
+  - name: left
+    description: The left side.
+    model: {{name: baton/offline, params: {{calls_file: "{calls}/left.txt"}}}}
+  - name: right
+    description: The right side.
+    model: {{name: baton/offline, params: {{calls_file: "{calls}/right.txt"}}}}
+"""
+
+
+async def test_a_fork_from_a_delegation_keeps_everything_before_it_and_runs_it_live(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    # lead asks left and right at once (one model step); a fork from the delegation to right
+    # keeps lead's model reply that asked for it and the left branch (they did not wait for
+    # it) from the record, and runs right live, and what lead does after it.
+    from orchestrator.engine import Engine
+    from orchestrator.store import absolute_store_url
+    from tests.testkit import config
+
+    store_url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    store = await RunStore.open(store_url)
+    engine = Engine(
+        config(PARALLEL.format(calls=tmp_path)),
+        PoolOptions(namespace="baton-tests", store_url=absolute_store_url(store_url)),
+    )
+
+    def calls(agent: str) -> int:
+        path = tmp_path / f"{agent}.txt"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    try:
+        engine.start()
+        for run_id in ("parent", "fork"):
+            await store.add(run_id, "both sides", agent=None, system="parallel", config={})
+        parent = await engine.run("both sides", run_id="parent")
+        assert parent.status == RunStatus.SUCCEEDED, parent.error
+        before = {agent: calls(agent) for agent in ("lead", "left", "right")}
+        [to_right] = [s for s in parent.spans if s["name"] == "execute_tool delegate_to_right"]
+        invocation, _, key = str(to_right["attributes"]["baton.step"]).partition("/")
+        fork = await engine.run(
+            "both sides",
+            run_id="fork",
+            lineage=Lineage(replay_of="parent", fork=True, fork_from=(invocation, key)),
+        )
+    finally:
+        engine.stop()
+        await store.close()
+    assert fork.status == RunStatus.SUCCEEDED, fork.error
+    live = {agent: calls(agent) - before[agent] for agent in ("lead", "left", "right")}
+    # lead's first reply and the left branch came from the record; right ran again, live, and
+    # lead's answer after it.
+    assert live == {"lead": 1, "left": 0, "right": before["right"]}, live
+
+    def replayed(agent: str) -> list[bool]:
+        by_id = {s["span_id"]: s for s in fork.spans}
+        return [
+            bool(s["attributes"].get("baton.step.replayed"))
+            for s in fork.spans
+            if s["name"].startswith("chat ")
+            and by_id[s["parent_span_id"]]["name"] == f"invoke_agent {agent}"
+        ]
+
+    assert replayed("lead") == [True, False]
+    assert all(replayed("left")) and not any(replayed("right"))

@@ -9,6 +9,7 @@ import pytest
 
 from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.engine.lifecycle import RunResult
+from orchestrator.errors import AmbiguousRunId
 from orchestrator.store import DEFAULT_POOL_SIZE, RunStore
 
 pytestmark = pytest.mark.anyio
@@ -256,5 +257,25 @@ async def test_a_store_in_memory_opens_with_its_one_connection() -> None:
     try:
         await store.add("r1", "t", agent=None, system="s", config={})
         assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
+    finally:
+        await store.close()
+
+
+async def test_a_run_is_found_by_a_prefix_of_its_id_unless_it_is_ambiguous_or_short(
+    store_url: str,
+) -> None:
+    store = await RunStore.open(store_url)
+    try:
+        for run_id in ("abcdef0123456789", "abcdef0199999999", "fedcba0000000000"):
+            await store.add(run_id, "a task", agent=None, system="s", config={})
+        found = await store.find("fedcba00")
+        assert found is not None and found.id == "fedcba0000000000"
+        found = await store.find("abcdef012")  # one run begins so
+        assert found is not None and found.id == "abcdef0123456789"
+        with pytest.raises(AmbiguousRunId) as ambiguous:
+            await store.find("abcdef01")
+        assert "abcdef0123456789, abcdef0199999999" in str(ambiguous.value)
+        assert await store.find("fedcb") is None  # under six characters: only a whole id
+        assert await store.find("0123456") is None  # no run begins so
     finally:
         await store.close()
