@@ -33,6 +33,7 @@ __all__ = [
     "RunRequest",
     "RunSubmission",
     "RunView",
+    "ServiceView",
     "SpanNode",
     "TopologyView",
     "TraceView",
@@ -336,6 +337,17 @@ class AgentsView(BaseModel):
     system: str
     agents: list[AgentView]
     topology: TopologyView
+
+
+class ServiceView(BaseModel):
+    """What this service is: its team, its Baton, and where its runs' traces go."""
+
+    system: str = Field(description="The agent system it serves (its config's `name`).")
+    version: str = Field(description="Baton's version.")
+    instance: str = Field(description="Names this service instance in the run store.")
+    trace_export: str | None = Field(
+        description="Where it exports each run's spans over OTLP/HTTP (null: it does not)."
+    )
 
 
 class Health(BaseModel):

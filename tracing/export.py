@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -65,7 +66,15 @@ def readable_span(record: SpanRecord, resources: dict[Any, Resource] | None = No
 class OtlpExport:
     """Hands finished runs' spans to an exporter, batched, off the caller's path."""
 
-    def __init__(self, exporter: SpanExporter, *, schedule_delay_millis: float = 500) -> None:
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        destination: str = "",
+        schedule_delay_millis: float = 500,
+    ) -> None:
+        """`destination`: where the spans go, as people are told (no credentials in it)."""
+        self.destination = destination
         self._processor = BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_millis)
 
     def export(self, records: Iterable[SpanRecord]) -> None:
@@ -114,4 +123,15 @@ def otlp_export_from_env(environ: Mapping[str, str]) -> OtlpExport | None:
         )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OtlpExport(OTLPSpanExporter())
+    return OtlpExport(OTLPSpanExporter(), destination=_destination(environ))
+
+
+def _destination(environ: Mapping[str, str]) -> str:
+    """The traces endpoint the exporter sends to, without credentials or query."""
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if not endpoint:
+        endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").rstrip("/") + "/v1/traces"
+    where = urlsplit(endpoint.strip())
+    host = where.hostname or ""
+    port = f":{where.port}" if where.port else ""
+    return f"{where.scheme}://{host}{port}{where.path}" if where.scheme else endpoint

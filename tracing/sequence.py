@@ -154,7 +154,8 @@ class _Builder:
             steps += self.steps(entry, agent)
             tail.add(self.returning(entry, agent, orch))
         if not root.open:
-            status = "failed" if root.failed else "done"
+            # How the run ended, in its own word (cancelled, guardrail_tripped, ...).
+            status = str(root.attrs.get(attr.ERROR_TYPE) or "failed") if root.failed else "done"
             tail.add(
                 self.arrow(orch, client, _Arrow.REPLY, f"{status} · {self.took(root)}", root.span)
             )

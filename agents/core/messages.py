@@ -222,6 +222,11 @@ class AgentResult(BaseModel):
     stops_run: bool = Field(
         default=False, description="A hook ended the whole run here: callers end too."
     )
+    input_kept: str | None = Field(
+        default=None,
+        description="The task with what an input guardrail blocked taken out (None: the task "
+        "was not blocked): what may be recorded of it anywhere.",
+    )
     refusals: list[Refusal] = Field(default_factory=list)
 
     def total_usage(self) -> Usage:

@@ -82,6 +82,7 @@ _SPAN_COLUMNS = [c.name for c in _SPANS.columns if c.name != "run_id"]
 _RUNS = table(
     "runs",
     column("id", String),
+    column("task", String),
     column("status", String),
     column("entry_agent", String),
     column("routing", JSON),

@@ -184,6 +184,10 @@ class AgentRuntime:
                     result = await self._work.run(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
+                if result.input_kept is not None:  # what an input guardrail blocked goes nowhere
+                    kept = genai.text_messages("user", result.input_kept)
+                    reporter.content(span, attr.GEN_AI_INPUT_MESSAGES, kept)
+                    reporter.content(span, attr.INPUT_VALUE, result.input_kept)
                 total = result.usage
                 span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, total.input_tokens)
                 span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, total.output_tokens)

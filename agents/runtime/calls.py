@@ -99,6 +99,11 @@ class ToolRunner:
                 out = await self._guarded(inv, call, key)
                 if target is None and self.reporter.logs_steps(inv):
                     self.reporter.record(inv, key, "tool_result", output_data(out))
+            if out.child is not None and out.child.input_kept is not None:
+                # The callee's input guardrail blocked part of what it was asked: not kept here.
+                kept = json.dumps({"task": out.child.input_kept})
+                self.reporter.content(span, attr.GEN_AI_TOOL_CALL_ARGUMENTS, kept)
+                self.reporter.content(span, attr.INPUT_VALUE, kept)
             self.reporter.content(span, attr.GEN_AI_TOOL_CALL_RESULT, out.content)
             set_outcome(span, out.content[:200] if out.is_error else None, "tool_error")
         if recorded is None:

@@ -36,14 +36,27 @@ def load_callable(path: str) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class Tripped:
-    """A guardrail that stopped something, and why."""
+    """A guardrail that stopped something, why, and what of the text may be kept.
+
+    `kept`: the text with what the guardrail blocked taken out (a regular expression's
+    matches), or a placeholder for all of it (a function's or a judge's verdict). The reason
+    never quotes the blocked text.
+    """
 
     guardrail: str
     stage: str  # input, output, arguments of a tool, result of a tool
     reason: str
+    kept: str = ""
 
     def __str__(self) -> str:
         return f"guardrail {self.guardrail} tripped on the {self.stage}: {self.reason}"
+
+
+def _kept(guard: GuardrailSpec, text: str) -> str:
+    """`text` with what `guard` blocks taken out, said where."""
+    if guard.regex is not None:
+        return re.sub(guard.regex, f"[BLOCKED by guardrail {guard.label}]", text)
+    return f"[BLOCKED by guardrail {guard.label}: the text was not kept]"
 
 
 class Guardrails:
@@ -67,7 +80,7 @@ class Guardrails:
         for guard in getattr(self.spec, stage):
             reason = await self._trips(guard, text, judge)
             if reason is not None:
-                return Tripped(guard.label, stage, reason)
+                return Tripped(guard.label, stage, reason, _kept(guard, text))
         return None
 
     async def tool(
@@ -83,13 +96,13 @@ class Guardrails:
                 continue
             reason = await self._trips(guard, text, judge)
             if reason is not None:
-                return text, Tripped(guard.label, f"{on} of {tool}", reason)
+                return text, Tripped(guard.label, f"{on} of {tool}", reason, _kept(guard, text))
         return text, None
 
     async def _trips(self, guard: GuardrailSpec, text: str, judge: Judge) -> str | None:
-        if guard.regex is not None:
+        if guard.regex is not None:  # (what matched is what must not be repeated anywhere)
             found = re.search(guard.regex, text)
-            return (guard.message or f"matched {found.group(0)[:80]!r}") if found else None
+            return (guard.message or "the text matched its pattern") if found else None
         if guard.judge is not None:
             reason = await judge(guard.judge, text)
             return (guard.message or reason) if reason is not None else None

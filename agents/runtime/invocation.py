@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
+from agents.runtime.guardrails import Tripped
 from agents.runtime.replay import RecordedSteps
 
 __all__ = ["DELEGATION_GRACE_S", "Invocation"]
@@ -37,6 +38,7 @@ class Invocation:
     recorded: RecordedSteps = field(default_factory=RecordedSteps)  # steps of an earlier execution
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
+    blocked: Tripped | None = None  # an output guardrail stopped the model's answer
 
     @property
     def ctx(self) -> RunContext:

@@ -85,9 +85,12 @@ class ToolLoop:
                 return stop
             inv.steps += 1
             request = await self.steering.request(inv, messages)
-            reply_or_stop = await self.caller.call(inv, request)
+            screen = self.steering.screen_answer if self.steering.screens_answers else None
+            reply_or_stop = await self.caller.call(inv, request, screen)
             if isinstance(reply_or_stop, AgentResult):
                 return reply_or_stop
+            if inv.blocked is not None:  # an output guardrail stopped the answer
+                return self.steering.tripped(inv, inv.blocked)
             reply = reply_or_stop
             await self.steering.after_model(inv, reply)
             if not reply.tool_calls:
@@ -95,8 +98,8 @@ class ToolLoop:
                 if contract is not None:
                     value, problem = contract.check(output)
                     output = json.dumps(value) if problem is None else output
-                if problem is None:
-                    return await self.steering.answer(inv, output)
+                if problem is None:  # (screened by the output guardrails as it came)
+                    return self.reporter.end(inv, RunStatus.SUCCEEDED, output=output)
                 assert contract is not None
                 trace.get_current_span().add_event(
                     attr.EVENT_OUTPUT_INVALID, {"problem": problem[:500], "try": sent_back + 1}

@@ -7,7 +7,8 @@ A run submitted with `stream` asks the model to stream; its text goes to followe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,14 +21,18 @@ from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import model_key, request_fingerprint
 from agents.models.base import ModelClient, ModelReply
 from agents.runtime.deltas import Deltas
+from agents.runtime.guardrails import Tripped
 from agents.runtime.hooks import ModelRequest
 from agents.runtime.invocation import Invocation
-from agents.runtime.replay import reply_data, reply_of
+from agents.runtime.replay import blocked_of, reply_data, reply_of
 from agents.runtime.reporting import Reporter
 from tracing import attributes as attr
 from tracing import chat_span, genai, set_outcome, span_ids
 
-__all__ = ["ModelCaller"]
+__all__ = ["ModelCaller", "Screen"]
+
+# What checks a model's final answer before it is recorded (the output guardrails).
+Screen = Callable[[Invocation, str], Awaitable[Tripped | None]]
 
 # How early by the wall clock a timed wait may end (event loops tick in milliseconds).
 _TIMER_SLACK_S = 0.05
@@ -66,8 +71,15 @@ class ModelCaller:
             self._clients[key] = self.models(ModelSpec(name=request.model, params=request.params))
         return self._clients[key]
 
-    async def call(self, inv: Invocation, request: ModelRequest) -> ModelReply | AgentResult:
-        """One model step: the reply, taken from the record or asked now, or how it ended."""
+    async def call(
+        self, inv: Invocation, request: ModelRequest, screen: Screen | None = None
+    ) -> ModelReply | AgentResult:
+        """One model step: the reply, taken from the record or asked now, or how it ended.
+
+        `screen`: the output guardrails, asked about a final answer before it is recorded
+        anywhere (the step log, the span): one that trips leaves only what it keeps of the
+        answer, and says so in `inv.blocked`.
+        """
         ctx = inv.ctx
         key = model_key(inv.steps)
         messages, model = request.messages, self.client(request)
@@ -87,6 +99,7 @@ class ModelCaller:
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
             if recorded is not None:  # answered before this run was interrupted: reuse it
                 reply = reply_of(recorded)
+                inv.blocked = blocked_of(recorded)
                 span.set_attribute(attr.BATON_REPLAYED, True)
             else:
                 self.reporter.emit(
@@ -96,8 +109,13 @@ class ModelCaller:
                 if isinstance(reply_or_stop, AgentResult):
                     return reply_or_stop
                 reply = reply_or_stop
+                if screen is not None and reply.content and not reply.tool_calls:
+                    inv.blocked = await screen(inv, reply.content)
+                    if inv.blocked is not None:
+                        reply = dataclasses.replace(reply, content=inv.blocked.kept)
                 if fingerprint:
-                    self.reporter.record(inv, key, "model", reply_data(reply, fingerprint))
+                    data = reply_data(reply, fingerprint, inv.blocked)
+                    self.reporter.record(inv, key, "model", data)
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, reply.input_tokens)
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, reply.output_tokens)
             if reply.finish_reason:

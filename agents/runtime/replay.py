@@ -13,9 +13,10 @@ from typing import Any
 
 from agents.core.steps import Step
 from agents.models.base import ModelReply, ToolCall
+from agents.runtime.guardrails import Tripped
 from agents.tools.base import ToolOutput
 
-__all__ = ["RecordedSteps", "output_data", "output_of", "reply_data", "reply_of"]
+__all__ = ["RecordedSteps", "blocked_of", "output_data", "output_of", "reply_data", "reply_of"]
 
 
 @dataclass
@@ -39,9 +40,14 @@ class RecordedSteps:
         return None if self.diverged else self.steps.get(key)
 
 
-def reply_data(reply: ModelReply, fingerprint: str) -> dict[str, Any]:
-    """A model reply as recorded."""
-    return {
+def reply_data(
+    reply: ModelReply, fingerprint: str, blocked: Tripped | None = None
+) -> dict[str, Any]:
+    """A model reply as recorded.
+
+    `blocked`: an output guardrail stopped it (its content is what the guardrail kept).
+    """
+    data: dict[str, Any] = {
         "fingerprint": fingerprint,
         "content": reply.content,
         "tool_calls": [[c.id, c.name, c.arguments] for c in reply.tool_calls],
@@ -51,6 +57,24 @@ def reply_data(reply: ModelReply, fingerprint: str) -> dict[str, Any]:
         "finish_reason": reply.finish_reason,
         "response_model": reply.response_model,
     }
+    if blocked is not None:
+        data["blocked"] = {
+            "guardrail": blocked.guardrail,
+            "stage": blocked.stage,
+            "reason": blocked.reason,
+        }
+    return data
+
+
+def blocked_of(step: Step) -> Tripped | None:
+    """The guardrail that stopped a recorded reply, if one did."""
+    found = step.data.get("blocked")
+    if not isinstance(found, dict):
+        return None
+    content = step.data.get("content")
+    return Tripped(
+        str(found["guardrail"]), str(found["stage"]), str(found["reason"]), content or ""
+    )
 
 
 def reply_of(step: Step) -> ModelReply:

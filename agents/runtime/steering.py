@@ -115,21 +115,28 @@ class Steering:
             await self.hooks_call(inv, "after_model", reply)
 
     async def check_task(self, inv: Invocation) -> AgentResult | None:
-        """The input guardrails on the task: how the invocation ends if one trips, else None."""
+        """The input guardrails on the task: how the invocation ends if one trips, else None.
+
+        What the guardrail blocked goes nowhere: the result says what may be kept of the task
+        (`AgentResult.input_kept`), for its span, its caller and the run's record.
+        """
         if self.guardrails:
             task = inv.delegation.task
             tripped = await self.guardrails.check("input", task, self._judge(inv))
             if tripped is not None:
-                return self.tripped(inv, tripped)
+                result = self.tripped(inv, tripped)
+                result.input_kept = tripped.kept
+                return result
         return None
 
-    async def answer(self, inv: Invocation, output: str) -> AgentResult:
-        """The final answer, once the output guardrails have let it through."""
-        if self.guardrails:
-            tripped = await self.guardrails.check("output", output, self._judge(inv))
-            if tripped is not None:
-                return self.tripped(inv, tripped)
-        return self.reporter.end(inv, RunStatus.SUCCEEDED, output=output)
+    @property
+    def screens_answers(self) -> bool:
+        """Whether the agent has output guardrails (`screen_answer`)."""
+        return bool(self.guardrails.spec.output)
+
+    async def screen_answer(self, inv: Invocation, text: str) -> Tripped | None:
+        """The output guardrails on a final answer, before it is recorded anywhere."""
+        return await self.guardrails.check("output", text, self._judge(inv))
 
     def tripped(self, inv: Invocation, tripped: Tripped) -> AgentResult:
         """How an invocation ends when a guardrail trips (noted on the current span)."""

@@ -18,6 +18,7 @@ from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs
+from orchestrator.api.routes import service as service_view
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.render import default_mermaid_dist
 from orchestrator.schemas import ErrorBody
@@ -84,7 +85,7 @@ def create_app(
     if keys.enabled:
         errors[401] = {"model": ErrorBody, "description": "No valid API key."}
     guard = [Depends(caller_guard(keys, limiter))]
-    for module in (runs, approvals, agents):
+    for module in (runs, approvals, agents, service_view):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
     # Operations the document describes and other routes serve (the SSE stream).
     described = APIRouter()

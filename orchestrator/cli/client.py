@@ -107,6 +107,10 @@ class BatonClient:
                 await asyncio.sleep(0.5 * 2**attempt)
         raise AssertionError("unreachable")
 
+    async def service(self) -> dict[str, Any]:
+        """What the service is (`GET /v1/service`): its team, version, trace export."""
+        return await self._json(await self._http.get("/v1/service"))  # type: ignore[no-any-return]
+
     async def get(self, run_id: str) -> dict[str, Any]:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]

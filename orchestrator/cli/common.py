@@ -34,6 +34,7 @@ __all__ = [
     "load_system",
     "open_export",
     "open_store",
+    "otlp_export_asked",
     "progress",
 ]
 
@@ -102,6 +103,14 @@ def load_system(path: Path | None, settings: Settings) -> AgentSystem:
         raise typer.Exit(2) from None
     print_issues(err, system.warnings)
     return system
+
+
+def otlp_export_asked() -> bool:
+    """Whether this process's environment asks for an OTLP export (`OTEL_EXPORTER_OTLP_*`)."""
+    return any(
+        os.environ.get(name)
+        for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
 
 
 def open_export() -> OtlpExport | None:

@@ -25,6 +25,7 @@ from orchestrator.cli.common import (
     load_system,
     open_export,
     open_store,
+    otlp_export_asked,
     progress,
 )
 from orchestrator.cli.discovery import find_server
@@ -73,6 +74,7 @@ async def _run_here(
     await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
     limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
     async with local_service(settings, system, "cli", limits) as service:
+        trace_export = service.engine.trace_export
         run = await start(service)
 
         async def events() -> AsyncIterator[Event | None]:
@@ -84,7 +86,9 @@ async def _run_here(
 
         with progress().status("starting Ray and the agents…") as status:
             await follow(events(), status, display, decide)
-        return run_view(await service.get(run.id))
+        view = run_view(await service.get(run.id))
+    _say_where_the_trace_went(None, trace_export)
+    return view
 
 
 async def _run_there(
@@ -103,7 +107,9 @@ async def _run_there(
 
             with progress().status("running…") as status:
                 await follow(client.events(run["id"]), status, display, decide)
-            return RunView.model_validate(await client.get(run["id"]))
+            view = RunView.model_validate(await client.get(run["id"]))
+            _say_where_the_trace_went(server, (await client.service()).get("trace_export"))
+            return view
         except ApiError as exc:
             err.print(f"{server}: {exc}", style="red")
             raise typer.Exit(2) from None
@@ -356,6 +362,25 @@ async def _stored_diagrams(settings: Settings, run_ids: list[str]) -> list[str]:
 async def _diagrams_there(server: str, api_key: str | None, run_ids: list[str]) -> list[str]:
     async with BatonClient(server, api_key) as client:
         return [await client.diagram(i, detail="full", comparable="true") for i in run_ids]
+
+
+def _say_where_the_trace_went(server: str | None, destination: str | None) -> None:
+    """One line on stderr: where the run's trace was exported over OTLP, or that it was not.
+
+    A run made on a service is exported (or not) by that service, whatever this process's
+    `OTEL_*` variables say.
+    """
+    if destination:
+        by = f" by the service at {server}" if server else ""
+        err.print(f"trace: exported{by} to {destination}", style="dim")
+    elif server:
+        here = " (this process's OTEL_* variables apply to runs made here: --local)"
+        asked = otlp_export_asked()
+        err.print(
+            f"trace: not exported: the service at {server} exports no traces"
+            f"{here if asked else ''}",
+            style="dim",
+        )
 
 
 def _print_and_exit(view: RunView, as_json: bool) -> None:

@@ -124,6 +124,13 @@ class Engine:
         return self._ledger
 
     @property
+    def trace_export(self) -> str | None:
+        """Where runs' spans are exported over OTLP (None: they are not)."""
+        if self._export is None:
+            return None
+        return self._export.destination or "an OTLP endpoint"
+
+    @property
     def logs_steps(self) -> bool:
         """Whether runs keep a step log (and can resume)."""
         return self.options.store_url is not None
@@ -261,6 +268,9 @@ class Engine:
                 tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of, riding)
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
+                # An input guardrail of the entry agent blocked part of the task: the run keeps
+                # only the rest, anywhere it records the task.
+                task = tree.input_kept if tree.input_kept is not None else task
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
             redact = self._collector.redactor
             result = RunResult(

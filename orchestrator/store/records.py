@@ -114,6 +114,7 @@ def absolute_store_url(store_url: str) -> str | None:
 def end_values(result: RunResult) -> dict[str, Any]:
     """How a run ended, as the values of its row: what its end sets (JSON-ready)."""
     return {
+        "task": result.task,  # (as kept: an input guardrail may have blocked part of it)
         "status": result.status.value,
         "entry_agent": result.entry_agent,
         "routing": result.routing.model_dump(mode="json") if result.routing else None,

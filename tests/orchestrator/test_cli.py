@@ -253,6 +253,8 @@ def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
         **os.environ,
         "BATON_STORE_URL": f"sqlite+aiosqlite:///{service_dir / 'api'}.db",  # the server's
         "COLUMNS": "160",
+        # Asked for here, but the run is made on the server, which exports none: said so.
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
     }
     done = subprocess.run(
         [sys.executable, "-m", "orchestrator", "run", "calculate 6 * 7", "--agent", "analyst",
@@ -263,6 +265,8 @@ def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
     # Its warm agents ran the task: no Ray or agents started here.
     assert f"using the baton serve running at {api}" in done.stderr
     assert "calculate: 42" in done.stdout
+    assert f"trace: not exported: the service at {api} exports no traces" in done.stderr
+    assert "OTEL_* variables apply to runs made here" in done.stderr
     [run_id] = re.findall(r"run ([0-9a-f]{32}) · succeeded", done.stderr)
     assert httpx.get(f"{api}/v1/runs/{run_id}").json()["status"] == "succeeded"
     # `baton replay` finds the same server, and takes the short id the UI shows.

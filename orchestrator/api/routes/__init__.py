@@ -1,5 +1,5 @@
 """The API's routers, one module each, assembled by `orchestrator.api.app.create_app`."""
 
-from orchestrator.api.routes import agents, approvals, health, runs
+from orchestrator.api.routes import agents, approvals, health, runs, service
 
-__all__ = ["agents", "approvals", "health", "runs"]
+__all__ = ["agents", "approvals", "health", "runs", "service"]

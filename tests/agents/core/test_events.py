@@ -20,7 +20,7 @@ from agents.core.events import (
     ModelStarted,
 )
 from orchestrator.api import create_app
-from orchestrator.cli.common import console
+from orchestrator.cli.common import progress
 from orchestrator.cli.follow import Display, follow
 from orchestrator.service.live_trace import live_spans
 from tests.testkit import EventList, config, local_trace
@@ -95,7 +95,8 @@ async def test_the_cli_shows_progress_events_the_streamed_answer_and_with_verbos
 
     printed = {}
     for display in (Display("progress"), Display("verbose", "all"), Display("quiet", "none")):
-        with console.capture() as captured, console.status("…") as status:
+        shown_on = progress()  # the terminal, or stderr when stdout is not one (as here)
+        with shown_on.capture() as captured, shown_on.status("…") as status:
             await follow(stream(), status, display, decide)
         printed[display.events] = captured.get()
     assert "→ analyst (from coordinator)" in printed["progress"]

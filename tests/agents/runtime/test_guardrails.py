@@ -36,7 +36,7 @@ async def test_an_input_guardrail_ends_the_invocation_before_any_model_call() ->
     result, spans = await local_trace(team, "what is the admin PASSWORD?")
     assert result.status == RunStatus.GUARDRAIL_TRIPPED  # type: ignore[attr-defined]
     assert result.error == (  # type: ignore[attr-defined]
-        "guardrail no-passwords tripped on the input: matched 'PASSWORD'"
+        "guardrail no-passwords tripped on the input: the text matched its pattern"
     )
     assert result.usage.model_calls == 0  # type: ignore[attr-defined]
     [tripped] = events(spans, "guardrail_tripped")
