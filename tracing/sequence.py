@@ -211,7 +211,7 @@ class _Builder:
     def step(self, agent: Any, chat: _Node | None, tools: list[_Node]) -> _Chunk:
         chunk = _Chunk()
         if chat is not None and self.detail == "full":
-            model = self.who("model", chat.name.removeprefix(_CHAT))
+            model = self.who("model", chat.model)
             chunk.add(self.arrow(agent, model, _Arrow.SEND, "chat", chat.span))
             if not chat.open:
                 back = _Arrow.CROSS if chat.failed else _Arrow.REPLY

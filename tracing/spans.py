@@ -248,10 +248,11 @@ def chat_span(
     provider: str | None = None,
     server: tuple[str, int | None] | None = None,
 ) -> Iterator[Span]:
-    """The span of one model call: named after the model as configured (`name`).
+    """The span of one model call, `chat {model}` as the GenAI conventions name it.
 
-    `model`, `provider` and `server` say who answers, as the GenAI conventions name them (the
-    model without the provider's prefix); by default, what `provider/model` in `name` says.
+    `model`, `provider` and `server` say who answers, as the conventions name them (the model
+    without the provider's prefix); by default, what `provider/model` in `name` (the model as
+    configured) says.
     """
     if model is None:
         prefix, sep, rest = name.partition("/")
@@ -268,7 +269,7 @@ def chat_span(
             attributes[attr.SERVER_PORT] = server[1]
     with (
         _tracer.start_as_current_span(
-            attr.chat_span_name(name), kind=SpanKind.CLIENT, attributes=attributes
+            attr.chat_span_name(model), kind=SpanKind.CLIENT, attributes=attributes
         ) as span,
         _cut_off_is_an_error(span),
     ):

@@ -53,6 +53,16 @@ class SpanTree:
             self.attrs.get(attr.GEN_AI_AGENT_NAME) or self.name.removeprefix(attr.AGENT_SPAN_PREFIX)
         )
 
+    @property
+    def model(self) -> str:
+        """The model a `chat` span called, as `provider/model` when the provider is known."""
+        model = str(
+            self.attrs.get(attr.GEN_AI_REQUEST_MODEL)
+            or self.name.removeprefix(attr.CHAT_SPAN_PREFIX)
+        )
+        provider = self.attrs.get(attr.GEN_AI_PROVIDER_NAME)
+        return f"{provider}/{model}" if provider else model
+
     def walk(self) -> Iterator[SpanTree]:
         """This node and every node under it, depth first."""
         yield self

@@ -165,14 +165,8 @@ class ModelStarted(EventBase):
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
-        prefix, sep, name = self.model.partition("/")  # as `tracing.chat_span` names them
-        self._open(
-            spans,
-            trace_id,
-            attr.chat_span_name(self.model),
-            **{attr.GEN_AI_REQUEST_MODEL: name if sep else self.model},
-            **({attr.GEN_AI_PROVIDER_NAME: prefix} if sep else {}),
-        )
+        model = _model_attributes(self.model)
+        self._open(spans, trace_id, attr.chat_span_name(model[attr.GEN_AI_REQUEST_MODEL]), **model)
 
 
 class ModelDelta(EventBase):
@@ -208,12 +202,13 @@ class ModelFinished(EventBase):
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
+        model = _model_attributes(self.model)
         if self.span_id not in spans:  # its start was not seen: the span is whole here
-            self._open(spans, trace_id, attr.chat_span_name(self.model))
+            self._open(spans, trace_id, attr.chat_span_name(model[attr.GEN_AI_REQUEST_MODEL]))
         record = self._close(spans)
         if record is not None:
             record["attributes"] = {
-                attr.GEN_AI_REQUEST_MODEL: self.model,
+                **model,
                 attr.GEN_AI_USAGE_INPUT_TOKENS: self.input_tokens,
                 attr.GEN_AI_USAGE_OUTPUT_TOKENS: self.output_tokens,
             }
@@ -392,3 +387,11 @@ Event = Annotated[
 ]
 # Parses stored or received events (`EVENTS.validate_python(data)`).
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def _model_attributes(model: str) -> dict[str, str]:
+    """A configured `provider/model` as a live model call's span names it (`tracing.chat_span`)."""
+    provider, sep, name = model.partition("/")
+    if not sep:
+        return {attr.GEN_AI_REQUEST_MODEL: model}
+    return {attr.GEN_AI_REQUEST_MODEL: name, attr.GEN_AI_PROVIDER_NAME: provider}

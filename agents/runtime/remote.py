@@ -38,8 +38,10 @@ __all__ = ["RemoteExchange"]
 
 logger = logging.getLogger(__name__)
 
-# How long cancelling the remote task may take once the invocation is cancelled.
+# How long the remote side may take to say which task is ours once the invocation is cancelled,
+# and to answer the cancel (a Baton service answers once its run has stopped: up to 7 s).
 _CANCEL_S = 5.0
+_CANCEL_ANSWER_S = 10.0
 _ENDED = {
     "TASK_STATE_COMPLETED": RunStatus.SUCCEEDED,
     "TASK_STATE_FAILED": RunStatus.FAILED,
@@ -235,13 +237,22 @@ class RemoteExchange:
     async def _cancel_remote(self, seen: _Exchange, exchange: asyncio.Future[None]) -> None:
         """Cancel the remote task and stop reading it (bounded; a failure is logged).
 
-        Runs on by itself if this invocation is cancelled again meanwhile (the engine repeats
-        a cancellation until the call ends).
+        Waits for the remote side's answer even when this invocation is cancelled again
+        meanwhile (a run's cancellation reaches a call twice, through Ray and through its
+        host): the span records the state the remote side confirmed. The cancellation is raised
+        again once the answer is in.
         """
         job = asyncio.ensure_future(self._cancel_when_known(seen, exchange))
         self._cancelling.add(job)
         job.add_done_callback(self._cancelling.discard)
-        await asyncio.shield(job)
+        again = False
+        while not job.done():
+            try:
+                await asyncio.shield(job)
+            except asyncio.CancelledError:
+                again = True  # bounded by the job's own timeouts
+        if again:
+            raise asyncio.CancelledError
 
     async def _cancel_when_known(self, seen: _Exchange, exchange: asyncio.Future[None]) -> None:
         try:
@@ -259,7 +270,7 @@ class RemoteExchange:
         from a2a.types import CancelTaskRequest, TaskState
 
         try:
-            async with asyncio.timeout(_CANCEL_S):
+            async with asyncio.timeout(_CANCEL_ANSWER_S):
                 task = await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))
             # The state the remote side confirms (canceled, or how it ended meanwhile).
             seen.state = TaskState.Name(task.status.state)

@@ -231,9 +231,12 @@ def test_baton_run_submits_to_a_server_and_follows_it(api: str) -> None:
         env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 0, done.stderr
-    assert "→ analyst (from coordinator)" in done.stdout  # progress, from the event stream
-    assert "coordinator ▸ Answer to: calculate 7 * 6" in done.stdout  # streamed
-    assert "calculate: 42" in done.stdout and "succeeded" in done.stdout
+    # Piped: progress (from the event stream) and the streamed text on stderr, the answer alone
+    # on stdout.
+    assert "→ analyst (from coordinator)" in done.stderr
+    assert "coordinator ▸ Answer to: calculate 7 * 6" in done.stderr
+    assert "succeeded" in done.stderr
+    assert "calculate: 42" in done.stdout and "→" not in done.stdout
 
 
 def test_serving_beyond_loopback_without_keys_is_refused(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
         assert sent["resource"]["service.name"] == "baton" and sent["scope"] == "baton"
     # From the CLI's process and the team's shared host.
     assert len({s["resource"]["process.pid"] for s in receiver.spans}) == 2
-    chat = next(s for s in receiver.spans if s["name"] == "chat baton/offline")
+    chat = next(s for s in receiver.spans if s["name"] == "chat offline")
     assert chat["attributes"]["gen_ai.operation.name"] == "chat"
     assert int(chat["attributes"]["gen_ai.usage.input_tokens"]) > 0
 

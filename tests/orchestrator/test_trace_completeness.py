@@ -85,10 +85,10 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
         assert names == {
             "invoke_workflow baton": 1,
             "invoke_agent hub": 1,
-            "chat baton/scripted": STEPS + 1,
+            "chat scripted": STEPS + 1,
             "execute_tool delegate_to_worker": delegations,
             "invoke_agent worker": delegations,
-            "chat baton/offline": delegations,
+            "chat offline": delegations,
         }
         assert len({s["trace_id"] for s in result.spans}) == 1
         by_id = {s["span_id"]: s for s in result.spans}

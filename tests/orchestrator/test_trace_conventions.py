@@ -203,7 +203,7 @@ def test_agents_and_model_calls_show_as_a_chat(
     lead_chats = [
         s
         for s in spans
-        if s["name"] == "chat baton/scripted" and s["parent_span_id"] == _lead(spans)["span_id"]
+        if s["name"] == "chat scripted" and s["parent_span_id"] == _lead(spans)["span_id"]
     ]
     first, second = sorted(lead_chats, key=lambda s: len(s["attributes"]["gen_ai.input.messages"]))
     asked = _content(first, "gen_ai.input.messages")

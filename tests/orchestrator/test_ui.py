@@ -60,7 +60,7 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
 
     # A model call's details: a table with human times, the conversation as a chat, and its
     # place in the run (the parent leads to the agent's span).
-    chat = page.locator("#waterfall .span-row", has_text="chat baton/offline").first
+    chat = page.locator("#waterfall .span-row", has_text="chat offline").first
     chat.click()
     details = page.locator("#span-details")
     rows = dict(zip(texts(page, "#span-details table.attributes th"),

@@ -88,7 +88,7 @@ async def test_enabled_contents_are_recorded_and_cut_to_the_configured_size(
         trace_options=TraceOptions(capture_content=True, max_content_chars=100),
     )
     spans = await run_traced(collector, runtime, "please write a long reply")
-    chats = [s for s in spans if s["name"] == "chat baton/scripted"]
+    chats = [s for s in spans if s["name"] == "chat scripted"]
     assert "please write a long reply" in chats[0]["attributes"]["gen_ai.input.messages"]
     [first] = json.loads(chats[0]["attributes"]["gen_ai.output.messages"])
     assert first["parts"][0]["name"] == "fail_loudly" and first["finish_reason"] == "tool_call"

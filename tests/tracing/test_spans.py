@@ -67,7 +67,7 @@ async def test_delegation_spans_nest_under_the_calling_tool_span(
     assert set(spans) == {
         "invoke_workflow baton",
         "invoke_agent boss",
-        "chat baton/offline",
+        "chat offline",
         "execute_tool delegate_to_helper",
         "invoke_agent helper",
     }

@@ -66,7 +66,7 @@ async def test_a_model_call_under_way_is_an_open_chat_span_in_the_live_trace() -
     await local_trace(DEFAULT_TEAM, "calculate 6 * 7", entry="analyst", events=events)
     first_call = next(i for i, e in enumerate(events.events) if isinstance(e, ModelStarted))
     midway = live_spans([], events.events[: first_call + 1])
-    chat = [s for s in midway if s["name"] == "chat baton/offline"]
+    chat = [s for s in midway if s["name"] == "chat offline"]
     assert len(chat) == 1 and chat[0]["end_ns"] is None
     assert chat[0]["parent_span_id"] == events.events[0].span_id  # under invoke_agent analyst
     finished = live_spans([], events.events)

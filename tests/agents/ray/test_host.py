@@ -63,7 +63,7 @@ async def test_a_reply_counts_what_the_host_sent_and_the_ledger_settles_on_it(
     assert count >= 4  # agent_started, model_started, model_finished, agent_finished, spans
     async with asyncio.timeout(10):  # a wrong count would hold it for the full wait
         spans = await LedgerClient(ledger).settle(RunSettle("h1", reply.sent))
-    assert {s["name"] for s in spans} >= {"invoke_agent solo", "chat baton/scripted"}
+    assert {s["name"] for s in spans} >= {"invoke_agent solo", "chat scripted"}
 
 
 async def test_a_reply_to_an_agent_carries_the_host_s_last_items(host: tuple[Any, Any]) -> None:

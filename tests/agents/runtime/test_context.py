@@ -86,6 +86,6 @@ async def test_the_oldest_messages_are_summarized_by_a_model_call_of_its_own() -
     assert last[1]["content"].startswith("Summary of the conversation so far")
     assert last[-1]["role"] == "tool" and last[-1]["content"].startswith("c" + LONG)
     # Each summary is a chat span of its own, counted in the usage.
-    summaries = [s for s in spans if s["name"] == "chat baton/offline"]
+    summaries = [s for s in spans if s["name"] == "chat offline"]
     assert summaries and result.usage.model_calls == 4 + len(summaries)  # type: ignore[attr-defined]
     assert all(e["summarized_messages"] >= 2 for e in events(spans))

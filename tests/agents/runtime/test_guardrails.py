@@ -70,7 +70,7 @@ async def test_output_guardrails_check_the_final_answer_by_function_and_by_judge
     assert judged.status == RunStatus.GUARDRAIL_TRIPPED  # type: ignore[attr-defined]
     assert judged.error == "guardrail judge tripped on the output: rude"  # type: ignore[attr-defined]
     # The judge's call is a model call of its own: a span, and tokens in the usage.
-    assert [s["name"] for s in spans].count("chat baton/scripted") == 2
+    assert [s["name"] for s in spans].count("chat scripted") == 2
     assert judged.usage.model_calls == 2  # type: ignore[attr-defined]
 
 

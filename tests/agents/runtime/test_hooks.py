@@ -126,7 +126,7 @@ async def test_step_rules_force_a_tool_add_an_instruction_and_switch_the_model()
     assert models[1] == (2, "baton/scripted", "Now answer in one line.")
     assert ("tool", ("stamp", {"text": "hello there"})) in Audit.seen
     chats = [s["name"] for s in spans if s["name"].startswith("chat ")]
-    assert chats == ["chat baton/offline", "chat baton/scripted"]
+    assert chats == ["chat offline", "chat scripted"]
     [agent] = [s for s in spans if s["name"] == "invoke_agent analyst"]
     applied = [e["attributes"] for e in agent["events"] if e["name"] == "step_rules"]
     assert applied == [{"step": 1, "rules": [0]}, {"step": 2, "rules": [1]}]
