@@ -17,6 +17,7 @@ __all__ = [
     "NotReady",
     "NotReplayable",
     "NotResumable",
+    "NothingToCompare",
     "Overloaded",
     "RunNotFound",
     "ServiceError",
@@ -118,3 +119,10 @@ class NotReplayable(ServiceError):
 
     status = 409
     code = "not_replayable"
+
+
+class NothingToCompare(ServiceError):
+    """A run compared with no other: it replays or forks none, and none was named."""
+
+    status = 409
+    code = "nothing_to_compare"

@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agents.core.messages import Refusal, RunStatus, Usage
 from orchestrator.engine.submission import Submission
-from orchestrator.store import RunPage, StoredRun
+from orchestrator.store import ForkPoint, RunPage, StoredRun
 from tracing import SpanRecord
 from tracing.tree import SpanTree
 from tracing.tree import span_forest as forest
@@ -20,6 +20,7 @@ from tracing.tree import span_forest as forest
 __all__ = [
     "AgentView",
     "AgentsView",
+    "ComparisonView",
     "DelegationNode",
     "DiagramView",
     "ErrorBody",
@@ -182,6 +183,11 @@ class RunView(BaseModel):
         "follows until its requests differ (the config changed) and then goes on live.",
     )
     fork: bool = False
+    fork_from: ForkPoint | None = Field(
+        default=None,
+        description="For a fork from a chosen step: that step (everything before it was taken "
+        "from the original's record, and the fork went on live from it).",
+    )
     tree: DelegationNode | None = Field(description="The delegation tree, once the run ended.")
     links: RunLinks
 
@@ -227,6 +233,18 @@ class DiagramView(BaseModel):
     page: int
     pages: int
     folded: list[str] = Field(description="What the diagram drew once for many, or paged.")
+
+
+class ComparisonView(BaseModel):
+    """Where a run's steps differ from another's (a fork from its original, say), in words."""
+
+    run_id: str
+    other: str = Field(description="The run compared with: its steps are the ones before.")
+    same: bool = Field(description="Both took the same steps (timings and tokens aside).")
+    differences: list[str] = Field(
+        description='One sentence a difference: "writer, step 1: called word_count, now '
+        'answers directly".'
+    )
 
 
 class TraceView(BaseModel):
@@ -314,6 +332,17 @@ class AgentView(BaseModel):
     model: str = Field(description="Its model; for a remote agent, `a2a URL`.")
     tools: list[str]
     delegates: list[str]
+    handoffs: list[str] = Field(
+        default_factory=list, description="Agents it may hand the conversation over to."
+    )
+    guardrails: list[str] = Field(
+        default_factory=list,
+        description='Its checks (the system\'s first), each as "stage: name": "input: no cards", '
+        '"output: ...", "tool calculate arguments: ...".',
+    )
+    output_schema: dict[str, Any] | str | None = Field(
+        default=None, description="The shape of its final answer (JSON Schema or a model path)."
+    )
     own_actors: str | None = Field(
         description="Why the agent runs in actors of its own (the `ray:` options it sets); "
         "null: it shares one actor process, the team's host, with the other agents like it."
@@ -326,6 +355,9 @@ class TopologyView(BaseModel):
 
     entry: str
     edges: list[tuple[str, str]]
+    handoffs: list[tuple[str, str]] = Field(
+        default_factory=list, description="The edges along which an agent hands over."
+    )
     cycles: list[list[str]]
     max_static_depth: int | None = Field(description="None when a cycle is reachable.")
     max_depth: int
@@ -347,6 +379,10 @@ class ServiceView(BaseModel):
     instance: str = Field(description="Names this service instance in the run store.")
     trace_export: str | None = Field(
         description="Where it exports each run's spans over OTLP/HTTP (null: it does not)."
+    )
+    step_log: bool = Field(
+        description="Whether its runs keep a step log (they resume, replay and fork; not with "
+        "an in-memory store)."
     )
 
 
@@ -401,6 +437,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         resumes=run.resumes,
         replay_of=run.replay_of,
         fork=run.fork,
+        fork_from=run.fork_from,
         tree=DelegationNode.model_validate(run.tree) if run.tree else None,
         links=RunLinks(
             self=base,

@@ -2,10 +2,12 @@
 
 Participants are the client, the orchestrator and each agent (with `detail="tools"` each
 function tool too, with `detail="full"` each model too). A delegation is an arrow that activates
-its agent (a hand-off an open-headed one); its return is a dashed arrow with the status, the
-duration and the tokens; a failure returns with a cross and a note; a refused delegation is a
-note; the tool calls of one model step are a `par` block. Arrows are numbered (`autonumber`);
-`Diagram.arrows[n - 1]` is the span arrow `n` stands for. Open spans end in a "running…" note.
+its agent (a hand-off an open-headed one, whose agent answers for the one that handed over); its
+return is a dashed arrow with the status, the duration and the tokens; a step taken from the
+record (a replay, a fork before its fork point) says "replayed"; a failure returns with a cross
+and a note; a refused delegation is a note; the tool calls of one model step are a `par` block.
+Arrows are numbered (`autonumber`); `Diagram.arrows[n - 1]` is the span arrow `n` stands for.
+Open spans end in a "running…" note.
 
 Large runs stay within Mermaid's text limit: three or more alike calls in one step fold into
 one `loop` block, alike steps in a row likewise, and what still does not fit is split into
@@ -106,6 +108,10 @@ class _Builder:
     def took(self, node: _Node) -> str:
         return "-" if self.comparable else _duration(node)
 
+    def replayed(self, node: _Node) -> bool:
+        """A step taken from the record (said, except where runs are compared as text)."""
+        return not self.comparable and bool(node.attrs.get(attr.BATON_REPLAYED))
+
     def who(self, kind: str, name: str) -> Any:
         key = (kind, name)
         if key not in self.cast:
@@ -170,12 +176,23 @@ class _Builder:
     def count(self, node: _Node) -> None:
         # Named as everywhere else (CLI, UI): invocations of the agent, and its model calls.
         totals = self.totals.setdefault(node.agent, [0, 0, 0, 0])
+        chats = [c for c in node.children if c.name.startswith(_CHAT)]
         totals[0] += 1
-        totals[1] += sum(1 for c in node.children if c.name.startswith(_CHAT))
-        totals[2] += int(node.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS) or 0)
-        totals[3] += int(node.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS) or 0)
+        totals[1] += len(chats)
+        # An agent still at work has no totals of its own yet: its model calls so far count.
+        counted = chats if node.open else [node]
+        for source in counted:
+            totals[2] += int(source.attrs.get(attr.GEN_AI_USAGE_INPUT_TOKENS) or 0)
+            totals[3] += int(source.attrs.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS) or 0)
 
-    def returning(self, node: _Node, agent: Any, caller: Any) -> _Chunk:
+    def returning(
+        self, node: _Node, agent: Any, caller: Any, answers_for: str | None = None
+    ) -> _Chunk:
+        """How an invocation ended: its answer back to the caller, or how it failed.
+
+        `answers_for`: the agent that handed the conversation over to this one (whose answer
+        this one gives).
+        """
         chunk = _Chunk()
         if node.open:
             chunk.add(self.note(agent, "running…"))
@@ -187,7 +204,15 @@ class _Builder:
             )
             chunk.add(self.note(agent, f"✗ {node.span.get('status_message') or kind}"))
         else:
-            parts = ["ok", self.took(node), _tokens(node)]
+            taker = _handed_over_to(node)
+            said = (
+                f"answers for {answers_for}"
+                if answers_for
+                else f"answer from {taker}"
+                if taker
+                else "ok"
+            )
+            parts = [said, self.took(node), _tokens(node)]
             chunk.add(
                 self.arrow(agent, caller, _Arrow.RETURN, " · ".join(filter(None, parts)), node.span)
             )
@@ -215,9 +240,10 @@ class _Builder:
             chunk.add(self.arrow(agent, model, _Arrow.SEND, "chat", chat.span))
             if not chat.open:
                 back = _Arrow.CROSS if chat.failed else _Arrow.REPLY
-                chunk.add(
-                    self.arrow(model, agent, back, _tokens(chat) or self.took(chat), chat.span)
-                )
+                said = _tokens(chat) or self.took(chat)
+                if self.replayed(chat):  # taken from the record, not asked again
+                    said = " · ".join(filter(None, ["↻ replayed", _tokens(chat)]))
+                chunk.add(self.arrow(model, agent, back, said, chat.span))
         calls = [(t, self.tool(agent, t)) for t in tools]
         calls = [(t, c) for t, c in calls if c.elements]
         branches = self.fold_alike(calls, agent)
@@ -259,7 +285,8 @@ class _Builder:
         inner = self.steps(child, callee)
         for step in inner:
             chunk.add(step)
-        back = self.returning(child, callee, agent)
+        answers_for = agent.name if kind is _Arrow.HANDOFF else None
+        back = self.returning(child, callee, agent, answers_for)
         chunk.add(back)
         chunk.shape = hash(("delegate", target, tuple(s.shape for s in inner), back.shape))
         return chunk
@@ -277,11 +304,8 @@ class _Builder:
                 chunk.add(self.arrow(participant, agent, _Arrow.CROSS, "error", node.span))
                 chunk.add(self.note(participant, f"✗ {message}"))
             else:
-                chunk.add(
-                    self.arrow(
-                        participant, agent, _Arrow.REPLY, f"ok · {self.took(node)}", node.span
-                    )
-                )
+                said = "↻ replayed" if self.replayed(node) else f"ok · {self.took(node)}"
+                chunk.add(self.arrow(participant, agent, _Arrow.REPLY, said, node.span))
         chunk.shape = hash(("tool", tool, node.failed))
         return chunk
 
@@ -321,6 +345,15 @@ class _Builder:
                 out += chunks[i : j + 1]
             i = j + 1
         return out
+
+
+def _handed_over_to(node: _Node) -> str | None:
+    """The agent an invocation handed its conversation over to (it gave the answer)."""
+    for child in node.children:
+        tool = child.name.removeprefix(_TOOL)
+        if tool.startswith(attr.HANDOFF_TOOL_PREFIX) and not child.failed:
+            return tool.removeprefix(attr.HANDOFF_TOOL_PREFIX)
+    return None
 
 
 def _pages(steps: list[_Chunk], budget: int) -> list[list[_Chunk]]:

@@ -1,4 +1,4 @@
-"""Reading the run store: `baton runs`, `show`, `trace` and `diagram`."""
+"""Reading the run store: `baton runs`, `show`, `trace`, `diagram` and `compare`."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from orchestrator.schemas import run_page_view, run_view
 from orchestrator.settings import Settings
 from orchestrator.store import RunPage, StoredRun
 from tracing import SpanRecord
+from tracing.compare import differences
 
-__all__ = ["diagram", "runs", "show", "trace_"]
+__all__ = ["compare", "diagram", "runs", "show", "trace_"]
 
 
 @app.command()
@@ -81,6 +82,34 @@ def trace_(run_id: RunIdArgument) -> None:
     """Print a stored run's span tree with timings, status and tokens."""
     _, spans = _stored(Settings(), run_id)
     print_trace(console, spans)
+
+
+@app.command()
+def compare(
+    run_id: RunIdArgument,
+    other: Annotated[
+        str | None,
+        typer.Argument(
+            help="The run to compare with (default: the run RUN_ID replays or forks).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Say where a run's steps differ from another's (a fork from its original, say)."""
+    settings = Settings()
+    run, spans = _stored(settings, run_id)
+    if other is None and run.replay_of is None:
+        err.print(
+            f"run {run.id} is no replay or fork: say which run to compare it with", style="red"
+        )
+        raise typer.Exit(2)
+    before, before_spans = _stored(settings, other or str(run.replay_of))
+    said = differences(before_spans, spans)
+    console.print(f"run {run.id[:12]} compared with run {before.id[:12]}:", style="bold")
+    if not said:
+        console.print("the same steps, one for one (timings and tokens aside)")
+    for sentence in said:
+        console.print(f"- {sentence}", soft_wrap=True, highlight=False)
 
 
 @app.command()

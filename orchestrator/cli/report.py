@@ -199,13 +199,31 @@ def _run_cells(run: StoredRun) -> dict[str, str]:
     return {
         "id": run.id,
         "status": run.status,
-        "task": " ".join(run.task.split()),
+        "task": " ".join(filter(None, [_lineage_tag(run), *run.task.split()])),
         "created": time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at)),
         "entry": run.entry_agent or run.requested_agent or "-",
         "duration": f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
         "tokens in/out": f"{run.input_tokens}/{run.output_tokens}",
         "cost": _money(run.usage),
     }
+
+
+def _lineage_tag(run: StoredRun) -> str:
+    """`(fork of 1a2b3c4d5e6f)` or `(replay of ...)` before a task; "" for a run of its own."""
+    if run.replay_of is None:
+        return ""
+    return f"({'fork' if run.fork else 'replay'} of {run.replay_of[:12]})"
+
+
+def _lineage(run: RunView) -> str | None:
+    """Where a replay or fork comes from, in words; None for a run of its own."""
+    if run.replay_of is None:
+        return None
+    if not run.fork:
+        return f"replay of run {run.replay_of} (every step from its record)"
+    if run.fork_from is not None:
+        return f"fork of run {run.replay_of}, live from {run.fork_from.label}"
+    return f"fork of run {run.replay_of}, live from the first step that differs"
 
 
 def _fitting(rows: list[dict[str, str]], width: int) -> dict[str, int]:
@@ -285,6 +303,9 @@ def print_run_view(console: Console, run: RunView, *, answer: bool = True) -> No
             shown.text.overflow = "fold"
         console.print(Panel(shown, title=title, border_style=_status_style(run.status)))
     console.print(f"task: {run.task}", style="dim", soft_wrap=True)
+    came_from = _lineage(run)
+    if came_from is not None:
+        console.print(came_from, style="dim", soft_wrap=True)
     if run.routing is not None:
         console.print(
             f"routed to {run.entry_agent}: {run.routing.get('reason')} {run.routing.get('scores')}",

@@ -8,8 +8,9 @@ import uuid
 from orchestrator.engine import Engine, Lineage, Submission
 from orchestrator.errors import NotReplayable, NotResumable
 from orchestrator.service.executor import RunExecutor
-from orchestrator.store import RunStore, StoredRun
+from orchestrator.store import ForkPoint, RunStore, StoredRun
 from tracing.attributes import BATON_STEP
+from tracing.compare import step_label
 
 __all__ = ["DurableRuns"]
 
@@ -64,25 +65,26 @@ class DurableRuns:
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
         with self._executor.admission.place():  # a new run like any other: within the bounds
-            run = await self._executor.add(new_id, request, replay_of=run_id, fork=fork)
-            lineage = Lineage(replay_of=run_id, fork=fork, fork_from=fork_from)
+            run = await self._executor.add(
+                new_id, request, replay_of=run_id, fork=fork, fork_from=fork_from
+            )
+            lineage = Lineage(replay_of=run_id, fork=fork, fork_from=_log_place(fork_from))
             self._executor.start(new_id, request, lineage)
         return run
 
-    async def _step_of(self, run_id: str, span_id: str) -> tuple[str, str]:
-        """The step a span of a run stands for (its invocation and the step's key): a fork point."""
+    async def _step_of(self, run_id: str, span_id: str) -> ForkPoint:
+        """The step a span of a run stands for (its place in the step log): a fork point."""
         spans = await self._store.spans(run_id)
         span = next((s for s in spans if s["span_id"] == span_id), None)
         step = str(span["attributes"].get(BATON_STEP, "")) if span is not None else ""
-        invocation, _, key = step.partition("/")
-        if not key:
+        if not step.partition("/")[2]:
             raise NotReplayable(
                 f"span {span_id!r} of run {run_id!r} is not a step of the run's record (fork "
                 "from a model call, a tool call or an agent's invocation)",
                 run_id=run_id,
                 span_id=span_id,
             )
-        return invocation, key
+        return ForkPoint(span_id=span_id, step=step, label=step_label(spans, span_id))
 
     async def resume(self, run_id: str) -> StoredRun:
         """Resume an interrupted or failed run here (or one a dead service left), from its log.
@@ -108,7 +110,12 @@ class DurableRuns:
     def resume_run(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
         request = Submission(task=run.task, **(run.options or {}))
-        lineage = Lineage(epoch=run.resumes, replay_of=run.replay_of, fork=run.fork)
+        lineage = Lineage(
+            epoch=run.resumes,
+            replay_of=run.replay_of,
+            fork=run.fork,
+            fork_from=_log_place(run.fork_from),
+        )
         self._executor.start(run.id, request, lineage)
 
     async def take_over_lost(self) -> None:
@@ -119,3 +126,11 @@ class DurableRuns:
         for run in await self._store.leases.take_over(owner, lease_s=self._lease_s):
             logger.warning("resuming run %s of a lost instance", run.id)
             self.resume_run(run)
+
+
+def _log_place(point: ForkPoint | None) -> tuple[str, str] | None:
+    """A fork point as the engine takes it: the step's invocation and its key."""
+    if point is None:
+        return None
+    invocation, _, key = point.step.partition("/")
+    return invocation, key

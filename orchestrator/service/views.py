@@ -12,6 +12,7 @@ from orchestrator.errors import NotReady
 from orchestrator.service.live_trace import live_spans
 from orchestrator.store import RunStore, StoredRun
 from tracing import SpanRecord
+from tracing.compare import differences
 from tracing.sequence import Detail, Diagram, sequence_diagram
 
 __all__ = ["RunViews"]
@@ -69,6 +70,11 @@ class RunViews:
         return await asyncio.to_thread(
             sequence_diagram, spans, detail=detail, page=page, title=title, comparable=comparable
         )
+
+    async def differences(self, run: StoredRun, other: StoredRun) -> list[str]:
+        """Where `run`'s steps differ from `other`'s, in words (`tracing.compare`)."""
+        mine, theirs = await asyncio.gather(self.spans(run), self.spans(other))
+        return differences(theirs, mine)
 
     async def check(self) -> dict[str, str]:
         """What is (not) working: the agents on Ray and the store. Values are "ok" or why not."""

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "POOL_OVERFLOW",
     "DuplicateIdempotencyKey",
+    "ForkPoint",
     "RunPage",
     "StoredRun",
     "end_values",
@@ -37,6 +38,14 @@ POOL_OVERFLOW = 10
 
 class DuplicateIdempotencyKey(Exception):
     """Another run already holds this idempotency key."""
+
+
+class ForkPoint(BaseModel):
+    """The step a fork went on live from: everything before it was taken from the record."""
+
+    span_id: str = Field(description="Its span in the original run.")
+    step: str = Field(description="Its place in the original's step log: `<invocation>/<key>`.")
+    label: str = Field(description='The step in words: "writer, step 2: called word_count".')
 
 
 class StoredRun(BaseModel):
@@ -71,6 +80,7 @@ class StoredRun(BaseModel):
     resumes: int = 0
     replay_of: str | None = None
     fork: bool = False
+    fork_from: ForkPoint | None = None
 
     @property
     def finished(self) -> bool:

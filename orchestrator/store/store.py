@@ -32,6 +32,7 @@ from orchestrator.store.records import (
     DEFAULT_STORE_URL,
     POOL_OVERFLOW,
     DuplicateIdempotencyKey,
+    ForkPoint,
     RunPage,
     StoredRun,
     end_values,
@@ -208,6 +209,7 @@ class RunStore:
         options: dict[str, Any] | None = None,
         replay_of: str | None = None,
         fork: bool = False,
+        fork_from: ForkPoint | None = None,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -238,6 +240,7 @@ class RunStore:
             resumes=0,
             replay_of=replay_of,
             fork=fork,
+            fork_from=fork_from.model_dump() if fork_from is not None else None,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))

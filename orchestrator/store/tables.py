@@ -78,6 +78,8 @@ class RunRow(Base):
     replay_of: Mapped[str | None] = mapped_column(String(64))
     # A fork goes on live where its record ends or its requests differ; a replay does not.
     fork: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The step a fork went on live from: {"span_id", "step" (invocation/key), "label"}.
+    fork_from: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),

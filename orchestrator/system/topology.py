@@ -9,7 +9,7 @@ need it (a tenth of a second at every start).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.core.spec import AgentSpec
 from tracing.mermaid_text import label, mermaid_modules
@@ -100,8 +100,8 @@ def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents"
     """Who may delegate to whom, as Mermaid flowchart text.
 
     The entry agent first, each agent with its depth on the shortest chain from the entry, edges
-    on a cycle drawn thick and labelled, unreachable agents dashed, and the runtime depth limit in
-    the title.
+    on a cycle drawn thick and labelled, hand-offs dotted and labelled, unreachable agents
+    dashed, and the runtime depth limit in the title.
     """
     import networkx as nx
 
@@ -132,12 +132,7 @@ def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents"
             styles=styles,
         )
     links = [
-        flowchart.Link(
-            nodes[a],
-            nodes[b],
-            shape="thick" if (a, b) in cyclic else "normal",
-            message="cycle" if (a, b) in cyclic else "",
-        )
+        _link(flowchart, nodes[a], nodes[b], graph.edges[a, b], (a, b) in cyclic)
         for a, b in graph.edges
     ]
     longest = topology.max_static_depth()
@@ -145,3 +140,14 @@ def topology_flowchart(topology: Topology, max_depth: int, title: str = "Agents"
     heading = diagram_title(f"{title} · entry {topology.entry} · {chain} · max_depth {max_depth}")
     chart = flowchart.FlowChart(heading, list(nodes.values()), links, orientation="LR")
     return str(chart.script)
+
+
+def _link(flowchart: Any, a: Any, b: Any, edge: dict[str, bool], cyclic: bool) -> Any:
+    """One edge: a delegation, a hand-off (dotted), or both; thick on a cycle."""
+    said = ["delegates"] if edge["delegate"] and edge["handoff"] else []
+    if edge["handoff"]:
+        said.append("hands over")
+    if cyclic:
+        said.append("cycle")
+    shape = "thick" if cyclic else "normal" if edge["delegate"] else "dotted"
+    return flowchart.Link(a, b, shape=shape, message=", ".join(said))

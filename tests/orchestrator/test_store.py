@@ -112,7 +112,8 @@ async def test_runs_written_at_once_each_keep_their_own_record_and_outcome(
     stored = [run_id for run_id in ids if run_id not in refused]
     await asyncio.gather(*(store.start(run_id) for run_id in stored))
     results = [
-        _result(run_id).model_copy(update={"output": f"answer {run_id}"}) for run_id in stored
+        _result(run_id).model_copy(update={"task": f"task {run_id}", "output": f"answer {run_id}"})
+        for run_id in stored
     ]
     await asyncio.gather(*(store.finish(result, result.spans) for result in results))
     await store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.placement import own_actors_reason
 from orchestrator.api.deps import MERMAID, Service
 from orchestrator.schemas import AgentsView, AgentView, ReplicaView, TopologyView
@@ -52,6 +53,9 @@ async def agents(service: Service) -> AgentsView:
                 model=a.answered_by,
                 tools=[t.function for t in a.tools],
                 delegates=topology.delegates(a.name),
+                handoffs=topology.handoffs(a.name),
+                guardrails=guardrail_labels(a.guardrails),
+                output_schema=a.output_schema,
                 own_actors=own_actors_reason(a),
                 replicas=placement.get(a.name, []),
             )
@@ -60,8 +64,17 @@ async def agents(service: Service) -> AgentsView:
         topology=TopologyView(
             entry=topology.entry,
             edges=[(a, b) for a, b in topology.graph.edges],
+            handoffs=[(a, b) for a, b, h in topology.graph.edges(data="handoff") if h],
             cycles=topology.cycles(),
             max_static_depth=topology.max_static_depth(),
             max_depth=system.config.limits.max_depth,
         ),
     )
+
+
+def guardrail_labels(guardrails: GuardrailsSpec) -> list[str]:
+    """An agent's guardrails as a person reads them: where each checks, and its name."""
+    said = [f"input: {g.label}" for g in guardrails.input]
+    said += [f"output: {g.label}" for g in guardrails.output]
+    said += [f"tool {g.tool} {g.check} ({g.action}): {g.label}" for g in guardrails.tools]
+    return said

@@ -14,7 +14,9 @@ from agents.core.events import Event
 from orchestrator.api.deps import MERMAID, Caller, FollowedRun, Run, Service
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
 from orchestrator.api.sse import SseResponse
+from orchestrator.errors import NothingToCompare
 from orchestrator.schemas import (
+    ComparisonView,
     DiagramView,
     ErrorBody,
     ForkRequest,
@@ -208,6 +210,38 @@ async def events_document(
     """
     raise AssertionError("documentation only: `events` serves this path")
     yield
+
+
+@router.get(
+    "/runs/{run_id}/compare",
+    responses=_conflict("No run to compare with: the run is no replay or fork; name one."),
+)
+async def compare(
+    run: Run,
+    service: Service,
+    other: Annotated[
+        str,
+        Query(
+            alias="with",
+            pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+            description="The run to compare with (its id, or 6+ characters of it); by default "
+            "the run this one replays or forks.",
+        ),
+    ] = "",
+) -> ComparisonView:
+    """Where this run's steps differ from another's, one sentence a difference.
+
+    "writer, step 1: called word_count, now answers directly": the other run's step first,
+    then this one's. Agents are matched by name and by order among their invocations.
+    """
+    if not other and run.replay_of is None:
+        raise NothingToCompare(
+            f"run {run.id!r} is no replay or fork: say which run to compare it with (?with=)",
+            run_id=run.id,
+        )
+    before = await service.get(other or str(run.replay_of))
+    said = await service.views.differences(run, before)
+    return ComparisonView(run_id=run.id, other=before.id, same=not said, differences=said)
 
 
 @router.get(

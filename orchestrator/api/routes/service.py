@@ -15,10 +15,11 @@ router = APIRouter(tags=["service"])
 
 @router.get("/service")
 async def service_view(service: Service) -> ServiceView:
-    """The agent system served, Baton's version, this instance, and its trace export."""
+    """The agent system served, Baton's version, this instance, its trace export and log."""
     return ServiceView(
         system=service.system.config.name,
         version=__version__,
         instance=service.owner,
         trace_export=service.engine.trace_export,
+        step_log=service.engine.logs_steps,
     )

@@ -3,8 +3,9 @@
 
 import { firstDifference, markArrow } from "./compare.js";
 import { el } from "./dom.js";
-import { cost } from "./format.js";
+import { cost, when } from "./format.js";
 import { spanDetails } from "./span_view.js";
+import { kindOf } from "./span_words.js";
 import { Waterfall } from "./waterfall.js";
 
 const KEY = "baton.apiKey";
@@ -97,10 +98,6 @@ function duration(seconds) {
   return seconds < 10 ? `${(seconds * 1000).toFixed(0)} ms` : `${seconds.toFixed(1)} s`;
 }
 
-function when(epoch) {
-  return new Date(epoch * 1000).toLocaleString();
-}
-
 function askForKey() {
   const form = $("key-form");
   if (form) form.hidden = false;
@@ -130,7 +127,8 @@ function pageHeader(current) {
 }
 
 let renderCount = 0;
-async function drawMermaid(container, text) {
+// `natural`: drawn at its own size (the container scrolls) instead of fitted to the width.
+async function drawMermaid(container, text, natural = false) {
   if (!window.mermaid) {
     throw new Error("Mermaid is not installed on this server: run `make setup` (npm ci in orchestrator/web).");
   }
@@ -138,7 +136,9 @@ async function drawMermaid(container, text) {
   renderCount += 1;
   const { svg } = await window.mermaid.render(`mermaid-${renderCount}`, text);
   container.innerHTML = svg; // Mermaid's own output, sanitized in strict mode
-  return container.querySelector("svg");
+  const drawn = container.querySelector("svg");
+  if (natural && drawn && drawn.viewBox.baseVal.width) drawn.style.width = `${drawn.viewBox.baseVal.width}px`;
+  return drawn;
 }
 
 function showError(container, error) {
@@ -169,7 +169,7 @@ async function runsPage() {
       el(
         "tr",
         { "data-run": run.id },
-        el("td", {}, el("a", { href: `/runs/${run.id}` }, run.id.slice(0, 12))),
+        el("td", {}, el("a", { href: `/runs/${run.id}` }, run.id.slice(0, 12)), lineageTag(run)),
         el("td", {}, statusBadge(run.status)),
         el("td", {}, run.entry_agent || run.requested_agent || "–"),
         el("td", {}, when(run.created_at)),
@@ -219,6 +219,21 @@ async function runsPage() {
   setInterval(() => load().catch(() => {}), 5000);
 }
 
+// A replay or fork says what it comes from: in the runs list under its id, on its page in full.
+function lineageTag(run) {
+  if (!run.replay_of) return null;
+  return el("div", { class: "lineage meta" }, `${run.fork ? "fork" : "replay"} of `,
+    el("a", { href: `/runs/${run.replay_of}` }, run.replay_of.slice(0, 12)));
+}
+
+function lineageLine(run) {
+  if (!run.replay_of) return [];
+  const original = el("a", { href: `/runs/${run.replay_of}` }, `run ${run.replay_of.slice(0, 12)}`);
+  if (!run.fork) return ["Replay of ", original, ": every step taken from its record, none done again."];
+  const from = run.fork_from ? run.fork_from.label : "the first step whose request differs";
+  return ["Fork of ", original, `: its record up to ${from}, live from there.`];
+}
+
 // --- Run page ------------------------------------------------------------------------------
 
 const FINAL = new Set([
@@ -226,23 +241,38 @@ const FINAL = new Set([
   "interrupted",
 ]);
 
-async function runPage(runId) {
+async function runPage(asked) {
+  let runId = asked; // a short id (a prefix) until the run is read: then the whole id
   let diagramPage = 1;
   let arrows = [];
   let spansById = new Map();
   let selected = null;
   let refreshing = null;
   let again = false;
+  let current = null; // the run as last read
+  // While the run goes on, what its events have said so far (the stored run says it at the end).
+  const live = { input: 0, output: 0, calls: 0, entry: null, started: null, answer: null, answerKey: null };
+  const service = await api("/v1/service").catch(() => ({ step_log: true }));
+
+  // Why a span cannot start a fork, or null when it can.
+  function whyNoFork(span) {
+    if (!service.step_log) return "This service keeps no step log (its store is in memory): its runs cannot be forked.";
+    if (document.body.dataset.state !== "finished") return "A fork starts from a run that has ended: this one is still going.";
+    if (span.attributes["baton.step"]) return null;
+    const [kind] = kindOf(span);
+    if (kind === "run") return "The run itself is not a step of its record: fork from its entry agent to do it all again live.";
+    return `A fork starts at a step of the run's record (an agent, a model call, a tool call or a delegation); this ${kind} is not one.`;
+  }
 
   function selectSpan(spanId) {
     const span = spansById.get(spanId);
     if (!span) return;
     selected = spanId;
     waterfall.select(spanId);
-    // A step of the run's record (a model call, a tool call, an agent): a fork may start here.
-    const fork = span.attributes["baton.step"] && document.body.dataset.state === "finished"
+    const why = whyNoFork(span);
+    const fork = why === null
       ? el("button", { type: "button", id: "fork-button", onclick: () => forkFrom(spanId) }, "Fork from here")
-      : "";
+      : el("p", { id: "fork-why", class: "meta" }, why);
     const where = {
       spansById,
       arrowOf: (id) => (arrows.indexOf(id) + 1) || null,
@@ -272,30 +302,35 @@ async function runPage(runId) {
     }
   }
 
-  // This run's diagram beside another's (its original, or ?compare=ID), first difference marked.
+  // This run's diagram above another's (its original, or ?compare=ID), each at full size, and
+  // where their steps differ, in words; the first arrow that differs is marked in both.
   async function drawComparison(otherId) {
     const detail = $("detail").value;
     const path = (id) => `/v1/runs/${id}/diagram?format=json&comparable=true&detail=${detail}`;
-    const [mine, theirs] = await Promise.all([api(path(runId)), api(path(otherId))]);
+    const [mine, theirs, compared] = await Promise.all([
+      api(path(runId)), api(path(otherId)),
+      api(`/v1/runs/${runId}/compare?with=${encodeURIComponent(otherId)}`),
+    ]);
     $("comparison").hidden = false;
     const link = $("compare-link");
-    link.textContent = `run ${otherId.slice(0, 12)}`;
-    link.href = `/runs/${otherId}`;
+    link.textContent = `run ${compared.other.slice(0, 12)}`;
+    link.href = `/runs/${compared.other}`;
+    $("compare-differences").replaceChildren(...compared.differences.map((said) => el("li", {}, said)));
     const [here, there] = await Promise.all([
-      drawMermaid($("compare-this"), mine.mermaid),
-      drawMermaid($("compare-other"), theirs.mermaid),
+      drawMermaid($("compare-this"), mine.mermaid, true),
+      drawMermaid($("compare-other"), theirs.mermaid, true),
     ]);
     const difference = firstDifference(mine.mermaid, theirs.mermaid);
-    if (difference.line < 0) {
-      $("compare-verdict").textContent = "The same diagram, arrow for arrow (timings aside).";
-      return;
-    }
     if (difference.arrow) {
       markArrow(here, difference.arrow);
       markArrow(there, difference.arrow);
     }
-    $("compare-verdict").textContent = `First difference${difference.arrow ? ` at arrow ${difference.arrow}` : ""}: `
-      + `“${difference.here.trim()}” here, “${difference.there.trim()}” there.`;
+    const steps = compared.same
+      ? "The same steps, one for one (timings and tokens aside)."
+      : `${compared.differences.length} difference${compared.differences.length === 1 ? "" : "s"} in its steps:`;
+    const arrow = difference.line < 0 ? " The same diagram, arrow for arrow."
+      : difference.arrow ? ` First difference at arrow ${difference.arrow} (marked).` : "";
+    $("compare-verdict").textContent = steps + arrow;
   }
 
   const waterfall = new Waterfall($("waterfall"), (spanId) => selectSpan(spanId));
@@ -372,28 +407,58 @@ async function runPage(runId) {
     );
   }
 
+  // The header's figures: the stored run's once it has ended, what the events said before.
+  function showMeta() {
+    const run = current;
+    if (!run) return;
+    const ended = FINAL.has(run.status);
+    const usage = run.usage;
+    const input = ended ? usage.input_tokens : Math.max(usage.input_tokens, live.input);
+    const output = ended ? usage.output_tokens : Math.max(usage.output_tokens, live.output);
+    const calls = ended ? usage.model_calls : Math.max(usage.model_calls, live.calls);
+    const started = run.started_at || live.started;
+    const seconds = ended ? run.duration_s : started ? Math.max(0, Date.now() / 1000 - started) : null;
+    const entry = run.entry_agent || live.entry || run.requested_agent;
+    const answered = run.tree && run.tree.answered_by && run.tree.answered_by !== entry ? run.tree.answered_by : null;
+    $("run-meta").replaceChildren(...[
+      ["entry", entry || "(config's entry)"],
+      answered ? ["answered by", answered] : null,
+      ["created", when(run.created_at)],
+      ["duration", duration(seconds)],
+      ["tokens", `${input}/${output}`],
+      ["model calls", String(calls)],
+      ["cost", cost(usage.cost_usd, usage.unpriced_calls)],
+    ].filter(Boolean).flatMap(([name, value], i) => [
+      i ? " · " : "", `${name} `, el("span", { "data-meta": name.replace(" ", "-") }, value),
+    ]));
+  }
+
   async function refresh() {
     if (refreshing) { again = true; return refreshing; }
     refreshing = (async () => {
       const run = await api(`/v1/runs/${runId}`);
+      if (runId !== run.id) {
+        runId = run.id; // the page's address names the run in full from now on
+        history.replaceState(null, "", `/runs/${run.id}${location.search}`);
+      }
+      current = run;
+      // Live from the first read (before the diagram is drawn): a short run may be over by then.
+      if (!FINAL.has(run.status) && !document.body.dataset.state) document.body.dataset.state = "live";
       document.title = `Baton · run ${run.id.slice(0, 12)}`;
       $("run-title").textContent = `Run ${run.id.slice(0, 12)}`;
       $("run-status").replaceWith(Object.assign(statusBadge(run.status), { id: "run-status" }));
-      $("run-meta").textContent = [
-        `entry ${run.entry_agent || run.requested_agent || "(config's entry)"}`,
-        `created ${when(run.created_at)}`,
-        `duration ${duration(run.duration_s)}`,
-        `tokens ${run.usage.input_tokens}/${run.usage.output_tokens}`,
-        `model calls ${run.usage.model_calls}`,
-        `cost ${cost(run.usage.cost_usd, run.usage.unpriced_calls)}`,
-      ].join(" · ");
+      showMeta();
+      $("run-lineage").replaceChildren(...lineageLine(run));
+      $("run-lineage").hidden = !run.replay_of;
       $("run-task").textContent = run.task;
-      const failed = run.status !== "succeeded" && FINAL.has(run.status);
+      const ended = FINAL.has(run.status);
+      const failed = run.status !== "succeeded" && ended;
       $("answer-heading").textContent = failed ? "Error" : "Answer";
       // A structured answer (the entry agent's output_schema) is shown as indented JSON.
       const answer = run.output_json != null ? JSON.stringify(run.output_json, null, 2) : run.output;
-      $("run-answer").textContent = failed ? run.error || "" : answer || (FINAL.has(run.status) ? "" : "…");
-      $("cancel-button").hidden = FINAL.has(run.status);
+      $("run-answer").textContent = failed ? run.error || ""
+        : ended ? answer || "" : live.answer ?? "…";
+      $("cancel-button").hidden = ended;
       const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals()]);
       drawWaterfall(trace);
       return run;
@@ -404,6 +469,27 @@ async function runPage(runId) {
       refreshing = null;
       if (again) { again = false; refresh(); }
     }
+  }
+
+  // Streamed model text: the entry agent's grows in the Answer box (a new step's text replaces
+  // the last step's); other agents' in blocks of their own, one per model call.
+  function showText(delta) {
+    const key = `${delta.invocation}/${delta.step}`;
+    if (delta.chain.length <= 1) {
+      if (live.answerKey !== key) { live.answerKey = key; live.answer = ""; }
+      live.answer += delta.text;
+      $("run-answer").textContent = live.answer;
+      return;
+    }
+    let block = [...$("streams").children].find((b) => b.dataset.key === key);
+    if (!block) {
+      block = el("div", { class: "stream", "data-key": key },
+        el("h3", {}, delta.agent, el("span", { class: "meta" }, ` · step ${delta.step}`)),
+        el("pre", { class: "text" }));
+      $("streams").append(block);
+      $("live-text").hidden = false;
+    }
+    block.querySelector("pre").append(delta.text);
   }
 
   $("detail").addEventListener("change", () => { diagramPage = 1; drawDiagram(); });
@@ -419,35 +505,33 @@ async function runPage(runId) {
     document.body.dataset.compared = compareWith ? "yes" : "no";
     return;
   }
-  // Live: the diagram and the waterfall grow with each event (at most a few redraws a second);
-  // streamed model text grows under the diagram, one block per model call.
+  // Live: the header counts from the events and its clock runs; the diagram and the waterfall
+  // grow with each event (at most a few redraws a second).
+  const ticking = setInterval(showMeta, 500);
   let timer = null;
   for await (const event of events(`/v1/runs/${runId}/events`)) {
-    if (event.type === "model_delta") { showText(event.data); continue; }
-    $("run-status").textContent = event.type === "run_finished" ? event.data.status : "running";
+    const data = event.data;
+    if (event.type === "model_delta") { showText(data); continue; }
+    if (event.type === "run_started") live.started = data.ts;
+    if (event.type === "agent_started" && data.chain.length <= 1) live.entry = data.agent;
+    if (event.type === "model_finished") {
+      live.input += data.input_tokens;
+      live.output += data.output_tokens;
+      live.calls += 1;
+    }
+    showMeta();
+    $("run-status").textContent = event.type === "run_finished" ? data.status : "running";
     if (event.type === "run_finished") break;
     if (event.type === "approval_requested" || event.type === "approval_decided") drawApprovals();
     if (!timer) timer = setTimeout(() => { timer = null; refresh(); }, 250);
   }
+  clearInterval(ticking);
   clearTimeout(timer);
   await refresh();
   document.body.dataset.state = "finished";
+  if (selected) selectSpan(selected); // a fork may start here now
   if (compareWith) await drawComparison(compareWith);
   document.body.dataset.compared = compareWith ? "yes" : "no";
-}
-
-// A streamed model call's text so far: appended to its block (made on its first delta).
-function showText(delta) {
-  const key = `${delta.invocation}/${delta.step}`;
-  let block = [...$("streams").children].find((b) => b.dataset.key === key);
-  if (!block) {
-    block = el("div", { class: "stream", "data-key": key },
-      el("h3", {}, delta.agent, el("span", { class: "meta" }, ` · step ${delta.step}`)),
-      el("pre", { class: "text" }));
-    $("streams").append(block);
-    $("live-text").hidden = false;
-  }
-  block.querySelector("pre").append(delta.text);
 }
 
 // --- Agents page ---------------------------------------------------------------------------
@@ -466,6 +550,9 @@ async function agentsPage() {
         el("td", {}, agent.model),
         el("td", {}, agent.tools.map((t) => t.split(":").pop()).join(", ") || "–"),
         el("td", {}, agent.delegates.join(", ") || "–"),
+        el("td", { class: "handoffs" }, agent.handoffs.join(", ") || "–"),
+        el("td", { class: "guardrails" }, agent.guardrails.length ? el("ul", { class: "plain" }, agent.guardrails.map((g) => el("li", {}, g))) : "–"),
+        el("td", { class: "output-schema" }, schemaSummary(agent.output_schema)),
         el("td", {}, agent.own_actors === null ? "shared host" : `own actors (${agent.own_actors})`,
           el("span", { class: "meta" }, ` · ${agent.replicas.length} replica${agent.replicas.length === 1 ? "" : "s"}`),
           agent.replicas.length ? el("span", { class: "meta" }, ` on ${[...new Set(agent.replicas.map((r) => (r.node_id || "?").slice(0, 8)))].join(", ")}`) : null,
@@ -476,6 +563,16 @@ async function agentsPage() {
   } catch (error) {
     showError($("topology"), error);
   }
+}
+
+// An agent's output schema in brief: the fields of its JSON answer (or the model's path), the
+// whole schema on hover.
+function schemaSummary(schema) {
+  if (schema === null || schema === undefined) return "text";
+  if (typeof schema === "string") return el("code", {}, schema);
+  const fields = Object.keys(schema.properties || {});
+  return el("span", { title: JSON.stringify(schema, null, 2) },
+    "JSON", fields.length ? `: ${fields.join(", ")}` : "");
 }
 
 // --- Start ---------------------------------------------------------------------------------

@@ -1,8 +1,19 @@
 // How the UI writes times, durations and money.
 
+const two = (n) => String(n).padStart(2, "0");
+
+// A span's moment, local time to the millisecond: 17:15:16.643.
 export function clock(ns) {
   const at = new Date(ns / 1e6);
-  return `${at.toLocaleString()}.${String(at.getMilliseconds()).padStart(3, "0")}`;
+  const ms = String(at.getMilliseconds()).padStart(3, "0");
+  return `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}.${ms}`;
+}
+
+// A run's moment, local date and time: 2026-11-27 17:15:16.
+export function when(epoch) {
+  const at = new Date(epoch * 1000);
+  const date = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}`;
+  return `${date} ${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
 }
 
 export function took(ms) {

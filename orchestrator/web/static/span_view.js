@@ -4,6 +4,7 @@
 
 import { el } from "./dom.js";
 import { clock, took } from "./format.js";
+import { kindOf, replayed, subjectOf } from "./span_words.js";
 
 // Attributes shown in their own sections, not again in the table.
 const SHOWN = new Set([
@@ -59,6 +60,17 @@ function section(title, ...body) {
   return [el("h4", {}, title), ...body];
 }
 
+// The tools a model call offered the model (`gen_ai.tool.definitions`): name and description.
+function toolsOffered(value) {
+  const tools = parsed(value);
+  if (!Array.isArray(tools)) return el("pre", { class: "text" }, String(value));
+  return el("ul", { class: "tools-offered" },
+    tools.map((t) => {
+      const f = t.function || t;
+      return el("li", {}, el("code", {}, f.name || "?"), f.description ? ` — ${f.description}` : "");
+    }));
+}
+
 // `where`: { spansById, arrowOf(spanId) -> number | null, select(spanId), showArrow(n) }.
 export function spanDetails(span, where, fork) {
   const a = span.attributes;
@@ -66,24 +78,25 @@ export function spanDetails(span, where, fork) {
   const rows = [
     ["status", state],
     ["started", clock(span.start_ns)],
-    ["duration", took(span.duration_ms)],
-    ["kind", span.kind],
+    ["duration", replayed(span) ? `${took(span.duration_ms)} (replayed: taken from the record, not done again)` : took(span.duration_ms)],
+    ["kind", kindOf(span)[0]],
     ["span", span.span_id],
   ];
   const parent = span.parent_span_id && where.spansById.get(span.parent_span_id);
   const arrow = where.arrowOf(span.span_id);
   const places = [
-    parent ? el("li", {}, "parent: ", link(parent.name, () => where.select(parent.span_id))) : null,
+    parent ? el("li", {}, "parent: ", link(`${kindOf(parent)[0]} ${subjectOf(parent)}`, () => where.select(parent.span_id))) : null,
     arrow ? el("li", {}, "diagram: ", link(`arrow ${arrow}`, () => where.showArrow(arrow))) : null,
     span.children.length
       ? el("li", {}, `children (${span.children.length}): `,
-        span.children.map((c, i) => [i ? ", " : "", link(c.name, () => where.select(c.span_id))]))
+        span.children.flatMap((c, i) => [i ? ", " : "", link(`${kindOf(c)[0]} ${subjectOf(c)}`, () => where.select(c.span_id))]))
       : null,
   ];
   const content = [];
   if (span.status === "ERROR") {
     content.push(...section("Error", el("p", { class: "error" }, `${a["error.type"] || "error"}: ${span.status_message || ""}`)));
   }
+  if (a["gen_ai.tool.definitions"]) content.push(...section("Tools offered", toolsOffered(a["gen_ai.tool.definitions"])));
   if (a["gen_ai.system_instructions"]) content.push(...section("Instructions", chat([{ role: "system", parts: parsed(a["gen_ai.system_instructions"]) }])));
   if (a["gen_ai.input.messages"]) content.push(...section("Input", chat(a["gen_ai.input.messages"])));
   if (a["gen_ai.output.messages"]) content.push(...section("Output", chat(a["gen_ai.output.messages"])));
@@ -95,8 +108,8 @@ export function spanDetails(span, where, fork) {
   const events = (span.events || []).map((e) =>
     el("li", {}, `${e.name} at ${clock(e.time_ns)}`, Object.keys(e.attributes || {}).length ? ` ${JSON.stringify(e.attributes)}` : ""));
   return [
-    el("h3", {}, span.name),
-    el("p", { class: "meta" }, `span ${span.span_id}`),
+    el("h3", {}, `${kindOf(span)[0]} · ${subjectOf(span)}`),
+    el("p", { class: "meta" }, span.name),
     fork || "",
     table(rows),
     el("ul", { class: "places" }, places),

@@ -1,22 +1,17 @@
-// The run's spans as a waterfall: one row a span, indented under its parent, with its status,
-// its kind, its bar in time, and the tokens and cost of its subtree. Subtrees fold; a filter
+// The run's spans as a waterfall: one row a span, indented under its parent, led by the agent,
+// model or tool it is about, with its status, its kind, its bar in time, and the tokens and cost
+// of its subtree (a step taken from the record says "replayed" instead of a duration). Subtrees fold; a filter
 // keeps the rows that match and the rows above them. Thousands of rows stay fluid: which rows
 // are shown is worked out in one pass over the spans, and a long list puts in the page only the
 // rows in view (plus a margin), as trace viewers do; a row is built once and reused.
 
 import { el } from "./dom.js";
 import { cost as money, took } from "./format.js";
+import { kindOf, replayed, subjectOf } from "./span_words.js";
 
 // Up to this many shown rows, all are in the page; beyond, only those in view.
 const ALL_AT_ONCE = 300;
 const MARGIN = 40; // rows drawn above and below the view
-
-const KINDS = {
-  invoke_workflow: ["run", "R"],
-  invoke_agent: ["agent", "A"],
-  chat: ["model call", "M"],
-  execute_tool: ["tool call", "T"],
-};
 
 function statusOf(span) {
   if (span.end_ns === null) return ["open", "◌", "running"];
@@ -91,7 +86,8 @@ export class Waterfall {
     const left = ((span.start_ns - this.start) / this.total) * 100;
     const width = Math.max((((span.end_ns || this.now) - span.start_ns) / this.total) * 100, 0.4);
     const [state, icon, said] = statusOf(span);
-    const [kindName, kindMark] = KINDS[span.attributes["gen_ai.operation.name"]] || ["span", "·"];
+    const [kindName, kindMark] = kindOf(span);
+    const fromRecord = replayed(span);
     const toggle = span.children.length
       ? el("button", {
         type: "button", class: "fold", "aria-label": "collapse or expand",
@@ -103,19 +99,21 @@ export class Waterfall {
     entry.row = el(
       "div",
       {
-        class: `span-row ${state}`, role: "listitem", "data-span": span.span_id, tabindex: 0,
+        class: `span-row ${state}${fromRecord ? " replayed" : ""}`, role: "listitem",
+        "data-span": span.span_id, tabindex: 0, title: span.name,
         onclick: () => this.onSelect(span.span_id),
       },
       el("span", { class: "span-name", style: `padding-left:${depth * 14}px` },
         toggle,
         el("span", { class: `status-icon ${state}`, title: said }, icon),
         el("span", { class: "kind-icon", title: kindName }, kindMark),
-        span.name),
+        el("span", { class: "subject" }, subjectOf(span)),
+        fromRecord ? el("span", { class: "replay-mark", title: "taken from the record, not done again" }, " ↻") : null),
       el("span", { class: "span-bar-track" },
         el("span", { class: "span-bar", style: `left:${left}%;width:${width}%` })),
       el("span", { class: "span-usage", title: "tokens in/out and cost of this span and those under it" },
         input + output ? `${input}/${output} · ${money(cost, unpriced)}` : ""),
-      el("span", { class: "span-time" }, took(span.duration_ms)),
+      el("span", { class: "span-time" }, fromRecord ? "replayed" : took(span.duration_ms)),
     );
     return entry.row;
   }
