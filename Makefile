@@ -9,7 +9,7 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run check test lint docs schema bench lock
+.PHONY: help setup system-deps run check test conformance lint docs schema bench lock
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ check: setup ## Validate configs/default.yaml
 
 test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+
+conformance: setup ## The protocols' own test kits against baton serve: the A2A TCK and the MCP conformance suite
+	$(PY) -m tests.conformance.run all
 
 lint: setup ## Ruff (lint and format), mypy --strict on the packages, a note on modules past 600 lines
 	$(VENV)/bin/ruff check .

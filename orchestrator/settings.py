@@ -53,6 +53,14 @@ class Settings(BaseSettings):
         "http://HOST:PORT).",
     )
     port: int = Field(default=8000, ge=0, le=65535)
+    a2a_blocking_wait_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a blocking A2A SendMessage waits for the task's end before it "
+        "answers with the task as it stands, still working (default: to the end, as the A2A "
+        "spec says). Set it below your A2A clients' timeout (the a2a-sdk client's is 5 s) so "
+        "that a long task's client learns its id and follows it.",
+    )
     api_keys: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Accepted bearer keys, comma-separated."
     )

@@ -149,8 +149,9 @@ class RemoteExchange:
             # The answer is the artifact; an agent may give it as its final message instead
             # (a2a-sdk's `TaskUpdater.complete(message)`).
             return end(inv, status, output=seen.answer or seen.final)
-        detail = seen.said or seen.state.removeprefix("TASK_STATE_").lower()
-        return end(inv, status, error=f"{remote.url}: {detail}")
+        state = seen.state.removeprefix("TASK_STATE_").lower() or "unknown"
+        why = f": {seen.said}" if seen.said else " without saying why"
+        return end(inv, status, error=f"the remote task at {remote.url} ended {state}{why}")
 
     async def _exchange(self, inv: Invocation, seen: _Exchange) -> None:
         from a2a.client import ClientCallContext
@@ -206,10 +207,13 @@ class RemoteExchange:
             text = "".join(p.text for p in update.artifact.parts)
             if update.append:
                 seen.answer += text
-                if deltas is not None:
-                    deltas.add(text)
+            elif update.last_chunk and seen.answer:
+                seen.answer = text  # the whole answer, in place of the pieces
+                text = ""
             else:
-                seen.answer = text
+                seen.answer = text  # an artifact's first piece (or the whole of it)
+            if deltas is not None and text:
+                deltas.add(text)
         elif kind == "message":  # an agent that answers at once, without a task
             seen.answer = "".join(p.text for p in response.message.parts)
             seen.state = "TASK_STATE_COMPLETED"
@@ -279,12 +283,31 @@ class RemoteExchange:
 
 
 def _failure(url: str, exc: Exception) -> str:
-    """Why an exchange failed, for the caller's model: refused, unreachable, or what broke."""
+    """Why an exchange failed, for the caller's model: unreachable, refused, or what broke."""
+    import httpx
+    from a2a.client.errors import AgentCardResolutionError
     from a2a.utils.errors import A2AError
 
+    causes = _causes(exc)
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        return f"could not connect to {url}: connection refused"
+    if connect := next((c for c in causes if isinstance(c, httpx.ConnectError)), None):
+        return f"could not connect to {url}: {connect}"
+    if timeout := next((c for c in causes if isinstance(c, httpx.TimeoutException)), None):
+        return f"{url} did not answer in time ({type(timeout).__name__})"
+    if isinstance(exc, AgentCardResolutionError):
+        status = f" (HTTP {exc.status_code})" if exc.status_code else ""
+        return f"no agent card at {url}{status}: {exc.message}"
     if isinstance(exc, A2AError):
-        return f"refused by {url}: {exc}"
-    name = type(exc).__name__
-    if "Connect" in name or "Card" in name:
-        return f"cannot reach {url}: {name}: {exc}"
-    return f"{url} failed: {name}: {exc}"
+        return f"{url} refused the task: {exc}"
+    return f"{url} failed: {type(exc).__name__}: {exc}"
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exception and what caused it, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain

@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from orchestrator.a2a.card import RPC_PATH, agent_card
 from orchestrator.a2a.handler import BatonRequestHandler
+from orchestrator.a2a.strict import StrictEnums
 from orchestrator.service import RunService
 from orchestrator.system.config import AgentSystem
 
@@ -24,8 +25,15 @@ def a2a_routes(
     current: Callable[[], Awaitable[RunService]],
     base_url: str,
     secured: bool,
+    blocking_wait_s: float | None = None,
 ) -> tuple[list[Route], list[Route]]:
-    """The agent card's route (public), and the JSON-RPC endpoint's (to guard like `/v1`)."""
+    """The agent card's route (public), and the JSON-RPC endpoint's (to guard like `/v1`).
+
+    The endpoint speaks A2A 1.0, and 0.3 to clients that send no `A2A-Version` header (the
+    a2a-sdk's compatibility layer), as the card's two interfaces say.
+    """
     card = agent_card(system, base_url, secured)
-    handler = BatonRequestHandler(system, current)
-    return create_agent_card_routes(card), create_jsonrpc_routes(handler, RPC_PATH)
+    handler = BatonRequestHandler(system, current, blocking_wait_s)
+    rpc = create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True)
+    strict = [Route(r.path, StrictEnums(r.app), methods=r.methods) for r in rpc]
+    return create_agent_card_routes(card), strict

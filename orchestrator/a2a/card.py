@@ -10,7 +10,11 @@ from a2a.types import (
     SecurityRequirement,
     StringList,
 )
-from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
+from a2a.utils.constants import (
+    PROTOCOL_VERSION_0_3,
+    PROTOCOL_VERSION_CURRENT,
+    TransportProtocol,
+)
 
 from orchestrator import __version__
 from orchestrator.system.config import AgentSystem
@@ -46,12 +50,15 @@ def agent_card(system: AgentSystem, base_url: str, secured: bool) -> AgentCard:
     card = AgentCard(
         name=config.name,
         description=entry.description or f"The Baton agent system {config.name}.",
+        # One endpoint, two versions: 1.0, and 0.3 for clients that send no `A2A-Version`
+        # (the card then carries 0.3's `url` and `protocolVersion` fields as well).
         supported_interfaces=[
             AgentInterface(
                 url=base_url.rstrip("/") + RPC_PATH,
                 protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_CURRENT,
+                protocol_version=version,
             )
+            for version in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         version=__version__,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),

@@ -33,6 +33,7 @@ from a2a.types import (
     ListTasksResponse,
     Message,
     PushNotificationNotSupportedError,
+    Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
@@ -40,6 +41,7 @@ from a2a.types import (
     TaskNotCancelableError,
     TaskNotFoundError,
     TaskPushNotificationConfig,
+    TaskState,
     UnsupportedOperationError,
 )
 
@@ -48,13 +50,14 @@ from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.tasks import (
+    context_of,
     origin_of,
     run_state,
     stored_task,
     task_update,
 )
 from orchestrator.engine.submission import Submission
-from orchestrator.errors import RunNotFound, ServiceError
+from orchestrator.errors import IdempotencyConflict, RunNotFound, ServiceError
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
@@ -69,33 +72,46 @@ __all__ = ["BatonRequestHandler"]
 # way.
 _CANCEL_WAIT_S = SETTLE_WAIT_S + 2.0
 _PAGE = 50
-# The statuses a `status` filter of ListTasks can name (one per A2A state).
-_LISTED = (
-    RunStatus.QUEUED,
-    RunStatus.RUNNING,
-    RunStatus.SUCCEEDED,
-    RunStatus.FAILED,
-    RunStatus.CANCELLED,
-)
+_MAX_PAGE = 100
 
 
 class BatonRequestHandler(RequestHandler):
-    """Answers A2A's methods for one agent system, from the service `current` returns."""
+    """Answers A2A's methods for one agent system, from the service `current` returns.
 
-    def __init__(self, system: AgentSystem, current: Callable[[], Awaitable[RunService]]) -> None:
+    Args:
+        blocking_wait_s: how long a blocking SendMessage waits for the task's end before it
+            answers with the task as it stands (None: to the end, as the spec says; a bound
+            below the clients' own timeout lets them learn the task's id and follow it).
+    """
+
+    def __init__(
+        self,
+        system: AgentSystem,
+        current: Callable[[], Awaitable[RunService]],
+        blocking_wait_s: float | None = None,
+    ) -> None:
         self._system = system
         self._current = current
+        self._blocking_wait_s = blocking_wait_s
 
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
-        """Start a run; answer its task once it ends (or at once with `return_immediately`)."""
+        """Start a run; answer its task once it ends (or sooner, see below).
+
+        At once with `return_immediately`; as it stands after the service's `blocking_wait_s`
+        (the client follows it from there).
+        """
         service = await self._current()
         run = await self._submit(service, params, context, stream=False)
-        if not params.configuration.return_immediately:
-            async for _ in self._updates(service, run):
-                pass
-        return await self._task(service, run.id, params.configuration.history_length or None)
+        config = params.configuration
+        if not config.return_immediately:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._blocking_wait_s):
+                    async for _ in self._updates(service, run):
+                        pass
+        history = config.history_length if config.HasField("history_length") else None
+        return await self._task(service, run.id, _history(history))
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -110,24 +126,46 @@ class BatonRequestHandler(RequestHandler):
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """The task a run is now."""
         history = params.history_length if params.HasField("history_length") else None
-        return await self._task(await self._current(), params.id, history)
+        return await self._task(await self._current(), params.id, _history(history))
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """Runs, newest first, as tasks (`page_token`: where the page starts)."""
+        """Runs, newest first, as tasks (`page_token`: where the page starts).
+
+        Filtered by context, state and the time of the last change, in the store's query.
+        """
         service = await self._current()
-        size = min(params.page_size or _PAGE, 100)
-        offset = int(params.page_token) if params.page_token.isdigit() else 0
-        wanted = [s for s in _LISTED if params.status and run_state(s) == params.status]
-        status = wanted[0].value if wanted else None
-        page = await service.list_runs(status=status, limit=size, offset=offset)
+        size = params.page_size if params.HasField("page_size") else _PAGE
+        if not 1 <= size <= _MAX_PAGE:
+            raise InvalidParamsError(f"pageSize must be 1 to {_MAX_PAGE}, not {size}")
+        token = params.page_token
+        if token and not (token.isdigit() and len(token) < 10):
+            raise InvalidParamsError(f"pageToken {token!r} is not one this service gave")
         history = params.history_length if params.HasField("history_length") else None
-        after = offset + len(page.runs)
+        statuses = None
+        if params.status:
+            statuses = [s.value for s in RunStatus if run_state(s) == params.status]
+            if not statuses:
+                name = TaskState.Name(params.status)
+                raise InvalidParamsError(f"no Baton task is ever in state {name}")
+        after = None
+        if params.HasField("status_timestamp_after"):
+            after = params.status_timestamp_after.ToNanoseconds() / 1e9
+        offset = int(token or 0)
+        page = await service.list_runs(
+            status=statuses,
+            context_id=params.context_id or None,
+            changed_after=after,
+            limit=size,
+            offset=offset,
+        )
+        artifacts = params.include_artifacts
+        end = offset + len(page.runs)
         return ListTasksResponse(
-            tasks=[stored_task(run, history) for run in page.runs],
-            next_page_token=str(after) if after < page.total else "",
-            page_size=size,
+            tasks=[stored_task(run, _history(history), artifacts) for run in page.runs],
+            next_page_token=str(end) if end < page.total else "",
+            page_size=len(page.runs),
             total_size=page.total,
         )
 
@@ -149,13 +187,19 @@ class BatonRequestHandler(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[A2AEvent]:
-        """The task now, then its updates to the final state (its whole story, from the start)."""
+        """The task now, then its updates to the final state (its whole story, from the start).
+
+        A task that has ended has nothing to follow (§3.1.6): GetTask reads it.
+        """
         service = await self._current()
         run = await self._run(service, params.id)
+        if run.finished:
+            raise UnsupportedOperationError(
+                f"task {run.id} has ended ({run.status.value}): read it with GetTask"
+            )
         yield stored_task(run)
-        if not run.finished:
-            async for update in self._updates(service, run):
-                yield update
+        async for update in self._updates(service, run):
+            yield update
 
     async def _submit(
         self,
@@ -165,10 +209,18 @@ class BatonRequestHandler(RequestHandler):
         stream: bool,
     ) -> StoredRun:
         message = params.message
-        if message.task_id:
-            raise UnsupportedOperationError(
-                "a Baton task takes one message: send a new message (without task_id)"
+        if not message.message_id:
+            raise InvalidParamsError(
+                "the message has no messageId: it is required (it makes a resent message "
+                "start one task, not two)"
             )
+        if message.role != Role.ROLE_USER:
+            raise InvalidParamsError(
+                "the message's role must be ROLE_USER (a task is asked by its user), not "
+                f"{Role.Name(message.role)}"
+            )
+        if message.task_id:
+            await self._follow_up(service, message.task_id)
         text = get_message_text(message).strip()
         if not text:
             raise InvalidParamsError("the message has no text part: a Baton task is text")
@@ -193,28 +245,55 @@ class BatonRequestHandler(RequestHandler):
             run, _ = await service.submit(
                 request, idempotency_key=f"a2a:{message.message_id}", principal=f"a2a:{caller}"
             )
+        except IdempotencyConflict:
+            raise InvalidParamsError(
+                f"messageId {message.message_id!r} was sent before with another message: "
+                "a new message needs a new messageId",
+                data={"reason": "message_id_reused"},
+            ) from None
         except ServiceError as exc:
             raise InternalError(f"{exc.code}: {exc.message}") from None
         return run
 
+    async def _follow_up(self, service: RunService, task_id: str) -> None:
+        """A message for an existing task: refused, with the reason.
+
+        A Baton task takes the one message it started with; a new message is a new task, in
+        the same context.
+        """
+        run = await self._run(service, task_id)
+        if run.finished:
+            raise UnsupportedOperationError(
+                f"task {run.id} has ended ({run.status.value}): it takes no more messages; "
+                "send a new message (without taskId) in its context"
+            )
+        raise UnsupportedOperationError(
+            f"task {run.id} is {run.status.value} and asks for no input: send a new message "
+            "(without taskId) in its context, or cancel it"
+        )
+
     async def _updates(self, service: RunService, run: StoredRun) -> AsyncGenerator[A2AEvent]:
         """The run's updates to its end; the answer artifact whole just before the final state."""
         depth = len(((run.options or {}).get("origin") or {}).get("chain") or ()) + 1
-        context_id = stored_task(run, 0).context_id
+        context_id = context_of(run)
+        streamed = False
         async for item in service.events.follow(run):
             if item is None:
                 continue
-            event = item[1]
+            seq, event = item
             if isinstance(event, RunFinished) and event.output is not None:
                 answer = stored_task(
                     run.model_copy(update={"output": event.output, "status": event.status}), 0
                 )
                 if answer.artifacts:
+                    # The whole answer replaces the pieces streamed so far (`append` false).
                     yield TaskArtifactUpdateEvent(
                         task_id=run.id, context_id=context_id, artifact=answer.artifacts[0],
                         append=False, last_chunk=True,
                     )  # fmt: skip
-            update = task_update(event, run.id, context_id, depth)
+            update = task_update(event, seq, run.id, context_id, depth, streamed)
+            if isinstance(update, TaskArtifactUpdateEvent):
+                streamed = True
             if update is not None:
                 yield update
             if isinstance(event, RunFinished):
@@ -259,3 +338,10 @@ class BatonRequestHandler(RequestHandler):
     ) -> AgentCard:
         """No extended card: the public one says it all."""
         raise ExtendedAgentCardNotConfiguredError("the public card is all there is")
+
+
+def _history(length: int | None) -> int | None:
+    """A historyLength as asked (None: all), refused when negative."""
+    if length is not None and length < 0:
+        raise InvalidParamsError(f"historyLength must be 0 or more, not {length}")
+    return length

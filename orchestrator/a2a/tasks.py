@@ -5,7 +5,7 @@ A2A's types are protocol buffers (a2a-sdk 1.x); this module only builds and read
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
 from a2a.types import (
     Artifact,
@@ -47,6 +47,8 @@ from orchestrator.store import StoredRun
 __all__ = [
     "ANSWER",
     "FINAL_STATES",
+    "changed_at",
+    "context_of",
     "origin_of",
     "run_state",
     "stored_task",
@@ -84,14 +86,17 @@ def run_state(status: RunStatus) -> TaskState:
     return _STATES[status]
 
 
-def _text(text: str, role: Role = Role.ROLE_AGENT, **ids: str) -> Message:
-    return Message(message_id=f"m-{time.time_ns()}", role=role, parts=[Part(text=text)], **ids)
+def _text(text: str, message_id: str, role: Role = Role.ROLE_AGENT, **ids: str) -> Message:
+    return Message(message_id=message_id, role=role, parts=[Part(text=text)], **ids)
 
 
-def _status(state: TaskState, text: str | None, run_id: str, context_id: str) -> TaskStatus:
+def _status(
+    state: TaskState, text: str | None, at: float, message_id: str, run_id: str, context_id: str
+) -> TaskStatus:
+    """A task's status: `at` is when it changed (so every read of it says the same)."""
     stamp = Timestamp()
-    stamp.GetCurrentTime()
-    message = _text(text, task_id=run_id, context_id=context_id) if text else None
+    stamp.FromNanoseconds(round(at * 1e9))
+    message = _text(text, message_id, task_id=run_id, context_id=context_id) if text else None
     return TaskStatus(state=state, message=message, timestamp=stamp)
 
 
@@ -99,45 +104,66 @@ def _answer(run_id: str, text: str) -> Artifact:
     return Artifact(artifact_id=f"{run_id}-{ANSWER}", name=ANSWER, parts=[Part(text=text)])
 
 
-def _context_id(run: StoredRun) -> str:
-    origin = (run.options or {}).get("origin") or {}
-    return str(origin.get("context_id") or run.id)
+def _origin(run: StoredRun) -> dict[str, Any]:
+    return (run.options or {}).get("origin") or {}
 
 
-def stored_task(run: StoredRun, history_length: int | None = None) -> Task:
-    """The task a stored run is: its state, the task as the user's message, the answer."""
-    context_id = _context_id(run)
+def context_of(run: StoredRun) -> str:
+    """The task's context: the client's, else its own id (a conversation of one task)."""
+    return run.context_id or str(_origin(run).get("context_id") or run.id)
+
+
+def changed_at(run: StoredRun) -> float:
+    """When the run's state last changed."""
+    return run.finished_at or run.started_at or run.created_at
+
+
+def stored_task(run: StoredRun, history_length: int | None = None, artifacts: bool = True) -> Task:
+    """The task a stored run is: its state, the task as the user's message, the answer.
+
+    Args:
+        run: the run as stored.
+        history_length: the last this many messages of its history (None: all of it).
+        artifacts: with the answer artifact (ListTasks leaves it out unless asked).
+    """
+    context_id = context_of(run)
     ended = run.output if run.status == RunStatus.SUCCEEDED else run.error
+    state = run_state(run.status)
     task = Task(
         id=run.id,
         context_id=context_id,
-        status=_status(run_state(run.status), ended, run.id, context_id),
+        status=_status(
+            state, ended, changed_at(run), f"{run.id}-{run.status.value}", run.id, context_id
+        ),
         metadata=struct({META_STATUS: run.status.value, "baton.entry_agent": run.entry_agent}),
     )
-    if run.status == RunStatus.SUCCEEDED and run.output is not None:
+    if artifacts and run.status == RunStatus.SUCCEEDED and run.output is not None:
         task.artifacts.append(_answer(run.id, run.output))
-    history = [_text(run.task, Role.ROLE_USER, task_id=run.id, context_id=context_id)]
+    # The user's message as it was sent (its id is the client's).
+    asked = str(_origin(run).get("message_id") or f"{run.id}-task")
+    history = [_text(run.task, asked, Role.ROLE_USER, task_id=run.id, context_id=context_id)]
     if history_length != 0:
         task.history.extend(history[-history_length:] if history_length else history)
     return task
 
 
 def task_update(
-    event: Event, run_id: str, context_id: str, entry_depth: int
+    event: Event, seq: int, run_id: str, context_id: str, entry_depth: int, streamed: bool
 ) -> TaskStatusUpdateEvent | TaskArtifactUpdateEvent | None:
-    """What an A2A client sees of a run's event (None: nothing).
+    """What an A2A client sees of a run's event number `seq` (None: nothing).
 
-    The entry agent's streamed text grows the answer artifact; agents starting and ending,
-    refusals and approvals are `working` updates that say so; the run's end is the final state
-    (with the answer).
+    The entry agent's streamed text grows the answer artifact (`streamed`: a piece of it was
+    sent already, so this one appends); agents starting and ending, refusals and approvals are
+    `working` updates that say so; the run's end is the final state (with the answer).
     """
     ids = {"task_id": run_id, "context_id": context_id}
     if isinstance(event, ModelDelta):
         if len(event.chain) != entry_depth:
             return None
         return TaskArtifactUpdateEvent(
-            **ids, artifact=_answer(run_id, event.text), append=True, last_chunk=False
+            **ids, artifact=_answer(run_id, event.text), append=streamed, last_chunk=False
         )
+    message_id = f"{run_id}-{seq}"
     if isinstance(event, RunFinished):
         ended = event.output if event.status == RunStatus.SUCCEEDED else event.error
         spent = struct(
@@ -148,11 +174,15 @@ def task_update(
         )
         return TaskStatusUpdateEvent(
             **ids,
-            status=_status(run_state(event.status), ended, run_id, context_id),
+            status=_status(
+                run_state(event.status), ended, event.ts, message_id, run_id, context_id
+            ),
             metadata=spent,
         )
     if isinstance(event, AgentStarted | AgentFinished | DelegationRefused | ApprovalRequested):
-        working = _status(TaskState.TASK_STATE_WORKING, _plain(event), run_id, context_id)
+        working = _status(
+            TaskState.TASK_STATE_WORKING, _plain(event), event.ts, message_id, run_id, context_id
+        )
         meta = struct({"baton.event": event.type, "baton.agent": event.agent})
         return TaskStatusUpdateEvent(**ids, status=working, metadata=meta)
     return None
@@ -185,6 +215,7 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
         chain=tuple(str(c) for c in meta.get(META_CHAIN) or ()),
         systems=tuple(str(s) for s in meta.get(META_SYSTEMS) or ()),
         context_id=message.context_id or None,
+        message_id=message.message_id or None,
     )
     agent, deadline = meta.get(META_AGENT), meta.get(META_DEADLINE)
     deadline_s = float(deadline) if isinstance(deadline, int | float) else None

@@ -40,6 +40,7 @@ class ApiOptions:
     mermaid_dist: FilePath | None = None  # the npm mermaid package for the UI (setup's)
     mcp_origins: tuple[str, ...] = ()  # Origins allowed at /mcp and /a2a besides loopback ones
     public_url: str = "http://127.0.0.1:8000"  # where A2A clients reach it (the agent card's URL)
+    a2a_blocking_wait_s: float | None = None  # see `BatonRequestHandler`
 
 
 def create_app(
@@ -57,7 +58,9 @@ def create_app(
 
     # Built on their first request (the SDKs' imports are half of the service's start).
     mcp = LazyMcp(current_service)
-    a2a = LazyA2A(system, current_service, options.public_url, keys.enabled)
+    a2a = LazyA2A(
+        system, current_service, options.public_url, keys.enabled, options.a2a_blocking_wait_s
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -94,6 +97,9 @@ def create_app(
     for path, lazy, methods in ((MCP_PATH, mcp, None), (A2A_RPC_PATH, a2a, ["POST"])):
         guarded = ProtocolGuard(lazy.endpoint(path), keys, limiter, options.mcp_origins)
         app.router.routes.append(Route(path, endpoint=guarded, methods=methods))
+    # A2A clients that post to the agent's base URL (the a2a-sdk's default path) reach the
+    # same endpoint; GET / stays the UI.
+    app.router.routes.append(Route("/", endpoint=guarded, methods=["POST"]))
     # The card is public: it says how to authenticate.
     card = a2a.endpoint(A2A_CARD_PATH)
     app.router.routes.append(Route(A2A_CARD_PATH, endpoint=card, methods=["GET"]))

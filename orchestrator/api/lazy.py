@@ -71,8 +71,15 @@ def _apps(routes: list[Route]) -> dict[str, ASGIApp]:
 class LazyA2A:
     """The agent card (public) and the JSON-RPC endpoint of `orchestrator.a2a`."""
 
-    def __init__(self, system: AgentSystem, current: Current, base_url: str, secured: bool):
-        self._args = (system, current, base_url, secured)
+    def __init__(
+        self,
+        system: AgentSystem,
+        current: Current,
+        base_url: str,
+        secured: bool,
+        blocking_wait_s: float | None = None,
+    ):
+        self._args = (system, current, base_url, secured, blocking_wait_s)
         self._routes = _Routes(self._build)
 
     def endpoint(self, path: str) -> ASGIApp:

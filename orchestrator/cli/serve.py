@@ -137,6 +137,7 @@ def serve(
             mermaid_dist=settings.mermaid_dist,
             mcp_origins=settings.allowed_origins,
             public_url=settings.public_url or f"http://{host}:{port}",
+            a2a_blocking_wait_s=settings.a2a_blocking_wait_s,
         ),
     )
     # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and

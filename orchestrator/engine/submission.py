@@ -22,12 +22,14 @@ class Origin:
         systems: the agent systems (config names) the chain went through, in order; a system
             on it refuses the delegation (a cycle across systems).
         context_id: the A2A conversation the caller put the task in.
+        message_id: the A2A message that asked for it (the task's history keeps its id).
     """
 
     trace_context: dict[str, str] = field(default_factory=dict)
     chain: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     context_id: str | None = None
+    message_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,14 @@ class Submission:
             object.__setattr__(self, "origin", origin)
 
     def fingerprint(self) -> str:
-        """Identifies the submission, for idempotent retries."""
-        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+        """Identifies the submission, for idempotent retries.
+
+        Its trace context says where it is recorded, not what is asked: a retry carries a new one.
+        """
+        asked = asdict(self)
+        if asked["origin"] is not None:
+            del asked["origin"]["trace_context"]
+        body = json.dumps(asked, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(body.encode()).hexdigest()
 
     def options(self) -> dict[str, Any]:

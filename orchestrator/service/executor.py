@@ -123,6 +123,7 @@ class RunExecutor:
             config=self._config,
             owner=self.owner,
             options=request.options(),
+            context_id=request.origin.context_id if request.origin else None,
             **record,
         )
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from agents.core.errors import describe_error
@@ -252,10 +253,24 @@ class RunService:
         return await self.executor.get(run_id)
 
     async def list_runs(
-        self, *, status: str | None = None, agent: str | None = None, limit: int, offset: int = 0
+        self,
+        *,
+        status: str | Collection[str] | None = None,
+        agent: str | None = None,
+        context_id: str | None = None,
+        changed_after: float | None = None,
+        limit: int,
+        offset: int = 0,
     ) -> RunPage:
-        """Stored runs, newest first, filtered by status and entry agent."""
-        return await self.store.list(status=status, agent=agent, limit=limit, offset=offset)
+        """Stored runs, newest first, filtered as `RunStore.list` says."""
+        return await self.store.list(
+            status=status,
+            agent=agent,
+            context_id=context_id,
+            changed_after=changed_after,
+            limit=limit,
+            offset=offset,
+        )
 
     async def cancel(self, run_id: str) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance.

@@ -81,6 +81,7 @@ class StoredRun(BaseModel):
     replay_of: str | None = None
     fork: bool = False
     fork_from: ForkPoint | None = None
+    context_id: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import fcntl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
 
@@ -210,6 +210,7 @@ class RunStore:
         replay_of: str | None = None,
         fork: bool = False,
         fork_from: ForkPoint | None = None,
+        context_id: str | None = None,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -241,6 +242,7 @@ class RunStore:
             replay_of=replay_of,
             fork=fork,
             fork_from=fork_from.model_dump() if fork_from is not None else None,
+            context_id=context_id,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))
@@ -381,17 +383,31 @@ class RunStore:
     async def list(
         self,
         *,
-        status: str | None = None,
+        status: str | Collection[str] | None = None,
         agent: str | None = None,
+        context_id: str | None = None,
+        changed_after: float | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> RunPage:
-        """Runs newest first, optionally filtered by status and entry agent."""
+        """Runs newest first, optionally filtered.
+
+        By status (one or several), entry agent, conversation (a run without one is the
+        conversation of its own id) and the time of its last state change.
+        """
         query = select(RunRow)
         if status is not None:
-            query = query.where(RunRow.status == status)
+            query = query.where(RunRow.status.in_([status] if isinstance(status, str) else status))
         if agent is not None:
             query = query.where(RunRow.entry_agent == agent)
+        if context_id is not None:
+            query = query.where(
+                (RunRow.context_id == context_id)
+                | (RunRow.context_id.is_(None) & (RunRow.id == context_id))
+            )
+        if changed_after is not None:
+            changed = func.coalesce(RunRow.finished_at, RunRow.started_at, RunRow.created_at)
+            query = query.where(changed > changed_after)
         matched = query.subquery()
         sums = [
             func.coalesce(func.sum(getattr(matched.c, name)), 0)

@@ -80,12 +80,15 @@ class RunRow(Base):
     fork: Mapped[bool] = mapped_column(Boolean, default=False)
     # The step a fork went on live from: {"span_id", "step" (invocation/key), "label"}.
     fork_from: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The conversation the run belongs to (an A2A contextId; None: a conversation of its own).
+    context_id: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),
         Index("ix_runs_status", "status"),
         Index("ix_runs_entry_agent", "entry_agent"),
         Index("ix_runs_owner_status", "owner", "status"),
+        Index("ix_runs_context_id", "context_id"),
         UniqueConstraint("idempotency_key", name="uq_runs_idempotency_key"),
     )
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -48,7 +49,8 @@ async def test_the_agent_card_describes_the_system_and_where_to_send_messages(ap
         card = (await http.get("/.well-known/agent-card.json")).json()
     assert card["name"] == "svc"
     assert card["supportedInterfaces"] == [
-        {"url": f"{api}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        {"url": f"{api}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": version}
+        for version in ("1.0", "0.3")
     ]
     assert card["capabilities"]["streaming"] is True
     skills = {s["id"]: s for s in card["skills"]}
@@ -93,9 +95,16 @@ async def test_a_streamed_message_sends_status_updates_and_the_answer_as_it_is_w
     ]
     assert "narrator started" in working
     pieces = [u.artifact_update for u in updates if u.HasField("artifact_update")]
-    streamed = "".join(p.artifact.parts[0].text for p in pieces if p.append)
-    assert streamed == STORY and len([p for p in pieces if p.append]) >= 10
-    assert pieces[-1].last_chunk and pieces[-1].artifact.parts[0].text == STORY
+    # The artifact's first piece makes it (append false), the next ones grow it, the last
+    # (lastChunk) is the whole answer in its place: the SDK's own rule builds the same text.
+    *growing, last = pieces
+    assert [p.append for p in growing] == [False] + [True] * (len(growing) - 1)
+    assert len(growing) >= 10 and "".join(p.artifact.parts[0].text for p in growing) == STORY
+    assert last.last_chunk and not last.append and last.artifact.parts[0].text == STORY
+    task = updates[0].task
+    for piece in pieces:
+        append_artifact_to_task(task, piece)  # raises on an append to a missing artifact
+    assert [a.parts[0].text for a in task.artifacts] == [STORY]
     final = updates[-1].status_update.status
     assert final.state == TaskState.TASK_STATE_COMPLETED
 
@@ -140,3 +149,120 @@ async def test_behind_api_keys_the_card_says_so_and_messages_need_a_key(
         [answer] = [r async for r in client.send_message(message("calculate 2 + 3"))]
     assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert "calculate: 5" in answer.task.artifacts[0].parts[0].text
+
+
+async def rpc(api: str, method: str, params: dict[str, Any], version: str | None = "1.0") -> Any:
+    """One JSON-RPC call as any client sends it (`version`: its A2A-Version header)."""
+    headers = {"A2A-Version": version} if version else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with httpx.AsyncClient(base_url=api, timeout=60) as http:
+        return (await http.post("/a2a", json=body, headers=headers)).json()
+
+
+def sent(text: str, context_id: str = "", message_id: str = "") -> dict[str, Any]:
+    """SendMessage's params for a message that returns at once."""
+    asked = {"messageId": message_id or uuid.uuid4().hex, "role": "ROLE_USER"}
+    asked |= {"parts": [{"text": text}], "contextId": context_id}
+    return {"message": asked, "configuration": {"returnImmediately": True}}
+
+
+async def test_list_tasks_filters_by_context_and_time_and_refuses_bad_parameters(
+    api: str,
+) -> None:
+    mine, other = uuid.uuid4().hex, uuid.uuid4().hex
+    for context, n in ((mine, 3), (other, 2)):
+        for i in range(n):
+            answer = await rpc(api, "SendMessage", sent(f"calculate {i} + 1", context))
+            assert answer["result"]["task"]["contextId"] == context
+    listed = (await rpc(api, "ListTasks", {"contextId": mine}))["result"]
+    assert len(listed["tasks"]) == listed["totalSize"] == listed["pageSize"] == 3
+    assert {t["contextId"] for t in listed["tasks"]} == {mine}
+    assert all("artifacts" not in t for t in listed["tasks"])  # unless includeArtifacts
+    paged = (await rpc(api, "ListTasks", {"contextId": mine, "pageSize": 2}))["result"]
+    assert len(paged["tasks"]) == 2 and paged["totalSize"] == 3 and paged["nextPageToken"]
+    rest = await rpc(api, "ListTasks", {"contextId": mine, "pageToken": paged["nextPageToken"]})
+    assert len(rest["result"]["tasks"]) == 1 and rest["result"]["nextPageToken"] == ""
+    later = await rpc(api, "ListTasks", {"statusTimestampAfter": "2030-01-01T00:00:00Z"})
+    assert later["result"]["tasks"] == [] and later["result"]["totalSize"] == 0
+    for bad in (
+        {"pageSize": -1},
+        {"pageSize": 0},
+        {"pageSize": 101},
+        {"pageToken": "not-a-token"},
+        {"historyLength": -1},
+        {"status": "TASK_STATE_NOT_A_STATE"},
+    ):
+        error = (await rpc(api, "ListTasks", bad))["error"]
+        assert error["code"] == -32602, (bad, error)
+
+
+async def test_a_message_needs_its_id_and_an_id_names_one_message(api: str) -> None:
+    nameless = sent("calculate 1 + 1")
+    del nameless["message"]["messageId"]
+    error = (await rpc(api, "SendMessage", nameless))["error"]
+    assert error["code"] == -32602 and "messageId" in error["message"]
+    again = uuid.uuid4().hex
+    first = await rpc(api, "SendMessage", sent("calculate 1 + 2", message_id=again))
+    resent = await rpc(api, "SendMessage", sent("calculate 1 + 2", message_id=again))
+    assert resent["result"]["task"]["id"] == first["result"]["task"]["id"]  # one task
+    reused = (await rpc(api, "SendMessage", sent("calculate 9 + 9", message_id=again)))["error"]
+    assert reused["code"] == -32602 and "new messageId" in reused["message"]
+
+
+async def test_a_finished_task_reads_the_same_every_time_and_takes_no_more_messages(
+    api: str,
+) -> None:
+    client = await create_client(api, config(streaming=False))
+    async with client:
+        request = message("calculate 6 * 7")
+        request.configuration.CopyFrom(SendMessageConfiguration(history_length=0))
+        [answer] = [r async for r in client.send_message(request)]
+        assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert not answer.task.history  # historyLength 0: none
+        first = await client.get_task(GetTaskRequest(id=answer.task.id))
+        second = await client.get_task(GetTaskRequest(id=answer.task.id))
+    # Times and ids are stored, not made per read; the history keeps the client's own id.
+    assert first.status.timestamp == second.status.timestamp == answer.task.status.timestamp
+    assert first.status.message.message_id == second.status.message.message_id
+    assert first.history[0].message_id == request.message.message_id
+    subscribed = await rpc(api, "SubscribeToTask", {"id": answer.task.id})
+    assert subscribed["error"]["code"] == -32004  # UnsupportedOperation: it has ended
+    follow_up = sent("and now?")
+    follow_up["message"]["taskId"] = answer.task.id
+    refused = (await rpc(api, "SendMessage", follow_up))["error"]
+    assert refused["code"] == -32004 and "has ended" in refused["message"]
+
+
+async def test_a_client_of_a2a_0_3_is_served_on_the_same_endpoint(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()
+    # The card speaks both: 1.0's interfaces, and 0.3's url and protocolVersion.
+    assert card["protocolVersion"] == "0.3" and card["url"] == f"{api}/a2a"
+    asked = {"messageId": uuid.uuid4().hex, "role": "user", "kind": "message"}
+    asked |= {"parts": [{"kind": "text", "text": "calculate 20 + 22"}]}
+    answer = await rpc(api, "message/send", {"message": asked}, version=None)
+    task = answer["result"]
+    assert task["kind"] == "task" and task["status"]["state"] == "completed", answer
+    assert "calculate: 42" in task["artifacts"][0]["parts"][0]["text"]
+    got = await rpc(api, "tasks/get", {"id": task["id"]}, version=None)
+    assert got["result"]["status"]["state"] == "completed"
+    # And at the service's root, where clients of the SDK's default path post.
+    async with httpx.AsyncClient(base_url=api) as http:
+        body = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}}
+        root = (await http.post("/", json=body, headers={"A2A-Version": "1.0"})).json()
+    assert root["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_blocking_send_of_a_long_task_answers_in_time_and_the_client_follows_it(
+    api: str,
+) -> None:
+    # `api` answers a blocking send after at most BATON_A2A_BLOCKING_WAIT_S (6 s): the dozer
+    # takes a minute, so the client gets the task working, and follows it from there.
+    client = await create_client(api, config(streaming=False))
+    async with client:
+        [answer] = [
+            r async for r in client.send_message(message("wait", **{"baton.agent": "dozer"}))
+        ]
+        assert answer.task.status.state == TaskState.TASK_STATE_WORKING
+        cancelled = await client.cancel_task(CancelTaskRequest(id=answer.task.id))
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED

@@ -11,6 +11,7 @@ from agents.core.spec import AgentSpec, RemoteSpec
 from agents.models.base import ModelClient
 from agents.runtime.agent import AgentRuntime
 from tests.a2a_agent import serving
+from tests.ports import free_port
 from tests.recording import RecordingClient
 
 pytestmark = pytest.mark.anyio
@@ -40,3 +41,17 @@ async def test_an_answer_given_as_an_artifact_is_the_answer() -> None:
         result = await _runtime(url).invoke(_delegation("the price of tea"))
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert result.output == "answer to: the price of tea"
+
+
+async def test_a_failed_remote_task_says_its_state_and_why() -> None:
+    with serving("fail") as url:
+        result = await _runtime(url).invoke(_delegation("a pot of tea"))
+    assert result.status == RunStatus.FAILED
+    assert result.error == f"the remote task at {url} ended failed: out of stock"
+
+
+async def test_an_agent_nobody_listens_for_says_the_connection_was_refused() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = await _runtime(url).invoke(_delegation("a pot of tea"))
+    assert result.status == RunStatus.FAILED
+    assert result.error == f"could not connect to {url}: connection refused"

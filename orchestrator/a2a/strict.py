@@ -1,0 +1,86 @@
+"""Refuse A2A requests whose enum values are unknown, before the a2a-sdk parses them.
+
+The SDK parses params with protobuf's `ignore_unknown_fields`, which also turns an unknown enum
+value into 0 (unspecified): a ListTasks `status` of "INVALID" would list every task. Baton checks
+the enums it reads and answers -32602 InvalidParams, naming the field and the values it takes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from a2a.types import TaskState
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["StrictEnums"]
+
+# (method, field in params) -> the enum it holds.
+_ENUMS = {("ListTasks", "status"): TaskState}
+
+
+class StrictEnums:
+    """An ASGI wrapper of the JSON-RPC endpoint: unknown enum values answer InvalidParams."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Read the body, refuse it or hand it on (as it came) to the endpoint."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        refusal = _refusal(body)
+        if refusal is not None:
+            await _answer(send, refusal)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()  # a disconnect, when it comes
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
+
+
+def _refusal(body: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a request with an unknown enum value (None: let it through)."""
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None  # the SDK answers -32700
+    if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
+        return None
+    for (method, field), enum in _ENUMS.items():
+        value = request["params"].get(field)
+        if request.get("method") != method or value is None:
+            continue
+        known = value in enum.keys() if isinstance(value, str) else value in enum.values()
+        if not known:
+            names = ", ".join(enum.keys()[1:])
+            return {
+                "jsonrpc": "2.0",
+                "id": request.get("id"),
+                "error": {
+                    "code": -32602,
+                    "message": f"{method}: {field} {value!r} is not one of {names}",
+                },
+            }
+    return None
+
+
+async def _answer(send: Send, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
