@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Annotated
@@ -33,9 +34,15 @@ async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
     async def service() -> RunService:
         return await asyncio.shield(started)
 
+    from orchestrator.service import ServiceLimits
+
+    # When the client closes stdin nobody waits for an answer: runs in flight are interrupted
+    # and recorded at once (MCP hosts send SIGTERM 2 s after closing stdin, SIGKILL 2 s later).
+    limits = ServiceLimits(shutdown_grace_s=0.0)
+
     async def keep_service() -> None:
         try:
-            async with local_service(settings, system, "mcp") as running:
+            async with local_service(settings, system, "mcp", limits) as running:
                 started.set_result(running)
                 await stop.wait()
         except BaseException as exc:
@@ -47,10 +54,13 @@ async def _serve_mcp_stdio(settings: Settings, system: AgentSystem) -> None:
     # The MCP transport takes over stdin and stdout first (stray output goes to stderr), then
     # Ray and the agents start: a client can connect at once, and tools wait for the team.
     serving = asyncio.create_task(server.run_stdio_async())
+    # SIGTERM ends the session as a closed stdin does (the runs are recorded, then it exits).
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, serving.cancel)
     await asyncio.sleep(0)
     keeper = asyncio.create_task(keep_service())
     try:
-        await serving
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
     finally:
         stop.set()
         with contextlib.suppress(BaseException):

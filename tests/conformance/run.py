@@ -177,11 +177,12 @@ def run_a2a() -> bool:
 
 def run_mcp() -> bool:
     """The MCP conformance suite's server scenarios against `/mcp`; True when as expected."""
-    with serving(HERE / "mcp_team.yaml") as url:
+    with serving(ROOT / "configs" / "default.yaml") as url:
         command = ["npx", "--yes", "-p", NODE, "-p", MCP_SUITE, "conformance", "server"]
         command += ["--url", f"{url}/mcp"]
         command += ["--expected-failures", str(HERE / "mcp_expected_failures.yaml")]
-        done = subprocess.run(command, cwd=CACHE.parent if CACHE.parent.exists() else ROOT)
+        command += ["--output-dir", str(CACHE / "mcp-results")]
+        done = subprocess.run(command, cwd=ROOT)
     return done.returncode == 0
 
 

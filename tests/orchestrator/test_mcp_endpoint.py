@@ -11,14 +11,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import PromptReference
 
-from tests.service import KEYS, ServiceProcess
+from tests.service import KEYS, ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +46,7 @@ def result_json(result: Any) -> dict[str, Any]:
 async def use_team(client: Client) -> None:
     """What an MCP client does with a Baton team: every tool, and one mistake."""
     names = {t.name for t in (await client.list_tools()).tools}
-    assert names == {"submit_task", "get_run", "get_run_diagram", "list_agents"}
+    assert names == {"submit_task", "cancel_run", "get_run", "get_run_diagram", "list_agents"}
     agents = json.loads((await client.call_tool("list_agents", {})).content[0].text)
     assert "analyst" in {a["name"] for a in agents}
 
@@ -134,3 +136,79 @@ async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
     # Its runs are recorded in the run store like any other.
     with sqlite3.connect(tmp_path / "runs.db") as db:
         assert [row[0] for row in db.execute("SELECT status FROM runs")] == ["succeeded"]
+
+
+async def test_a_waiting_submit_reports_progress_and_its_cancellation_cancels_the_run(
+    api: str,
+) -> None:
+    said: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        said.append(message or "")
+
+    async with Client(f"{api}/mcp") as client:
+        task = {"task": "calculate 6 * 7", "agent": "analyst"}
+        run = result_json(await client.call_tool("submit_task", task, progress_callback=progress))
+        assert said == [f"run {run['id']} accepted", "→ analyst", "run succeeded"]
+        said.clear()
+        # The dozer takes a minute: the client gives up after a few seconds.
+        with anyio.move_on_after(4):
+            await client.call_tool(
+                "submit_task", {"task": "wait", "agent": "dozer"}, progress_callback=progress
+            )
+    run_id = said[0].split()[1]
+    events = await all_events(api, run_id)
+    assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "cancelled"
+
+
+async def test_cancel_run_the_prompt_and_its_completions(api: str) -> None:
+    async with Client(f"{api}/mcp") as client:
+        started = result_json(
+            await client.call_tool("submit_task", {"task": "wait", "agent": "dozer", "wait_s": 0})
+        )
+        assert started["status"] in ("queued", "running")
+        cancelled = result_json(await client.call_tool("cancel_run", {"run_id": started["id"]}))
+        assert cancelled["status"] == "cancelled"
+        completed = await client.complete(
+            PromptReference(name="ask_team"), {"name": "agent", "value": "ana"}
+        )
+        assert completed.completion.values == ["analyst"]
+        prompt = await client.get_prompt("ask_team", {"task": "sum it", "agent": "analyst"})
+        text = prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert "submit_task" in text and "analyst" in text and "sum it" in text
+        unknown = await client.call_tool("no_such_tool", {})
+        assert unknown.is_error and "no_such_tool" in unknown.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_host_that_closes_stdin_leaves_its_runs_recorded_as_interrupted(
+    ray_address: str, tmp_path: Path
+) -> None:
+    (tmp_path / "team.yaml").write_text(
+        """
+agents:
+  - name: dozer
+    description: Waits a minute.
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params: {replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]}
+"""
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "orchestrator", "mcp", "--config", str(tmp_path / "team.yaml")],
+        cwd=str(ROOT),
+        env={
+            **os.environ,
+            "RAY_ADDRESS": ray_address,
+            "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+        },
+    )
+    async with Client(params, read_timeout_seconds=180) as client:
+        # The run is in its minute-long tool (or waits for the agent's actor) when the host
+        # leaves: the SDK closes stdin, sends SIGTERM 2 s later, SIGKILL 2 s after that.
+        run = result_json(await client.call_tool("submit_task", {"task": "wait", "wait_s": 5}))
+        assert run["status"] in ("queued", "running")
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        statuses = [row[0] for row in db.execute("SELECT status FROM runs")]
+    assert statuses == ["interrupted"]
