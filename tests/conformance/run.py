@@ -148,7 +148,7 @@ def run_a2a() -> bool:
         reports = kit / "reports"
         shutil.rmtree(reports, ignore_errors=True)
         # The kit sends A2A 1.0's methods without saying so: a missing A2A-Version header
-        # means 0.3 (A2A 1.0 §3.6.2), so the header is added as the kit allows.
+        # means 0.3 (A2A 1.0 §3.6.1), so the header is added as the kit allows.
         env = {"A2A_AUTH_TYPE": "custom", "A2A_AUTH_HEADER": "A2A-Version"}
         env |= {"A2A_AUTH_TOKEN": "1.0"}
         started = time.monotonic()
