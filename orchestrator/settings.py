@@ -61,6 +61,11 @@ class Settings(BaseSettings):
         "spec says). Set it below your A2A clients' timeout (the a2a-sdk client's is 5 s) so "
         "that a long task's client learns its id and follows it.",
     )
+    a2a_push_allow_private: bool = Field(
+        default=False,
+        description="A2A push notification webhooks may be plain HTTP and on private or "
+        "loopback addresses (default: HTTPS on public addresses only).",
+    )
     api_keys: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(), description="Accepted bearer keys, comma-separated."
     )

@@ -26,6 +26,7 @@ def a2a_routes(
     base_url: str,
     secured: bool,
     blocking_wait_s: float | None = None,
+    push_private: bool = False,
 ) -> tuple[list[Route], list[Route]]:
     """The agent card's route (public), and the JSON-RPC endpoint's (to guard like `/v1`).
 
@@ -33,7 +34,7 @@ def a2a_routes(
     a2a-sdk's compatibility layer), as the card's two interfaces say.
     """
     card = agent_card(system, base_url, secured)
-    handler = BatonRequestHandler(system, current, blocking_wait_s)
+    handler = BatonRequestHandler(system, current, blocking_wait_s, push_private)
     rpc = create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True)
     strict = [Route(r.path, StrictEnums(r.app), methods=r.methods) for r in rpc]
     return create_agent_card_routes(card), strict

@@ -61,7 +61,7 @@ def agent_card(system: AgentSystem, base_url: str, secured: bool) -> AgentCard:
             for version in (PROTOCOL_VERSION_CURRENT, PROTOCOL_VERSION_0_3)
         ],
         version=__version__,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=_TEXT,
         default_output_modes=_TEXT,
         skills=skills,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from a2a.helpers.proto_helpers import get_message_text
@@ -32,7 +31,6 @@ from a2a.types import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
-    PushNotificationNotSupportedError,
     Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
@@ -49,6 +47,7 @@ from agents.core.a2a_meta import META_AGENT
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.ledger_actor import SETTLE_WAIT_S
+from orchestrator.a2a.push import PushConfigStore, Pusher, caller_of
 from orchestrator.a2a.tasks import (
     context_of,
     origin_of,
@@ -82,6 +81,7 @@ class BatonRequestHandler(RequestHandler):
         blocking_wait_s: how long a blocking SendMessage waits for the task's end before it
             answers with the task as it stands (None: to the end, as the spec says; a bound
             below the clients' own timeout lets them learn the task's id and follow it).
+        push_private: webhooks may be plain HTTP and on private addresses (see `push`).
     """
 
     def __init__(
@@ -89,10 +89,13 @@ class BatonRequestHandler(RequestHandler):
         system: AgentSystem,
         current: Callable[[], Awaitable[RunService]],
         blocking_wait_s: float | None = None,
+        push_private: bool = False,
     ) -> None:
         self._system = system
         self._current = current
         self._blocking_wait_s = blocking_wait_s
+        self._push_configs = PushConfigStore(current)
+        self._pusher = Pusher(current, self._push_configs, push_private)
 
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -103,8 +106,8 @@ class BatonRequestHandler(RequestHandler):
         (the client follows it from there).
         """
         service = await self._current()
-        run = await self._submit(service, params, context, stream=False)
         config = params.configuration
+        run = await self._submit(service, params, context, stream=False)
         if not config.return_immediately:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._blocking_wait_s):
@@ -240,10 +243,15 @@ class BatonRequestHandler(RequestHandler):
         request = Submission(
             task=text, agent=agent, deadline_s=deadline_s, stream=stream, origin=origin
         )
-        caller = hashlib.sha256(headers.get("authorization", "").encode()).hexdigest()[:16]
+        pushed = params.configuration.HasField("task_push_notification_config")
+        webhook = params.configuration.task_push_notification_config
+        if pushed:
+            await self._pusher.check(webhook.url)
         try:
             run, _ = await service.submit(
-                request, idempotency_key=f"a2a:{message.message_id}", principal=f"a2a:{caller}"
+                request,
+                idempotency_key=f"a2a:{message.message_id}",
+                principal=f"a2a:{caller_of(context)}",
             )
         except IdempotencyConflict:
             raise InvalidParamsError(
@@ -253,6 +261,9 @@ class BatonRequestHandler(RequestHandler):
             ) from None
         except ServiceError as exc:
             raise InternalError(f"{exc.code}: {exc.message}") from None
+        if pushed:  # its updates go to the client's webhook too
+            await self._push_configs.set_info(run.id, webhook, context)
+            self._pusher.follow(run)
         return run
 
     async def _follow_up(self, service: RunService, task_id: str) -> None:
@@ -312,26 +323,44 @@ class BatonRequestHandler(RequestHandler):
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        """No push notifications: follow a task's stream instead."""
-        raise PushNotificationNotSupportedError("follow a task with SendStreamingMessage")
+        """Register a webhook for a task that has not ended; its updates are pushed there."""
+        service = await self._current()
+        run = await self._run(service, params.task_id)
+        if run.finished:
+            raise UnsupportedOperationError(
+                f"task {run.id} has ended ({run.status.value}): there is nothing left to push"
+            )
+        await self._pusher.check(params.url)
+        config = await self._push_configs.set_info(run.id, params, context)
+        self._pusher.follow(run)
+        return config
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        """No push notifications: follow a task's stream instead."""
-        raise PushNotificationNotSupportedError("follow a task with SendStreamingMessage")
+        """One of the caller's webhooks for a task."""
+        await self._run(await self._current(), params.task_id)
+        for config in await self._push_configs.get_info(params.task_id, context):
+            if config.id == params.id:
+                return config
+        raise TaskNotFoundError(
+            f"task {params.task_id} has no push notification config {params.id!r} of yours"
+        )
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        """No push notifications: follow a task's stream instead."""
-        raise PushNotificationNotSupportedError("follow a task with SendStreamingMessage")
+        """The caller's webhooks for a task."""
+        await self._run(await self._current(), params.task_id)
+        configs = await self._push_configs.get_info(params.task_id, context)
+        return ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        """No push notifications: follow a task's stream instead."""
-        raise PushNotificationNotSupportedError("follow a task with SendStreamingMessage")
+        """Forget one of the caller's webhooks for a task."""
+        await self._run(await self._current(), params.task_id)
+        await self._push_configs.delete_info(params.task_id, context, params.id)
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

@@ -41,6 +41,7 @@ class ApiOptions:
     mcp_origins: tuple[str, ...] = ()  # Origins allowed at /mcp and /a2a besides loopback ones
     public_url: str = "http://127.0.0.1:8000"  # where A2A clients reach it (the agent card's URL)
     a2a_blocking_wait_s: float | None = None  # see `BatonRequestHandler`
+    a2a_push_allow_private: bool = False  # see `orchestrator.a2a.push`
 
 
 def create_app(
@@ -59,7 +60,12 @@ def create_app(
     # Built on their first request (the SDKs' imports are half of the service's start).
     mcp = LazyMcp(current_service)
     a2a = LazyA2A(
-        system, current_service, options.public_url, keys.enabled, options.a2a_blocking_wait_s
+        system,
+        current_service,
+        options.public_url,
+        keys.enabled,
+        options.a2a_blocking_wait_s,
+        options.a2a_push_allow_private,
     )
 
     @asynccontextmanager

@@ -78,8 +78,9 @@ class LazyA2A:
         base_url: str,
         secured: bool,
         blocking_wait_s: float | None = None,
+        push_private: bool = False,
     ):
-        self._args = (system, current, base_url, secured, blocking_wait_s)
+        self._args = (system, current, base_url, secured, blocking_wait_s, push_private)
         self._routes = _Routes(self._build)
 
     def endpoint(self, path: str) -> ASGIApp:

@@ -148,6 +148,7 @@ def serve(
             mcp_origins=settings.allowed_origins,
             public_url=settings.public_url or f"http://{host}:{port}",
             a2a_blocking_wait_s=settings.a2a_blocking_wait_s,
+            a2a_push_allow_private=settings.a2a_push_allow_private,
         ),
     )
     # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and

@@ -27,6 +27,7 @@ from agents.core.messages import RunStatus, Usage
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.leases import UPDATE_RUN, Leases
+from orchestrator.store.push import PushConfigs
 from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
@@ -164,6 +165,7 @@ class RunStore:
         self._insert_events = dialect.insert(EVENTS_TABLE).on_conflict_do_nothing()
         # Which instance owns which run (several may share the store).
         self.leases = Leases(self._sessions, self._writes)
+        self.push = PushConfigs(self._sessions)
 
     @classmethod
     async def open(

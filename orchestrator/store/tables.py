@@ -147,6 +147,24 @@ class StepRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class PushConfigRow(Base):
+    """Where to push a run's A2A task updates: one webhook a client registered.
+
+    Its config as A2A's TaskPushNotificationConfig says it, token and credentials included.
+    """
+
+    __tablename__ = "push_configs"
+
+    run_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # Who registered it (a hash of the caller's credentials): only they read or delete it.
+    owner: Mapped[str] = mapped_column(String(64))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).
 RUNS_TABLE = cast(Table, RunRow.__table__)
 SPANS_TABLE = cast(Table, SpanRow.__table__)

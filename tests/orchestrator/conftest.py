@@ -56,6 +56,8 @@ def api(ray_address: str, service_dir: Path) -> Iterator[str]:
         BATON_SSE_HEARTBEAT_S="1",
         # A blocking A2A send of a long task answers with it working (test_a2a_server).
         BATON_A2A_BLOCKING_WAIT_S="6",
+        # A2A push notifications may go to the tests' webhook on 127.0.0.1 (test_a2a_server).
+        BATON_A2A_PUSH_ALLOW_PRIVATE="true",
         # Rate limits are tested on the guarded service; schemathesis would only wait here.
         BATON_RATE_LIMIT_PER_S="10000",
         BATON_RATE_LIMIT_BURST="10000",

@@ -3,7 +3,14 @@ a message sent blocking and streamed, a task got, listed and cancelled; a task i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import http.server
+import json
+import queue
+import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -52,7 +59,7 @@ async def test_the_agent_card_describes_the_system_and_where_to_send_messages(ap
         {"url": f"{api}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": version}
         for version in ("1.0", "0.3")
     ]
-    assert card["capabilities"]["streaming"] is True
+    assert card["capabilities"]["streaming"] is card["capabilities"]["pushNotifications"] is True
     skills = {s["id"]: s for s in card["skills"]}
     assert skills["analyst"]["tags"] == ["calculate", "arithmetic"]
     assert skills["analyst"]["description"] == "Does arithmetic."
@@ -266,3 +273,90 @@ async def test_a_blocking_send_of_a_long_task_answers_in_time_and_the_client_fol
         assert answer.task.status.state == TaskState.TASK_STATE_WORKING
         cancelled = await client.cancel_task(CancelTaskRequest(id=answer.task.id))
     assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+
+
+FINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"}
+
+
+@contextlib.contextmanager
+def webhook() -> Iterator[tuple[str, queue.Queue[tuple[dict[str, str], dict[str, Any]]]]]:
+    """An HTTP receiver on 127.0.0.1: its URL, and the (headers, body) of each POST to it."""
+    received: queue.Queue[tuple[dict[str, str], dict[str, Any]]] = queue.Queue()
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.put(({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
+    finally:
+        server.shutdown()
+
+
+async def pushed_until_final(
+    received: queue.Queue[tuple[dict[str, str], dict[str, Any]]],
+) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """The posts to a webhook up to (and with) the one that says the task has ended."""
+    posts = []
+    while True:
+        headers, body = await asyncio.to_thread(received.get, timeout=60)
+        posts.append((headers, body))
+        if body["statusUpdate"]["status"]["state"] in FINAL:
+            return posts
+
+
+async def test_push_notifications_reach_the_clients_webhook_with_its_token(api: str) -> None:
+    with webhook() as (url, received):
+        asked = sent("calculate 6 * 7")
+        asked["configuration"]["taskPushNotificationConfig"] = {"url": url, "token": "tok-1"}
+        task = (await rpc(api, "SendMessage", asked))["result"]["task"]
+        posts = await pushed_until_final(received)
+    assert {h["x-a2a-notification-token"] for h, _ in posts} == {"tok-1"}
+    assert {b["statusUpdate"]["taskId"] for _, b in posts} == {task["id"]}
+    states = [b["statusUpdate"]["status"]["state"] for _, b in posts]
+    assert "TASK_STATE_WORKING" in states and states[-1] == "TASK_STATE_COMPLETED"
+    final = posts[-1][1]["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+    assert "calculate: 42" in final
+
+
+async def test_push_configs_are_kept_listed_and_removed_and_hear_a_cancellation(
+    api: str,
+) -> None:
+    with webhook() as (url, received):
+        asked = sent("wait")
+        asked["message"]["metadata"] = {"baton.agent": "dozer"}  # a minute: it is cancelled
+        task = (await rpc(api, "SendMessage", asked))["result"]["task"]
+        config = {"taskId": task["id"], "id": "mine", "url": url, "token": "tok-2"}
+        made = (await rpc(api, "CreateTaskPushNotificationConfig", config))["result"]
+        assert made["id"] == "mine" and made["url"] == url
+        listed = await rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+        assert [c["id"] for c in listed["result"]["configs"]] == ["mine"]
+        got = await rpc(api, "GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"})
+        assert got["result"]["token"] == "tok-2"
+        await rpc(api, "CancelTask", {"id": task["id"]})
+        posts = await pushed_until_final(received)
+        assert posts[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+        gone = {"taskId": task["id"], "id": "mine"}
+        assert "result" in await rpc(api, "DeleteTaskPushNotificationConfig", gone)
+        listed = await rpc(api, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+        assert listed["result"].get("configs", []) == []
+
+
+async def test_a_webhook_on_a_private_address_is_refused_unless_allowed(
+    guarded: ServiceProcess,
+) -> None:
+    asked = sent("calculate 1 + 1")
+    asked["configuration"]["taskPushNotificationConfig"] = {"url": "http://127.0.0.1:9/hook"}
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {KEYS[2]}"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": asked}
+    async with httpx.AsyncClient(base_url=guarded.url) as http_client:
+        answer = (await http_client.post("/a2a", json=body, headers=headers)).json()
+    assert answer["error"]["code"] == -32602 and "https" in answer["error"]["message"]
