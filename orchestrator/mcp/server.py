@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,8 +28,10 @@ from mcp.types import (
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
+from agents.core.a2a_meta import TRACE_KEYS
 from agents.core.events import AgentStarted, RunFinished
 from orchestrator import __version__
+from orchestrator.engine.submission import Origin
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest, run_view
 from orchestrator.service import RunService
@@ -66,13 +69,23 @@ async def _follow(runs: RunService, run: StoredRun, ctx: Context | None) -> None
             return
 
 
-async def _submit(runs: RunService, task: str, agent: str | None) -> StoredRun:
+async def _submit(
+    runs: RunService, task: str, agent: str | None, meta: Mapping[str, Any]
+) -> StoredRun:
+    """Start a run.
+
+    A W3C trace context in the call's `_meta` (SEP-414) is the run's parent: the MCP host's
+    trace goes on into the run's.
+    """
     agents = {a.name for a in runs.system.config.agents}
     if agent is not None and agent != AUTO and agent not in agents:
         raise ToolError(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents))}")
+    carrier = {k: str(meta[k]) for k in TRACE_KEYS if isinstance(meta.get(k), str)}
     try:
-        request = RunRequest(task=task, agent=agent)
-        run, _ = await runs.submit(request.submission(), principal="mcp")
+        request = RunRequest(task=task, agent=agent).submission()
+        if carrier:
+            request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
+        run, _ = await runs.submit(request, principal="mcp")
     except ValidationError as exc:
         raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
     except ServiceError as exc:
@@ -118,7 +131,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             wait_s: how long to wait for the run to end (0: return at once with its id).
         """
         runs = await service()
-        run = await _submit(runs, task, agent)
+        run = await _submit(runs, task, agent, ctx.request_context.meta or {})
         if wait_s > 0:
             try:
                 with contextlib.suppress(TimeoutError):

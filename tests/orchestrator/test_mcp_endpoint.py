@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import sys
+import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,16 @@ async def test_a_waiting_submit_reports_progress_and_its_cancellation_cancels_th
 
     async with Client(f"{api}/mcp") as client:
         task = {"task": "calculate 6 * 7", "agent": "analyst"}
-        run = result_json(await client.call_tool("submit_task", task, progress_callback=progress))
+        # The host's trace goes on into the run's (SEP-414: `_meta.traceparent`).
+        host_trace = uuid.uuid4().hex
+        meta = {"traceparent": f"00-{host_trace}-{uuid.uuid4().hex[:16]}-01"}
+        run = result_json(
+            await client.call_tool("submit_task", task, progress_callback=progress, meta=meta)
+        )
         assert said == [f"run {run['id']} accepted", "→ analyst", "run succeeded"]
+        async with httpx.AsyncClient(base_url=api) as http:
+            trace = (await http.get(f"/v1/runs/{run['id']}/trace")).json()
+        assert trace["trace_id"] == host_trace
         said.clear()
         # The dozer takes a minute: the client gives up after a few seconds.
         with anyio.move_on_after(4):
