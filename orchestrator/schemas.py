@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from agents.core.messages import Refusal, RunStatus, Usage
+from agents.core.storable import NUL
 from orchestrator.engine.submission import Submission
 from orchestrator.store import ForkPoint, RunPage, StoredRun
 from tracing import SpanRecord
@@ -68,12 +69,25 @@ class RunRequest(BaseModel):
         min_length=1,
         max_length=MAX_TASK_CHARS,
         pattern=r"\S",
-        description="What the team should do.",
+        description="What the team should do (not blank; no U+0000).",
+        # The document says both rules (the NUL one is checked below, with its place).
+        json_schema_extra={"pattern": "^[^\\u0000]*\\S[^\\u0000]*$"},
     )
     agent: str | None = Field(
         default=None,
         description="The entry agent; `auto` routes by capabilities; unset: the config's entry.",
     )
+
+    @field_validator("task")
+    @classmethod
+    def _no_nul(cls, task: str) -> str:
+        if NUL in task:
+            raise ValueError(
+                f"the task has U+0000 (NUL) at character {task.index(NUL) + 1}: a run store "
+                "cannot keep it (remove it)"
+            )
+        return task
+
     token_budget: Annotated[int, Field(ge=1, le=10**9), _NUMBER_ONLY] | None = Field(
         default=None, description="Tokens the whole delegation tree may spend."
     )

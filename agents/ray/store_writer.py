@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
+from agents.core.storable import stored_json
 from tracing import SpanRecord
 
 __all__ = ["StoreWriter"]
@@ -116,7 +117,7 @@ class StoreWriter:
     """Batches steps and events of every run into the store; see the module's docstring."""
 
     def __init__(self, url: str) -> None:
-        self._engine: AsyncEngine = create_async_engine(url)
+        self._engine: AsyncEngine = create_async_engine(url, json_serializer=stored_json)
         if self._engine.dialect.name == "sqlite":
             event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
         self._steps: list[dict[str, Any]] = []

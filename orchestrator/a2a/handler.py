@@ -46,6 +46,7 @@ from a2a.types import (
 from agents.core.a2a_meta import META_AGENT
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
+from agents.core.storable import NUL
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher, caller_of
 from orchestrator.a2a.tasks import (
@@ -227,6 +228,11 @@ class BatonRequestHandler(RequestHandler):
         text = get_message_text(message).strip()
         if not text:
             raise InvalidParamsError("the message has no text part: a Baton task is text")
+        if NUL in text:
+            raise InvalidParamsError(
+                f"the message's text has U+0000 (NUL) at character {text.index(NUL) + 1}: a run "
+                "store cannot keep it (remove it)"
+            )
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
         name = self._system.config.name

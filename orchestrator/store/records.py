@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
+from agents.core.storable import stored_text
 
 if TYPE_CHECKING:
     from orchestrator.engine.results import RunResult
@@ -125,12 +126,12 @@ def absolute_store_url(store_url: str) -> str | None:
 def end_values(result: RunResult) -> dict[str, Any]:
     """How a run ended, as the values of its row: what its end sets (JSON-ready)."""
     return {
-        "task": result.task,  # (as kept: an input guardrail may have blocked part of it)
+        "task": stored_text(result.task),  # (an input guardrail may have blocked part of it)
         "status": result.status.value,
         "entry_agent": result.entry_agent,
         "routing": result.routing.model_dump(mode="json") if result.routing else None,
-        "output": result.output,
-        "error": result.error,
+        "output": stored_text(result.output),
+        "error": stored_text(result.error),
         "input_tokens": result.usage.input_tokens,
         "output_tokens": result.usage.output_tokens,
         "model_calls": result.usage.model_calls,

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
+from agents.core.storable import stored_json
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.leases import UPDATE_RUN, Leases
@@ -175,7 +176,9 @@ class RunStore:
 
         `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`).
         """
-        engine = create_async_engine(url, **_engine_options(url, pool_size))
+        engine = create_async_engine(
+            url, json_serializer=stored_json, **_engine_options(url, pool_size)
+        )
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         # Instances opening a new store at once (replicas started together) must not migrate it

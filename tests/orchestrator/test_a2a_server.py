@@ -208,6 +208,8 @@ async def test_a_message_needs_its_id_and_an_id_names_one_message(api: str) -> N
     del nameless["message"]["messageId"]
     error = (await rpc(api, "SendMessage", nameless))["error"]
     assert error["code"] == -32602 and "messageId" in error["message"]
+    nul = (await rpc(api, "SendMessage", sent("calculate 1 +\x00 1")))["error"]
+    assert nul["code"] == -32602 and "U+0000 (NUL) at character 14" in nul["message"]
     again = uuid.uuid4().hex
     first = await rpc(api, "SendMessage", sent("calculate 1 + 2", message_id=again))
     resent = await rpc(api, "SendMessage", sent("calculate 1 + 2", message_id=again))

@@ -101,6 +101,7 @@ async def test_twenty_identical_submissions_with_one_key_make_one_run(api: str) 
     [
         ({"task": ""}, 422, "validation_error", "body.task"),
         ({"task": "   "}, 422, "validation_error", "body.task"),
+        ({"task": "a\x00b"}, 422, "validation_error", "body.task"),  # as on PostgreSQL
         ({"task": "go", "agent": "ghost"}, 422, "validation_error", "body.agent"),
         ({"task": 5}, 422, "validation_error", "body.task"),
         ({"task": "go", "token_budget": "lots"}, 422, "validation_error", "body.token_budget"),

@@ -280,3 +280,20 @@ async def test_a_run_is_found_by_a_prefix_of_its_id_unless_it_is_ambiguous_or_sh
         assert await store.find("0123456") is None  # no run begins so
     finally:
         await store.close()
+
+
+async def test_a_nul_character_is_kept_as_a_replacement_on_every_store(store_url: str) -> None:
+    # PostgreSQL refuses U+0000 in text and JSON (a dropped connection, a 500); SQLite keeps it.
+    # Both keep U+FFFD in its place; the six characters `\u0000` stay as they are.
+    store = await RunStore.open(store_url)
+    await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
+    result = _result("r1")
+    result = result.model_copy(update={"output": "4\x002", "error": None})
+    spans = result.spans
+    spans[0]["attributes"] = {**spans[0]["attributes"], "baton.tool.output": "a\x00b \\u0000"}
+    await store.finish(result, spans)
+    run = await store.get("r1")
+    stored = {s["span_id"]: s for s in await store.spans("r1")}
+    await store.close()
+    assert run is not None and run.output == "4\ufffd2"
+    assert stored["0000000000000002"]["attributes"]["baton.tool.output"] == "a\ufffdb \\u0000"
