@@ -53,6 +53,13 @@ class Settings(BaseSettings):
         "http://HOST:PORT).",
     )
     port: int = Field(default=8000, ge=0, le=65535)
+    request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a request's head (request line and headers) may take to arrive; "
+        "past it the service answers 408 and closes the connection. Heads are also bounded to "
+        "64 KiB and 100 headers (431).",
+    )
     a2a_blocking_wait_s: float | None = Field(
         default=None,
         gt=0,

@@ -216,6 +216,12 @@ class ServiceProcess:
                 time.sleep(0.2)
         raise TimeoutError(f"baton serve not ready: {self.log.read_text()[-3000:]}")
 
+    @property
+    def pid(self) -> int:
+        """The service's process id."""
+        assert self._process is not None
+        return self._process.pid
+
     def kill(self) -> None:
         """Kill -9: no chance to record anything."""
         if self._process is not None:

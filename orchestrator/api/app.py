@@ -15,7 +15,7 @@ from starlette.routing import Route
 from orchestrator import __version__
 from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
-from orchestrator.api.guards import BodyLimit, KeyRing, ProtocolGuard, RateLimiter
+from orchestrator.api.guards import BodyLimit, KeyCheck, KeyRing, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs
 from orchestrator.api.routes import service as service_view
@@ -87,6 +87,8 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    # Outside the body limit: a caller without a key has no body read (nor drained) at all.
+    app.add_middleware(KeyCheck, keys=keys, guarded=("/v1", MCP_PATH, A2A_RPC_PATH))
     app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
     app.include_router(health.router)

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_ORIGINS", "BodyLimit", "KeyRing", "ProtocolGuard", "RateLimiter"]
+__all__ = [
+    "LOOPBACK_ORIGINS",
+    "BodyLimit",
+    "KeyCheck",
+    "KeyRing",
+    "ProtocolGuard",
+    "RateLimiter",
+]
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -163,6 +170,36 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+class KeyCheck:
+    """Refuses a request without a valid key (401) before anything reads its body.
+
+    On the guarded paths (`/v1/...`, the protocol endpoints); the routes' own guards then name
+    the caller and apply its rate limit. A caller without a key never has a body read, parsed
+    or drained on its behalf.
+    """
+
+    def __init__(self, app: ASGIApp, keys: KeyRing, guarded: tuple[str, ...]) -> None:
+        self.app = app
+        self.keys = keys
+        self.guarded = guarded
+
+    def _is_guarded(self, scope: Scope) -> bool:
+        path: str = scope["path"]
+        if path == "/":  # the UI's page; A2A's JSON-RPC when posted
+            return bool(scope["method"] == "POST")
+        return any(path == p or path.startswith(p + "/") for p in self.guarded)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 401 at once."""
+        if scope["type"] == "http" and self.keys.enabled and self._is_guarded(scope):
+            presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            scheme, _, key = presented.partition(" ")
+            if scheme.lower() != "bearer" or self.keys.principal(key.strip()) is None:
+                await _refuse(send, 401, "unauthorized", "a valid API key is required")
+                return
+        await self.app(scope, receive, send)
 
 
 class ProtocolGuard:

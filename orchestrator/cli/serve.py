@@ -112,7 +112,7 @@ def serve(
     import uvicorn  # slow imports (FastAPI, Ray, litellm), after the checks
 
     from orchestrator.api import ApiOptions, create_app
-    from orchestrator.api.server import DrainingServer
+    from orchestrator.api.server import DrainingServer, bounded_http
     from orchestrator.service import ServiceLimits
     from orchestrator.serving import open_service_from_settings
 
@@ -162,6 +162,7 @@ def serve(
         log_level="info",
         access_log=settings.access_log,
         timeout_graceful_shutdown=int(wrap_up),
+        http=bounded_http(settings.request_head_timeout_s),
     )
     # `baton run` on this machine, with this config and store, uses this server's agents.
     local = "127.0.0.1" if host in ("0.0.0.0", "::") else host

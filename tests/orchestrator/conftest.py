@@ -80,6 +80,8 @@ def guarded(api: str, ray_address: str, service_dir: Path) -> Iterator[ServicePr
         BATON_RATE_LIMIT_BURST="8",
         BATON_MAX_CONCURRENT_RUNS="1",
         BATON_MAX_QUEUED_RUNS="1",
+        # A request's head that takes longer is answered 408 (test_http_bounds).
+        BATON_REQUEST_HEAD_TIMEOUT_S="3",
     ) as service:
         yield service
 
