@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from orchestrator.a2a.card import RPC_PATH, agent_card
 from orchestrator.a2a.handler import BatonRequestHandler
-from orchestrator.a2a.strict import StrictEnums
+from orchestrator.a2a.strict import StrictRequests
 from orchestrator.service import RunService
 from orchestrator.system.config import AgentSystem
 
@@ -36,5 +36,5 @@ def a2a_routes(
     card = agent_card(system, base_url, secured)
     handler = BatonRequestHandler(system, current, blocking_wait_s, push_private)
     rpc = create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True)
-    strict = [Route(r.path, StrictEnums(r.app), methods=r.methods) for r in rpc]
+    strict = [Route(r.path, StrictRequests(r.app), methods=r.methods) for r in rpc]
     return create_agent_card_routes(card), strict

@@ -1,8 +1,12 @@
-"""Refuse A2A requests whose enum values are unknown, before the a2a-sdk parses them.
+"""Check an A2A request's body before the a2a-sdk parses it.
 
-The SDK parses params with protobuf's `ignore_unknown_fields`, which also turns an unknown enum
-value into 0 (unspecified): a ListTasks `status` of "INVALID" would list every task. Baton checks
-the enums it reads and answers -32602 InvalidParams, naming the field and the values it takes.
+- The body must be JSON in UTF-8 (RFC 8259 §8.1): anything else, a body nested too deeply for a
+  parser included, is -32700 Parse error with why (the SDK would answer -32603 and log a
+  traceback; Python's `json` would also take UTF-16 and UTF-32).
+- The SDK parses params with protobuf's `ignore_unknown_fields`, which also turns an unknown
+  enum value into 0 (unspecified): a ListTasks `status` of "INVALID" would list every task.
+  Baton checks the enums it reads and answers -32602 InvalidParams, naming the field and the
+  values it takes.
 """
 
 from __future__ import annotations
@@ -13,14 +17,14 @@ from typing import Any
 from a2a.types import TaskState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["StrictEnums"]
+__all__ = ["StrictRequests"]
 
 # (method, field in params) -> the enum it holds.
 _ENUMS = {("ListTasks", "status"): TaskState}
 
 
-class StrictEnums:
-    """An ASGI wrapper of the JSON-RPC endpoint: unknown enum values answer InvalidParams."""
+class StrictRequests:
+    """An ASGI wrapper of the JSON-RPC endpoint: what the module says is answered here."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
@@ -54,11 +58,18 @@ class StrictEnums:
 
 
 def _refusal(body: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC error for a request with an unknown enum value (None: let it through)."""
+    """The JSON-RPC error for a body that is not UTF-8 JSON or has an unknown enum value.
+
+    None: let it through.
+    """
     try:
-        request = json.loads(body)
-    except ValueError:
-        return None  # the SDK answers -32700
+        request = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return _error(None, -32700, f"Parse error: the body is not UTF-8 (byte {exc.start})")
+    except RecursionError:
+        return _error(None, -32700, "Parse error: the JSON is nested too deeply")
+    except ValueError as exc:
+        return _error(None, -32700, f"Parse error: the body is not JSON ({exc})")
     if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
         return None
     for (method, field), enum in _ENUMS.items():
@@ -68,15 +79,13 @@ def _refusal(body: bytes) -> dict[str, Any] | None:
         known = value in enum.keys() if isinstance(value, str) else value in enum.values()
         if not known:
             names = ", ".join(enum.keys()[1:])
-            return {
-                "jsonrpc": "2.0",
-                "id": request.get("id"),
-                "error": {
-                    "code": -32602,
-                    "message": f"{method}: {field} {value!r} is not one of {names}",
-                },
-            }
+            message = f"{method}: {field} {value!r} is not one of {names}"
+            return _error(request.get("id"), -32602, message)
     return None
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 async def _answer(send: Send, payload: dict[str, Any]) -> None:

@@ -362,3 +362,17 @@ async def test_a_webhook_on_a_private_address_is_refused_unless_allowed(
     async with httpx.AsyncClient(base_url=guarded.url) as http_client:
         answer = (await http_client.post("/a2a", json=body, headers=headers)).json()
     assert answer["error"]["code"] == -32602 and "https" in answer["error"]["message"]
+
+
+async def test_a_body_that_is_not_utf8_json_is_a_parse_error(api: str) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+    for body, why in (
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask\xff"}', "not UTF-8"),
+        (json.dumps(request).encode("utf-16"), "not UTF-8"),
+        (b"{not json", "not JSON"),
+    ):
+        async with httpx.AsyncClient(base_url=api) as http_client:
+            answer = await http_client.post("/a2a", content=body, headers={"A2A-Version": "1.0"})
+        error = answer.json()["error"]
+        assert error["code"] == -32700 and why in error["message"], (body[:40], error)
