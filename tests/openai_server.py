@@ -58,7 +58,8 @@ class FakeOpenAI:
                         "body": body,
                     }
                 )
-                echo = f"{self.path} {self.headers.get('X-Api-Key', '')}"
+                # A provider's error that quotes the whole request: its path and every header.
+                echo = " ".join([self.path, *(f"{k}: {v}" for k, v in self.headers.items())])
                 status, payload = fake.respond(body, self.headers.get("Authorization") or "", echo)
                 if status == 200 and body.get("stream"):
                     self._stream(fake.chunks(payload, body))

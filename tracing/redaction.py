@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 __all__ = [
     "REDACTED",
@@ -21,6 +22,7 @@ __all__ = [
     "is_secret_name",
     "secret_values_from_env",
     "secret_values_in",
+    "url_query_values",
 ]
 
 REDACTED = "[REDACTED]"
@@ -59,6 +61,21 @@ def _keep_name(match: re.Match[str]) -> str:
     return (match.group("name") or match.group("user")) + REDACTED
 
 
+# Where a config holds credentials whatever their names: header mappings, servers' URLs.
+_HEADER_KEYS = frozenset({"headers", "extra_headers", "default_headers"})
+_URL_KEYS = frozenset({"api_base", "base_url", "url", "endpoint"})
+
+
+def _credential(value: str) -> set[str]:
+    # "Bearer <token>": the token alone may show up elsewhere too.
+    return {value, value.split(" ", 1)[-1]}
+
+
+def url_query_values(url: str) -> set[str]:
+    """The values of a URL's query (each may be a credential: `?code=`, `?sig=`, `?key=`)."""
+    return {value for _, value in parse_qsl(urlsplit(url).query, keep_blank_values=False)}
+
+
 def is_secret_name(name: str) -> bool:
     """Whether a variable or parameter name says that its value is a credential."""
     return bool(_SECRET_NAME.search(name))
@@ -71,14 +88,24 @@ def secret_values_from_env(environ: Mapping[str, str], names: Iterable[str] = ()
 
 
 def secret_values_in(data: Any) -> set[str]:
-    """String values found under secret-sounding keys anywhere inside `data` (model params)."""
+    """Credentials inside `data` (model params), by name and by position.
+
+    By name: string values under secret-sounding keys. By position, whatever their names (a
+    service may call its key anything: `Ocp-Apim-Subscription-Key`, Azure Functions' `?code=`):
+    every value of a header mapping (`headers`, `extra_headers`), and every query value of a
+    server's URL (`api_base`, `base_url`, `url`).
+    """
     found: set[str] = set()
     if isinstance(data, Mapping):
         for key, item in data.items():
             if isinstance(item, str) and is_secret_name(str(key)):
-                found.add(item)
-                # "Bearer <token>": the token alone may show up elsewhere too.
-                found.add(item.split(" ", 1)[-1])
+                found |= _credential(item)
+            elif str(key).lower() in _HEADER_KEYS and isinstance(item, Mapping):
+                for value in item.values():
+                    if isinstance(value, str):
+                        found |= _credential(value)
+            elif str(key).lower() in _URL_KEYS and isinstance(item, str):
+                found |= url_query_values(item)
             else:
                 found |= secret_values_in(item)
     elif isinstance(data, list | tuple):

@@ -8,12 +8,14 @@ These models are the boundary between a YAML file and the runtime; the loader in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.steering_spec import StepRule
+from tracing.redaction import secret_values_in, url_query_values
 
 __all__ = [
     "OFFLINE_MODEL",
@@ -315,6 +317,23 @@ class AgentSpec(AgentCard):
     def answered_by(self) -> str:
         """What does its work: its model, or the remote agent it stands for (A2A)."""
         return f"a2a {self.a2a.url}" if self.a2a is not None else self.model.name
+
+    def credentials(self, environ: Mapping[str, str]) -> set[str]:
+        """The values this agent's config makes credentials, never to be recorded.
+
+        Its model's (by name and by position: `secret_values_in`), the variables its MCP
+        servers and its A2A peer are given (`env:`, `headers:`), and the query values of their
+        URLs.
+        """
+        found = secret_values_in(self.model.params)
+        names: list[str] = []
+        for server in self.mcp:
+            names += [*server.env, *server.headers.values()]
+            found |= url_query_values(server.url or "")
+        if self.a2a is not None:
+            names += list(self.a2a.headers.values())
+            found |= url_query_values(self.a2a.url)
+        return found | {environ[name] for name in names if environ.get(name)}
 
     def card(self) -> AgentCard:
         """What other agents are told about this one (in their delegation tools)."""

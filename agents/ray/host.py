@@ -34,7 +34,6 @@ from tracing import attributes as attr
 from tracing import (
     configure_tracing,
     secret_values_from_env,
-    secret_values_in,
 )
 
 if TYPE_CHECKING:
@@ -151,7 +150,7 @@ class AgentHost:
         # result.
         secrets = secret_values_from_env(os.environ, env or ())
         for spec in specs:
-            secrets |= secret_values_in(spec.model.params)
+            secrets |= spec.credentials(os.environ)
         context = ray.get_runtime_context()
         collector = configure_tracing(
             self._name,

@@ -26,7 +26,7 @@ from agents.tools.delegate import reserved_by
 from orchestrator.system.revision import code_revision
 from orchestrator.system.topology import Topology, build_topology
 from orchestrator.system.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
-from tracing import Redactor, secret_values_from_env, secret_values_in
+from tracing import Redactor, secret_values_from_env
 
 __all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]
 
@@ -82,10 +82,10 @@ class AgentSystem:
         raise KeyError(name)
 
     def secrets(self, environ: Mapping[str, str]) -> set[str]:
-        """Values never to record: the forwarded variables' and every model's credentials."""
+        """Values never to record: the forwarded variables' and every agent's credentials."""
         found = secret_values_from_env(environ, self.config.env)
         for agent in self.config.agents:
-            found |= secret_values_in(agent.model.params)
+            found |= agent.credentials(environ)
         return found
 
     def public_config(self, redactor: Redactor) -> dict[str, Any]:

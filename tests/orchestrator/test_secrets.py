@@ -20,6 +20,15 @@ KEY = "sk-canary-7fQz2LmN0pXw4RtY"  # the model's API key, written in the YAML
 ENV_SECRET = "canary-env-value-93ab71"  # a forwarded variable's value
 URL_KEY = "canary-url-key-5521aa"  # a key in the model server's URL (`?key=`)
 HEADER_KEY = "canary-header-8c0d1e"  # a header the model server is sent
+# Credentials whose names say nothing: found by their place (a header's value, a URL's query).
+CODE_KEY = "canary-azure-code-41f0"  # Azure Functions: `?code=`
+POSITIONAL_HEADERS = {  # well-known header names of API keys, each with its canary
+    "Ocp-Apim-Subscription-Key": "canary-apim-1b2c3d",  # Azure API Management
+    "x-goog-api-key": "canary-goog-4e5f6a",  # Google
+    "api-key": "canary-azure-openai-7b8c",  # Azure OpenAI
+    "x-functions-key": "canary-functions-9d0e",  # Azure Functions
+    "Subscription": "canary-plain-name-2f3a",  # any name at all
+}
 
 
 def _ray_logs() -> Path:
@@ -50,9 +59,9 @@ agents:
     model:
       name: openai/gpt-4o-mini
       params:
-        api_base: "{fake.base_url}?key={URL_KEY}"
+        api_base: "{fake.base_url}?key={URL_KEY}&code={CODE_KEY}"
         api_key: "{KEY}"
-        extra_headers: {{X-Api-Key: "{HEADER_KEY}"}}
+        extra_headers: {json.dumps({"X-Api-Key": HEADER_KEY, **POSITIONAL_HEADERS})}
 """)
     store_dir = tmp_path / "store"
     store_dir.mkdir()
@@ -94,7 +103,9 @@ agents:
     shown, traced, listed = baton("show", run_id), baton("trace", run_id), baton("runs")
     drawn = baton("diagram", run_id)
     assert "trace ·" in traced.stdout and receiver.spans
-    needles = (KEY, ENV_SECRET, URL_KEY, HEADER_KEY)
+    # The provider quoted every one of them back in its error (which the run records).
+    assert CODE_KEY in fake.requests[0]["path"]  # type: ignore[operator]
+    needles = (KEY, ENV_SECRET, URL_KEY, HEADER_KEY, CODE_KEY, *POSITIONAL_HEADERS.values())
     seen = {
         "run output": ran.stdout + ran.stderr,
         "baton show": shown.stdout + shown.stderr,
