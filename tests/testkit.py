@@ -60,11 +60,14 @@ def config(yaml_text: str) -> AgentSystem:
     return parse_config(textwrap.dedent(yaml_text), "test.yaml")
 
 
-def start(engines: list[Engine], yaml_text: str) -> Engine:
-    """Start the agents of a system on the session's Ray; the `started` fixture stops them."""
+def start(engines: list[Engine], yaml_text: str, detached: bool = False) -> Engine:
+    """Start the agents of a system on the session's Ray; the `started` fixture stops them.
+
+    `detached`: the actors outlive the driver, as `baton serve`'s do.
+    """
     from orchestrator.engine.lifecycle import Engine  # Ray: not for the tool functions' importers
 
-    engine = Engine(config(yaml_text), PoolOptions(namespace="baton-tests"))
+    engine = Engine(config(yaml_text), PoolOptions(namespace="baton-tests", detached=detached))
     engine.start()
     engines.append(engine)
     return engine

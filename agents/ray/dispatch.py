@@ -265,17 +265,23 @@ class RayDispatcher:
     async def _until_back(self, name: str, limit_s: float) -> None:
         """Wait (at most `limit_s`) until the actor `name` answers again after a restart.
 
-        Ray fails calls made while an actor is restarting rather than queueing them.
+        Ray fails calls made while an actor is restarting rather than queueing them. An actor
+        that is dead for good (its restarts spent) answers at once: the retry says so. Ray
+        forgets a dead detached actor's name (`baton serve`'s are detached): a name it no
+        longer knows is such an actor, not one still restarting (a restarting actor keeps it).
         """
         deadline = time.monotonic() + max(limit_s, 0.0)
         pause = 0.05
         while time.monotonic() < deadline:
             try:
                 handle = ray.get_actor(name, namespace=self._system.namespace)
+            except ValueError:
+                return  # no such actor any more: dead for good
+            try:
                 async with asyncio.timeout(max(deadline - time.monotonic(), 0.01)):
                     await handle.stats.remote()
                 return
-            except (ActorUnavailableError, ValueError, TimeoutError):
+            except (ActorUnavailableError, TimeoutError):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 1.0)
             except RayActorError:

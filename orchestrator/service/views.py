@@ -96,9 +96,18 @@ class RunViews:
         except Exception as exc:
             status["store"] = describe_error(exc)
         if status["ray"] == "ok":
-            # MCP servers that failed, tools disabled: the agents work on without them.
-            problems = sorted(
-                {p for r in await self.engine.placement() for p in r.get("tool_problems", [])}
+            rows = await self.engine.placement()
+            # An agent host that is dead (killed, out of memory, its node lost) or restarting:
+            # not ready, naming the agents it held. One that is only slow to answer is busy.
+            down = sorted(
+                {
+                    f"{r['agent']} ({r['state'].removeprefix('unavailable: ')})"
+                    for r in rows
+                    if r["state"] != "alive" and "TimeoutError" not in r["state"]
+                }
             )
+            status["agents"] = "ok" if not down else "down: " + ", ".join(down)
+            # MCP servers that failed, tools disabled: the agents work on without them.
+            problems = sorted({p for r in rows for p in r.get("tool_problems", [])})
             status["tools"] = "ok" if not problems else "degraded: " + "; ".join(problems)
         return status

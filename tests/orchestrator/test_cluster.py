@@ -4,15 +4,20 @@ resources for this module's tests), and runs that stay correct when actors and n
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import ray
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
+from tests.service import ServiceProcess
 from tests.testkit import start, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
@@ -190,3 +195,63 @@ async def test_a_call_that_must_run_at_most_once_is_never_run_again(
     assert helper.status == RunStatus.FAILED
     assert "not retried: send_once had started (at most once)" in (helper.error or "")
     assert outbox.read_text() == "sent\n"  # once, not twice
+
+
+async def test_an_agent_killed_past_its_restarts_fails_the_delegation_at_once(
+    started: list[Engine],
+) -> None:
+    engine = start(
+        started,
+        RESTARTABLE.format(
+            tag="exhausted",
+            tool="{function: 'tests.testkit:slow_step', idempotent: true}",
+            name="slow_step",
+            arguments="{seconds: 1.5}",
+        ),
+        detached=True,  # as `baton serve`'s: a dead one's name is gone at once
+    )
+
+    async def sigkill_helper_mid_tool(run_id: str) -> Any:
+        # As the kernel's OOM killer does: SIGKILL to the actor's process.
+        pid = {r["agent"]: r for r in await engine.placement()}["helper"]["pid"]
+        job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
+        await wait_for_event(engine, run_id, "tool_started", "helper", timeout_s=60)
+        os.kill(pid, signal.SIGKILL)
+        return await asyncio.wait_for(job, timeout=90)
+
+    first = await sigkill_helper_mid_tool("exhausted-1")  # its one restart
+    assert first.status == RunStatus.SUCCEEDED, first.error
+    began = time.monotonic()
+    second = await sigkill_helper_mid_tool("exhausted-2")  # none left: dead for good
+    took = time.monotonic() - began
+    assert second.tree is not None
+    [helper] = second.tree.children
+    assert helper.status == RunStatus.FAILED and "is unavailable" in (helper.error or "")
+    # The tool takes 1.5 s and the run's deadline is minutes away: nothing waits on the dead.
+    assert took < 15, took
+    stats = {r["agent"]: r for r in await engine.placement()}
+    assert stats["helper"]["state"].startswith("unavailable")
+
+
+def test_readiness_names_the_agents_of_a_host_that_died(ray_address: str, tmp_path: Path) -> None:
+    config = tmp_path / "solo.yaml"
+    config.write_text(
+        "name: solo-team\n"
+        "agents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]\n"
+    )
+    service = ServiceProcess(
+        config, f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}", ray_address, tmp_path / "log"
+    )
+    service.start()
+    try:
+        with httpx.Client(base_url=service.url, timeout=30) as http:
+            assert http.get("/readyz").json()["checks"]["agents"] == "ok"
+            [solo] = http.get("/v1/agents").json()["agents"]
+            os.kill(solo["replicas"][0]["pid"], signal.SIGKILL)  # as the OOM killer does
+            deadline = time.monotonic() + 30
+            while (ready := http.get("/readyz")).status_code == 200:
+                assert time.monotonic() < deadline, "readiness never saw the host die"
+            assert ready.status_code == 503
+            assert ready.json()["checks"]["agents"].startswith("down: solo (")
+    finally:
+        service.stop()

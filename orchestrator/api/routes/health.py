@@ -21,12 +21,17 @@ async def healthz() -> Health:
 
 @router.get(
     "/readyz",
-    responses={503: {"model": Readiness, "description": "Ray or the store is not reachable."}},
+    responses={
+        503: {
+            "model": Readiness,
+            "description": "Ray, an agent host or the store is not reachable.",
+        }
+    },
 )
 async def readyz(service: Service) -> Response:
-    """Ray (the agents) and the run store are reachable."""
+    """Ray, every agent host and the run store are up."""
     checks = await service.views.check()
-    # Ray and the store decide; degraded tools are reported, not fatal.
-    ready = all(checks.get(k) == "ok" for k in ("ray", "store"))
+    # Ray, the agents' hosts and the store decide; degraded tools are reported, not fatal.
+    ready = all(checks.get(k) == "ok" for k in ("ray", "agents", "store"))
     body = Readiness(status="ready" if ready else "not_ready", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
