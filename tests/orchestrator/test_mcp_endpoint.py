@@ -7,7 +7,6 @@ import json
 import os
 import sqlite3
 import sys
-import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import PromptReference
+from opentelemetry.sdk.trace import TracerProvider
 
 from tests.service import KEYS, ServiceProcess, all_events
 
@@ -149,12 +149,13 @@ async def test_a_waiting_submit_reports_progress_and_its_cancellation_cancels_th
 
     async with Client(f"{api}/mcp") as client:
         task = {"task": "calculate 6 * 7", "agent": "analyst"}
-        # The host's trace goes on into the run's (SEP-414: `_meta.traceparent`).
-        host_trace = uuid.uuid4().hex
-        meta = {"traceparent": f"00-{host_trace}-{uuid.uuid4().hex[:16]}-01"}
-        run = result_json(
-            await client.call_tool("submit_task", task, progress_callback=progress, meta=meta)
-        )
+        # The host's trace goes on into the run's: the client puts the current span's context
+        # in the call's `_meta.traceparent` (SEP-414), as an instrumented MCP host does.
+        with TracerProvider().get_tracer("host").start_as_current_span("host asks") as span:
+            host_trace = format(span.get_span_context().trace_id, "032x")
+            run = result_json(
+                await client.call_tool("submit_task", task, progress_callback=progress)
+            )
         assert said == [f"run {run['id']} accepted", "→ analyst", "run succeeded"]
         async with httpx.AsyncClient(base_url=api) as http:
             trace = (await http.get(f"/v1/runs/{run['id']}/trace")).json()
