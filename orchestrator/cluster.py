@@ -26,6 +26,8 @@ import ray
 __all__ = ["Connection", "connect_ray", "keep_sigterm_handler", "local_token_path"]
 
 logger = logging.getLogger(__name__)
+# Tasks whose events the GCS of a local Ray instance keeps (Ray's default: 100,000).
+TASK_EVENTS_KEPT = 10_000
 
 
 def local_token_path() -> Path:
@@ -95,6 +97,10 @@ def connect_ray(address: str | None, namespace: str) -> Connection:
     ray.init(
         # "local": a new instance of our own, not whatever cluster this machine last started.
         address="local" if local else address,
+        # Ray's GCS keeps every task's events (22 MiB per 1,000 runs, without end); a local
+        # instance of ours keeps the newest only. (A cluster's own: its operator's setting,
+        # RAY_task_events_max_num_task_in_gcs.)
+        _system_config={"task_events_max_num_task_in_gcs": TASK_EVENTS_KEPT} if local else None,
         namespace=namespace,
         include_dashboard=False,
         log_to_driver=False,

@@ -53,6 +53,17 @@ class Settings(BaseSettings):
         "http://HOST:PORT).",
     )
     port: int = Field(default=8000, ge=0, le=65535)
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="Finished runs older than this many days are removed with their spans, "
+        "events and steps (default: kept); `baton serve` sweeps hourly, `baton prune` at once.",
+    )
+    retention_max_runs: int | None = Field(
+        default=None,
+        ge=1,
+        description="Only the newest this many finished runs are kept (default: all).",
+    )
     request_head_timeout_s: float = Field(
         default=10.0,
         gt=0,

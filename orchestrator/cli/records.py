@@ -1,8 +1,9 @@
-"""Reading the run store: `baton runs`, `show`, `trace`, `diagram` and `compare`."""
+"""Reading the run store: `baton runs`, `show`, `trace`, `diagram`, `compare`; `prune`."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated, cast
 
@@ -44,6 +45,46 @@ def runs(
         echo(run_page_view(page, limit, 0).model_dump_json(indent=2))
         return
     print_runs(console, page)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than",
+            min=0,
+            help="Remove finished runs older than this many days (default: BATON_RETENTION_DAYS).",
+        ),
+    ] = None,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Keep only the newest this many finished runs (BATON_RETENTION_MAX_RUNS)."
+        ),
+    ] = None,
+) -> None:
+    """Remove finished runs from the store, with their spans, events and steps.
+
+    Runs still going are never removed. Without options, the retention settings decide.
+    """
+    settings = Settings()
+    days = older_than if older_than is not None else settings.retention_days
+    keep = keep if keep is not None else settings.retention_max_runs
+    if days is None and keep is None:
+        err.print("nothing to prune by: give --older-than DAYS or --keep N", style="red")
+        raise typer.Exit(2)
+
+    async def run() -> int:
+        store = await open_store(settings.store_url)
+        try:
+            cutoff = time.time() - days * 86400 if days is not None else None
+            return await store.prune(older_than=cutoff, keep=keep)
+        finally:
+            await store.close()
+
+    removed = asyncio.run(run())
+    echo(f"removed {removed} finished run{'' if removed == 1 else 's'}")
 
 
 @app.command()

@@ -124,6 +124,8 @@ def serve(
         lease_s=settings.lease_s,
         heartbeat_s=settings.sse_heartbeat_s,
         shutdown_grace_s=settings.shutdown_grace_s,
+        retention_days=settings.retention_days,
+        retention_max_runs=settings.retention_max_runs,
     )
 
     def service() -> AbstractAsyncContextManager[RunService]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Collection
@@ -48,6 +49,11 @@ class ServiceLimits:
     # Whether this instance resumes (or, with `on_interrupt: fail`, interrupts) the runs of
     # instances that stopped renewing their leases. A one-shot `baton run` leaves them alone.
     adopts_lost_runs: bool = True
+    # Retention: finished runs older than this many days, and beyond the newest this many,
+    # are removed (None: kept), by a sweep every `retention_sweep_s`.
+    retention_days: float | None = None
+    retention_max_runs: int | None = None
+    retention_sweep_s: float = 3600.0
 
 
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
@@ -146,6 +152,26 @@ class RunService:
             asyncio.create_task(self._start_engine()),
             asyncio.create_task(leases),
         ]
+        if self.limits.retention_days is not None or self.limits.retention_max_runs is not None:
+            self._background.append(asyncio.create_task(self._sweep()))
+
+    async def _sweep(self) -> None:
+        """Remove the runs the retention policy no longer keeps, at once and then regularly.
+
+        Every instance sharing a store may sweep it: a run removed twice is removed once.
+        """
+        limits = self.limits
+        while True:
+            try:
+                cutoff = None
+                if limits.retention_days is not None:
+                    cutoff = time.time() - limits.retention_days * 86400
+                removed = await self.store.prune(older_than=cutoff, keep=limits.retention_max_runs)
+                if removed:
+                    logger.info("retention: removed %d finished runs", removed)
+            except Exception:
+                logger.exception("the retention sweep failed; it tries again later")
+            await asyncio.sleep(limits.retention_sweep_s)
 
     async def _start_engine(self) -> None:
         error = None

@@ -17,7 +17,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
-from sqlalchemy import URL, Connection, event, func, insert, make_url, select, text, update
+from sqlalchemy import (
+    URL,
+    Connection,
+    delete,
+    event,
+    func,
+    insert,
+    make_url,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -44,6 +55,7 @@ from orchestrator.store.tables import (
     RUNS_TABLE,
     SPANS_TABLE,
     EventRow,
+    PushConfigRow,
     RunRow,
     SpanRow,
     StepRow,
@@ -384,6 +396,41 @@ class RunStore:
             query = select(RUNS_TABLE).where(RUNS_TABLE.c.id == run_id)
             row = (await connection.execute(query)).first()
             return StoredRun.model_validate(row._mapping) if row is not None else None
+
+    async def prune(
+        self, *, older_than: float | None = None, keep: int | None = None, batch: int = 500
+    ) -> int:
+        """Remove finished runs, with their spans, events, steps and webhooks; how many.
+
+        Args:
+            older_than: runs created before this time (Unix seconds).
+            keep: all but the newest `keep` finished runs.
+            batch: runs removed per transaction (a long prune never holds the store for long).
+
+        Runs not finished (queued, running, waiting) are never removed.
+        """
+        if older_than is None and keep is None:
+            return 0
+        ended = RunRow.status.in_([s.value for s in RunStatus if s.finished])
+        doomed = select(RunRow.id).where(ended)
+        if keep is not None:
+            newest = select(RunRow.id).where(ended).order_by(RunRow.created_at.desc()).limit(keep)
+            doomed = doomed.where(RunRow.id.not_in(newest.scalar_subquery()))
+        if older_than is not None:
+            doomed = doomed.where(RunRow.created_at < older_than)
+        removed = 0
+        while True:
+            async with self._sessions.begin() as session:
+                ids = list(await session.scalars(doomed.limit(batch)))
+                if ids:
+                    # The rows that hang off a run go first (SQLite enforces the cascade only
+                    # with its foreign keys on; each statement is cheap either way).
+                    for table in (SpanRow, EventRow, StepRow, PushConfigRow):
+                        await session.execute(delete(table).where(table.run_id.in_(ids)))
+                    await session.execute(delete(RunRow).where(RunRow.id.in_(ids)))
+            removed += len(ids)
+            if len(ids) < batch:
+                return removed
 
     async def list(
         self,

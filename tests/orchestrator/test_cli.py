@@ -6,15 +6,18 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 from typer.testing import CliRunner
 
+from agents.core.messages import RunStatus
 from orchestrator.cli import app
 from orchestrator.engine import Engine
 from orchestrator.store import RunStore
+from tests.service import ServiceProcess
 from tests.testkit import OtlpReceiver
 
 pytestmark = pytest.mark.long
@@ -278,3 +281,63 @@ def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
     assert replayed.returncode == 0, replayed.stderr + replayed.stdout
     assert f"using the baton serve running at {api}" in replayed.stderr
     assert f"reproduced: the same diagram as run {run_id[:12]}" in replayed.stdout
+
+
+def test_baton_prune_removes_finished_runs_by_age_or_count(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+
+    async def fill() -> None:
+        store = await RunStore.open(url)
+        for run_id in ("a", "b", "c"):
+            await store.add(run_id, "t", agent=None, system="s", config={})
+            await store.end(run_id, RunStatus.SUCCEEDED, "")
+        await store.add("going", "t", agent=None, system="s", config={})
+        await store.close()
+
+    async def left() -> set[str]:
+        store = await RunStore.open(url)
+        try:
+            return {r.id for r in (await store.list(limit=10)).runs}
+        finally:
+            await store.close()
+
+    asyncio.run(fill())
+    env = {"BATON_STORE_URL": url, "COLUMNS": "200"}
+    refused = CliRunner().invoke(app, ["prune"], env=env)
+    assert refused.exit_code == 2 and "--older-than DAYS or --keep N" in refused.output
+    kept = CliRunner().invoke(app, ["prune", "--keep", "1"], env=env)
+    assert kept.exit_code == 0 and "removed 2 finished runs" in kept.output
+    assert len(asyncio.run(left())) == 2 and "going" in asyncio.run(left())
+    aged = CliRunner().invoke(app, ["prune", "--older-than", "0"], env=env)
+    assert aged.exit_code == 0 and "removed 1 finished run\n" in aged.output
+    assert asyncio.run(left()) == {"going"}
+
+
+def test_a_service_with_a_retention_policy_sweeps_the_store(
+    ray_address: str, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+
+    async def fill() -> None:
+        store = await RunStore.open(url)
+        for run_id in ("a", "b", "c"):
+            await store.add(run_id, "t", agent=None, system="s", config={})
+            await store.end(run_id, RunStatus.SUCCEEDED, "")
+        await store.close()
+
+    asyncio.run(fill())
+    (tmp_path / "team.yaml").write_text(
+        "name: kept\nagents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]"
+    )
+    service = ServiceProcess(
+        tmp_path / "team.yaml", url, ray_address, tmp_path / "log", BATON_RETENTION_MAX_RUNS="1"
+    )
+    service.start()
+    try:
+        with httpx.Client(base_url=service.url, timeout=30) as http:
+            deadline = time.monotonic() + 30  # the sweep runs as the service starts
+            while (listed := http.get("/v1/runs").json())["total"] != 1:
+                assert time.monotonic() < deadline, listed
+            assert [r["id"] for r in listed["runs"]] == ["c"]
+    finally:
+        service.stop()

@@ -7,6 +7,7 @@ import time
 import asyncpg
 import pytest
 
+from agents.core.events import RunFinished
 from agents.core.messages import AgentResult, RunStatus, Usage
 from orchestrator.engine.lifecycle import RunResult
 from orchestrator.errors import AmbiguousRunId
@@ -297,3 +298,27 @@ async def test_a_nul_character_is_kept_as_a_replacement_on_every_store(store_url
     await store.close()
     assert run is not None and run.output == "4\ufffd2"
     assert stored["0000000000000002"]["attributes"]["baton.tool.output"] == "a\ufffdb \\u0000"
+
+
+async def test_pruning_removes_old_finished_runs_with_every_row_of_theirs(
+    store_url: str,
+) -> None:
+    store = await RunStore.open(store_url)
+    for run_id in ("old", "newer", "newest", "running"):
+        await store.add(run_id, "what is 6 * 7", agent=None, system="default", config={})
+    for run_id in ("old", "newer", "newest"):
+        await store.start(run_id)
+        await store.finish(_result(run_id), _result(run_id).spans)
+        await store.add_events(run_id, [(1, RunFinished(status=RunStatus.SUCCEEDED))])
+        await store.push.put(run_id, "hook", "me", {"url": "https://hooks.example/x"})
+    await store.start("running")
+    # By count: the newest finished run stays, and the one still going.
+    assert await store.prune(keep=2) == 1
+    assert {r.id for r in (await store.list(limit=10)).runs} == {"newer", "newest", "running"}
+    assert await store.spans("old") == [] and await store.events("old") == []
+    assert await store.push.of("old") == []
+    # By age: everything finished before now goes; the running one never does.
+    assert await store.prune(older_than=time.time() + 1) == 2
+    assert [r.id for r in (await store.list(limit=10)).runs] == ["running"]
+    assert await store.spans("newest") == [] and await store.push.of("newest") == []
+    await store.close()
