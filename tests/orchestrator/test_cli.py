@@ -283,16 +283,19 @@ def test_baton_run_uses_a_running_baton_serve_of_the_same_team_and_store(
     assert f"reproduced: the same diagram as run {run_id[:12]}" in replayed.stdout
 
 
+async def finished_runs(url: str, *run_ids: str, going: str | None = None) -> None:
+    """A store with these runs finished (in this order), and one still going."""
+    store = await RunStore.open(url)
+    for run_id in run_ids:
+        await store.add(run_id, "t", agent=None, system="s", config={})
+        await store.end(run_id, RunStatus.SUCCEEDED, "")
+    if going is not None:
+        await store.add(going, "t", agent=None, system="s", config={})
+    await store.close()
+
+
 def test_baton_prune_removes_finished_runs_by_age_or_count(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
-
-    async def fill() -> None:
-        store = await RunStore.open(url)
-        for run_id in ("a", "b", "c"):
-            await store.add(run_id, "t", agent=None, system="s", config={})
-            await store.end(run_id, RunStatus.SUCCEEDED, "")
-        await store.add("going", "t", agent=None, system="s", config={})
-        await store.close()
 
     async def left() -> set[str]:
         store = await RunStore.open(url)
@@ -301,7 +304,7 @@ def test_baton_prune_removes_finished_runs_by_age_or_count(tmp_path: Path) -> No
         finally:
             await store.close()
 
-    asyncio.run(fill())
+    asyncio.run(finished_runs(url, "a", "b", "c", going="going"))
     env = {"BATON_STORE_URL": url, "COLUMNS": "200"}
     refused = CliRunner().invoke(app, ["prune"], env=env)
     assert refused.exit_code == 2 and "--older-than DAYS or --keep N" in refused.output
@@ -318,14 +321,7 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
 
-    async def fill() -> None:
-        store = await RunStore.open(url)
-        for run_id in ("a", "b", "c"):
-            await store.add(run_id, "t", agent=None, system="s", config={})
-            await store.end(run_id, RunStatus.SUCCEEDED, "")
-        await store.close()
-
-    asyncio.run(fill())
+    asyncio.run(finished_runs(url, "a", "b", "c"))
     (tmp_path / "team.yaml").write_text(
         "name: kept\nagents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]"
     )

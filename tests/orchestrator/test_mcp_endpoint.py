@@ -117,21 +117,26 @@ async def test_the_http_endpoint_takes_the_api_keys(guarded: ServiceProcess) -> 
     assert limited and int(limited[0].headers["Retry-After"]) >= 1
 
 
+def baton_mcp(folder: Path, ray_address: str) -> StdioServerParameters:
+    """`baton mcp` as an MCP host starts it: the team in `folder/team.yaml`, its own store."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "orchestrator", "mcp", "--config", str(folder / "team.yaml")],
+        cwd=str(ROOT),
+        env={
+            **os.environ,
+            "RAY_ADDRESS": ray_address,
+            "BATON_STORE_URL": f"sqlite+aiosqlite:///{folder / 'runs.db'}",
+        },
+    )
+
+
 async def test_baton_mcp_over_stdio(ray_address: str, tmp_path: Path) -> None:
     # One agent: `baton mcp` starts its own actors, and one is all these tools need.
     (tmp_path / "team.yaml").write_text(
         "agents: [{name: analyst, description: Does arithmetic., tools: [configs.tools:calculate]}]"
     )
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "orchestrator", "mcp", "--config", str(tmp_path / "team.yaml")],
-        cwd=str(ROOT),
-        env={
-            **os.environ,
-            "RAY_ADDRESS": ray_address,
-            "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
-        },
-    )
+    params = baton_mcp(tmp_path, ray_address)
     async with Client(params, read_timeout_seconds=180) as client:
         await use_team(client)
     # Its runs are recorded in the run store like any other.
@@ -204,16 +209,7 @@ agents:
       params: {replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]}
 """
     )
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "orchestrator", "mcp", "--config", str(tmp_path / "team.yaml")],
-        cwd=str(ROOT),
-        env={
-            **os.environ,
-            "RAY_ADDRESS": ray_address,
-            "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
-        },
-    )
+    params = baton_mcp(tmp_path, ray_address)
     async with Client(params, read_timeout_seconds=180) as client:
         # The run is in its minute-long tool (or waits for the agent's actor) when the host
         # leaves: the SDK closes stdin, sends SIGTERM 2 s later, SIGKILL 2 s after that.
