@@ -147,7 +147,9 @@ async def litellm_alone() -> tuple[float, float]:
     return TASKS / wall, (time.process_time() - before) * 1000 / TASKS
 
 
-def serve(config: Path, store: Path, address: str, port: int) -> subprocess.Popen[bytes]:
+def serve(
+    config: Path, store: Path, address: str, port: int, **settings: str
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "RAY_ADDRESS": address,
@@ -155,6 +157,7 @@ def serve(config: Path, store: Path, address: str, port: int) -> subprocess.Pope
         "BATON_NAMESPACE": "baton-bench",
         "BATON_RATE_LIMIT_PER_S": "100000",
         "BATON_RATE_LIMIT_BURST": "100000",
+        **settings,
     }
     args = [sys.executable, "-m", "orchestrator", "serve", "--config", str(config)]
     return subprocess.Popen(

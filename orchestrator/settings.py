@@ -64,6 +64,11 @@ class Settings(BaseSettings):
         ge=1,
         description="Only the newest this many finished runs are kept (default: all).",
     )
+    retention_sweep_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How often `baton serve` applies the retention policy (seconds).",
+    )
     request_head_timeout_s: float = Field(
         default=10.0,
         gt=0,

@@ -126,6 +126,7 @@ def serve(
         shutdown_grace_s=settings.shutdown_grace_s,
         retention_days=settings.retention_days,
         retention_max_runs=settings.retention_max_runs,
+        retention_sweep_s=settings.retention_sweep_s,
     )
 
     def service() -> AbstractAsyncContextManager[RunService]:

@@ -51,5 +51,9 @@ class Admission:
             self._recording -= 1
 
     def ran(self, seconds: float) -> None:
-        """Note how long a run took (from acceptance), for `Retry-After` estimates."""
+        """Note how long a run took, for `Retry-After` estimates.
+
+        From its place among the running (queueing not counted): `Retry-After` is the queue
+        ahead in waves of `max_running`, each a mean run long.
+        """
         self._mean_run_s = 0.9 * self._mean_run_s + 0.1 * seconds

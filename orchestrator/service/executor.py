@@ -176,9 +176,12 @@ class RunExecutor:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _execute(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
-        began = time.monotonic()
+        began: float | None = None
         try:
             async with self._slots:
+                # Timed from its place, not its acceptance: a mean that counted queueing would
+                # grow with every burst, and the `Retry-After` it gives with it.
+                began = time.monotonic()
                 await self._settled.wait()
                 if self.startup_error:
                     await self._end_unstarted(run_id, self.startup_error)
@@ -194,7 +197,8 @@ class RunExecutor:
             self._running.discard(run_id)
             self._cancel_asked.discard(run_id)
             self.tasks.pop(run_id, None)
-            self.admission.ran(time.monotonic() - began)
+            if began is not None:
+                self.admission.ran(time.monotonic() - began)
 
     async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         record = self.pending_writes.write
