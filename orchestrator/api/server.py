@@ -29,9 +29,11 @@ class BoundedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol with the bounds above.
 
     httptools keeps a header whole (a 64 MiB header is 64 MiB held), so a head's bytes are
-    counted as they arrive, before the parser keeps them; the timer runs from a connection's
-    start, or a request's first byte, to the end of its head (between requests uvicorn's
-    keep-alive timeout holds). `head_timeout_s`: the time a head may take (see `bounded_http`).
+    counted as they arrive, before the parser keeps them; the timer runs from a request's first
+    byte to the end of its head. A connection that sends nothing is left alone: browsers open
+    sockets ahead of their requests, and a 408 on one they are about to use fails that request
+    (between requests, uvicorn's keep-alive timeout holds). `head_timeout_s`: the time a head
+    may take (see `bounded_http`).
     """
 
     head_timeout_s = 10.0
@@ -39,11 +41,6 @@ class BoundedHttp(HttpToolsProtocol):
     _head_bytes = 0
     _too_large = False
     _head_timer: asyncio.TimerHandle | None = None
-
-    @override
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._time_head()
 
     @override
     def data_received(self, data: bytes) -> None:
