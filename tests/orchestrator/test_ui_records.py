@@ -135,24 +135,33 @@ def test_two_runs_differences_are_said_in_words_the_same_in_the_ui_api_and_cli(
 
 
 def test_the_live_page_counts_and_the_answer_grows_where_it_is_read(api: str, page: Page) -> None:
-    page.goto(f"{api}/")
-    page.wait_for_selector("#agent option[value=narrator]", state="attached")
-    page.fill("#task", "tell a story")
-    page.select_option("#agent", "narrator")
-    page.click("#run-button")  # the form asks for streaming
-    page.wait_for_url(re.compile(r"/runs/[0-9a-f]{32}$"))
-    # While its tool works (3 s): its first model call is counted, with its tokens, the entry
-    # agent is named, and the clock runs.
-    expect(page.locator("[data-meta=model-calls]")).to_have_text("1", timeout=20_000)
-    assert page.locator("body[data-state=live]").count() == 1
-    assert page.inner_text("[data-meta=entry]") == "narrator"
-    assert re.fullmatch(r"[1-9]\d*/\d+", page.inner_text("[data-meta=tokens]"))
-    ticked = page.inner_text("[data-meta=duration]")
-    expect(page.locator("[data-meta=duration]")).not_to_have_text(ticked, timeout=5_000)
-    # The diagram's note counts the tokens of the calls made so far.
-    counted = re.compile(r"narrator: 1 invocation, 1 model call · [1-9]\d*/\d+ tokens")
-    expect(page.locator("#diagram svg").filter(has_text=counted)).to_have_count(1, timeout=10_000)
-    # Its answer grows in the Answer box, as it is written.
+    def submit_in_the_page(agent: str) -> None:
+        page.goto(f"{api}/")
+        page.wait_for_selector(f"#agent option[value={agent}]", state="attached")
+        page.fill("#task", "tell a story")
+        page.select_option("#agent", agent)
+        page.click("#run-button")  # the form asks for streaming
+        page.wait_for_url(re.compile(r"/runs/[0-9a-f]{32}$"))
+
+    # The dozer's tool takes a minute: while it works, its first model call is counted, with
+    # its tokens, the entry agent is named, and the clock runs.
+    submit_in_the_page("dozer")
+    dozing = page.url.rsplit("/", 1)[-1]
+    try:
+        expect(page.locator("[data-meta=model-calls]")).to_have_text("1", timeout=20_000)
+        assert page.locator("body[data-state=live]").count() == 1
+        assert page.inner_text("[data-meta=entry]") == "dozer"
+        assert re.fullmatch(r"[1-9]\d*/\d+", page.inner_text("[data-meta=tokens]"))
+        ticked = page.inner_text("[data-meta=duration]")
+        expect(page.locator("[data-meta=duration]")).not_to_have_text(ticked, timeout=5_000)
+        # The diagram's note counts the tokens of the calls made so far.
+        counted = re.compile(r"dozer: 1 invocation, 1 model call · [1-9]\d*/\d+ tokens")
+        diagram = page.locator("#diagram svg").filter(has_text=counted)
+        expect(diagram).to_have_count(1, timeout=10_000)
+    finally:
+        httpx.post(f"{api}/v1/runs/{dozing}/cancel", timeout=30)
+    # The narrator's answer grows in the Answer box, as it is written.
+    submit_in_the_page("narrator")
     answer = page.locator("#run-answer")
     expect(answer).to_contain_text("word05", timeout=20_000)
     partial = answer.inner_text()
