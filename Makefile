@@ -78,3 +78,4 @@ bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/ui_waterfall.py
 	$(PY) bench/step_log.py
 	$(PY) bench/scale_out.py
+	$(PY) bench/soak.py 10 10
