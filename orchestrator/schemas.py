@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from agents.core.messages import Refusal, RunStatus, Usage
-from agents.core.storable import NUL
+from agents.core.storable import nul_refusal
 from orchestrator.engine.submission import Submission
 from orchestrator.store import ForkPoint, RunPage, StoredRun
 from tracing import SpanRecord
@@ -81,11 +81,8 @@ class RunRequest(BaseModel):
     @field_validator("task")
     @classmethod
     def _no_nul(cls, task: str) -> str:
-        if NUL in task:
-            raise ValueError(
-                f"the task has U+0000 (NUL) at character {task.index(NUL) + 1}: a run store "
-                "cannot keep it (remove it)"
-            )
+        if refusal := nul_refusal(task, "the task"):
+            raise ValueError(refusal)
         return task
 
     token_budget: Annotated[int, Field(ge=1, le=10**9), _NUMBER_ONLY] | None = Field(

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["NUL", "stored_json", "stored_text"]
+__all__ = ["NUL", "nul_refusal", "stored_json", "stored_text"]
 
 NUL = "\x00"
 REPLACEMENT = "\ufffd"
@@ -30,3 +30,11 @@ def stored_json(value: Any) -> str:
     """JSON as stored (the engines' `json_serializer`): U+0000 in strings replaced."""
     dumped = json.dumps(value)
     return _ESCAPED_NUL.sub(r"\1\\ufffd", dumped) if "\\u0000" in dumped else dumped
+
+
+def nul_refusal(text: str, what: str) -> str | None:
+    """Why `what` (a person's text) is refused, naming the place of its U+0000; None: it is not."""
+    if NUL not in text:
+        return None
+    place = text.index(NUL) + 1
+    return f"{what} has U+0000 (NUL) at character {place}: a run store cannot keep it (remove it)"

@@ -35,7 +35,6 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskNotCancelableError,
     TaskNotFoundError,
     TaskPushNotificationConfig,
@@ -44,18 +43,11 @@ from a2a.types import (
 )
 
 from agents.core.a2a_meta import META_AGENT
-from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
-from agents.core.storable import NUL
+from agents.core.storable import nul_refusal
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher, caller_of
-from orchestrator.a2a.tasks import (
-    context_of,
-    origin_of,
-    run_state,
-    stored_task,
-    task_update,
-)
+from orchestrator.a2a.tasks import origin_of, run_state, run_updates, stored_task
 from orchestrator.engine.submission import Submission
 from orchestrator.errors import IdempotencyConflict, RunNotFound, ServiceError
 from orchestrator.schemas import MAX_DEADLINE_S
@@ -228,11 +220,8 @@ class BatonRequestHandler(RequestHandler):
         text = get_message_text(message).strip()
         if not text:
             raise InvalidParamsError("the message has no text part: a Baton task is text")
-        if NUL in text:
-            raise InvalidParamsError(
-                f"the message's text has U+0000 (NUL) at character {text.index(NUL) + 1}: a run "
-                "store cannot keep it (remove it)"
-            )
+        if refusal := nul_refusal(text, "the message's text"):
+            raise InvalidParamsError(refusal)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
         name = self._system.config.name
@@ -290,31 +279,8 @@ class BatonRequestHandler(RequestHandler):
         )
 
     async def _updates(self, service: RunService, run: StoredRun) -> AsyncGenerator[A2AEvent]:
-        """The run's updates to its end; the answer artifact whole just before the final state."""
-        depth = len(((run.options or {}).get("origin") or {}).get("chain") or ()) + 1
-        context_id = context_of(run)
-        streamed = False
-        async for item in service.events.follow(run):
-            if item is None:
-                continue
-            seq, event = item
-            if isinstance(event, RunFinished) and event.output is not None:
-                answer = stored_task(
-                    run.model_copy(update={"output": event.output, "status": event.status}), 0
-                )
-                if answer.artifacts:
-                    # The whole answer replaces the pieces streamed so far (`append` false).
-                    yield TaskArtifactUpdateEvent(
-                        task_id=run.id, context_id=context_id, artifact=answer.artifacts[0],
-                        append=False, last_chunk=True,
-                    )  # fmt: skip
-            update = task_update(event, seq, run.id, context_id, depth, streamed)
-            if isinstance(update, TaskArtifactUpdateEvent):
-                streamed = True
-            if update is not None:
-                yield update
-            if isinstance(event, RunFinished):
-                return
+        async for update in run_updates(run, service.events.follow(run)):
+            yield update
 
     async def _task(self, service: RunService, run_id: str, history: int | None) -> Task:
         return stored_task(await self._run(service, run_id), history)

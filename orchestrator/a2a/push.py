@@ -23,8 +23,7 @@ from a2a.types import InvalidParamsError, TaskPushNotificationConfig, TaskStatus
 from a2a.utils.push_url_validator import validate_push_notification_url
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from agents.core.events import RunFinished
-from orchestrator.a2a.tasks import context_of, task_update
+from orchestrator.a2a.tasks import run_updates
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
 
@@ -127,18 +126,10 @@ class Pusher:
 
     async def _push(self, run: StoredRun) -> None:
         service = await self._current()
-        depth = len(((run.options or {}).get("origin") or {}).get("chain") or ()) + 1
-        context_id = context_of(run)
         try:
-            async for item in service.events.follow(run):
-                if item is None:
-                    continue
-                seq, event = item
-                # Status updates only: the answer comes whole with the final state's task.
-                update = task_update(event, seq, run.id, context_id, depth, streamed=True)
+            async for update in run_updates(run, service.events.follow(run)):
+                # Status updates only: the answer comes whole with the final state's message.
                 if isinstance(update, TaskStatusUpdateEvent):
                     await self._sender.send_notification(run.id, update)
-                if isinstance(event, RunFinished):
-                    return
         except Exception:
             logger.exception("push notifications of run %s stopped", run.id)

@@ -5,6 +5,7 @@ A2A's types are protocol buffers (a2a-sdk 1.x); this module only builds and read
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from a2a.types import (
@@ -51,6 +52,7 @@ __all__ = [
     "context_of",
     "origin_of",
     "run_state",
+    "run_updates",
     "stored_task",
     "task_update",
 ]
@@ -220,3 +222,36 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
     agent, deadline = meta.get(META_AGENT), meta.get(META_DEADLINE)
     deadline_s = float(deadline) if isinstance(deadline, int | float) else None
     return origin, str(agent) if agent else None, deadline_s
+
+
+async def run_updates(
+    run: StoredRun, items: AsyncIterator[tuple[int, Event] | None]
+) -> AsyncGenerator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
+    """A run's updates to its end, the answer artifact whole just before the final state.
+
+    `items`: its events as followed (None: a heartbeat), for a stream, a cancel or a webhook.
+    """
+    depth = len(_origin(run).get("chain") or ()) + 1
+    context_id = context_of(run)
+    streamed = False
+    async for item in items:
+        if item is None:
+            continue
+        seq, event = item
+        if isinstance(event, RunFinished) and event.output is not None:
+            answer = stored_task(
+                run.model_copy(update={"output": event.output, "status": event.status}), 0
+            )
+            if answer.artifacts:
+                # The whole answer replaces the pieces streamed so far (`append` false).
+                yield TaskArtifactUpdateEvent(
+                    task_id=run.id, context_id=context_id, artifact=answer.artifacts[0],
+                    append=False, last_chunk=True,
+                )  # fmt: skip
+        update = task_update(event, seq, run.id, context_id, depth, streamed)
+        if isinstance(update, TaskArtifactUpdateEvent):
+            streamed = True
+        if update is not None:
+            yield update
+        if isinstance(event, RunFinished):
+            return

@@ -55,6 +55,11 @@ class KeyRing:
             return None
         return "key:" + hashlib.sha256(candidate).hexdigest()[:16]
 
+    def bearer(self, authorization: str) -> str | None:
+        """The caller's name when an `Authorization` header carries an accepted bearer key."""
+        scheme, _, presented = authorization.partition(" ")
+        return self.principal(presented.strip()) if scheme.lower() == "bearer" else None
+
 
 @dataclass
 class _Bucket:
@@ -195,8 +200,7 @@ class KeyCheck:
         """Pass the request on, or answer 401 at once."""
         if scope["type"] == "http" and self.keys.enabled and self._is_guarded(scope):
             presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            scheme, _, key = presented.partition(" ")
-            if scheme.lower() != "bearer" or self.keys.principal(key.strip()) is None:
+            if self.keys.bearer(presented) is None:
                 await _refuse(send, 401, "unauthorized", "a valid API key is required")
                 return
         await self.app(scope, receive, send)
@@ -246,10 +250,7 @@ class ProtocolGuard:
             client = scope.get("client")
             caller = f"ip:{client[0] if client else 'unknown'}"
         else:
-            scheme, _, presented = headers.get("authorization", "").partition(" ")
-            principal = (
-                self.keys.principal(presented.strip()) if scheme.lower() == "bearer" else None
-            )
+            principal = self.keys.bearer(headers.get("authorization", ""))
             if principal is None:
                 await _refuse(send, 401, "unauthorized", "a valid API key is required")
                 return
