@@ -20,21 +20,33 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     assert answer is not None
     assert "script-src 'self'" in answer.headers["content-security-policy"]
     page.wait_for_selector("#agent option[value=sleeper]", state="attached")
-    page.fill("#task", "calculate 6 * 7, and wait for it")
-    page.select_option("#agent", "coordinator")
-    page.click("#run-button")
-    page.wait_for_url(re.compile(r"/runs/[0-9a-f]{32}$"))
-    run_id = page.url.rsplit("/", 1)[1]
 
-    # While the sleeper works (3 s), the page is live: open spans in the waterfall, and the
+    def submit_in_the_page(task: str, agent: str) -> str:
+        page.fill("#task", task)
+        page.select_option("#agent", agent)
+        page.click("#run-button")
+        page.wait_for_url(re.compile(r"/runs/[0-9a-f]{32}$"))
+        return page.url.rsplit("/", 1)[1]
+
+    # While the dozer works (a minute), the page is live: open spans in the waterfall, and the
     # diagram already has the agents that have been called.
-    page.wait_for_selector("body[data-state=live]", timeout=15_000)
-    page.wait_for_selector("#waterfall .span-row.open", timeout=15_000)
-    # (A locator, not `wait_for_function`: the page's CSP forbids the eval that polling needs.)
-    expect(page.locator("#diagram svg").filter(has_text="sleeper")).to_have_count(1, timeout=15_000)
-    # (On a loaded machine the 3 s run may be over by now: the live checks above stand.)
-    assert texts(page, "#run-status")[0] in ("running", "succeeded")
+    dozing = submit_in_the_page("wait a minute", "dozer")
+    try:
+        page.wait_for_selector("body[data-state=live]", timeout=15_000)
+        page.wait_for_selector("#waterfall .span-row.open", timeout=15_000)
+        # (A locator, not `wait_for_function`: the page's CSP forbids the eval that polling
+        # needs.)
+        expect(page.locator("#diagram svg").filter(has_text="dozer")).to_have_count(
+            1, timeout=15_000
+        )
+        assert texts(page, "#run-status")[0] == "running"
+    finally:
+        httpx.post(f"{api}/v1/runs/{dozing}/cancel", timeout=30)
 
+    # A run through the team, watched to its end.
+    page.goto(f"{api}/")
+    page.wait_for_selector("#agent option[value=sleeper]", state="attached")
+    run_id = submit_in_the_page("calculate 6 * 7, and wait for it", "coordinator")
     page.wait_for_selector("body[data-state=finished]", timeout=30_000)
     assert texts(page, "#run-status") == ["succeeded"]
     assert "calculate: 42" in page.inner_text("#run-answer")
