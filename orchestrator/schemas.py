@@ -317,7 +317,10 @@ class ReplicaView(BaseModel):
     """One replica of an agent, as it answered just now."""
 
     actor: str
-    state: str = Field(description='"alive", or "unavailable: <why>".')
+    state: str = Field(
+        description='"alive"; "restarting: <why it died>" while Baton starts its host again; '
+        '"crash_loop: <why>" for a host left down after dying too often; or "unavailable: <why>".'
+    )
     node_id: str | None = None
     node_ip: str | None = None
     pid: int | None = None
@@ -328,6 +331,9 @@ class ReplicaView(BaseModel):
     inflight: int | None = Field(default=None, description="Delegations it is working on.")
     invocations: int | None = Field(default=None, description="Delegations it has taken.")
     restarted: bool | None = Field(default=None, description="Ray restarted it after a failure.")
+    restarts: int | None = Field(
+        default=None, description="Times Baton started its host again after it died (a service's)."
+    )
     tool_problems: list[str] = Field(
         default_factory=list,
         description="MCP servers it could not use, and tools it disabled or skipped.",

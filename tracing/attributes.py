@@ -42,6 +42,10 @@ __all__ = [
     "BATON_DELEGATION_TARGET",
     "BATON_GUARDRAIL",
     "BATON_GUARDRAIL_STAGE",
+    "BATON_HOST_ACTOR",
+    "BATON_HOST_CAUSE",
+    "BATON_HOST_RESTARTS",
+    "BATON_HOST_STATE",
     "BATON_PROCESS_ROLE",
     "BATON_RAY_NODE_ID",
     "BATON_REFUSAL_REASON",
@@ -83,6 +87,7 @@ __all__ = [
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_WORKFLOW_NAME",
     "HANDOFF_TOOL_PREFIX",
+    "HOST_WAIT_SPAN_PREFIX",
     "INPUT_VALUE",
     "OPENINFERENCE_CHAIN",
     "OPENINFERENCE_SPAN_KIND",
@@ -107,6 +112,13 @@ BATON_DELEGATION_CHAIN = "baton.delegation.chain"
 BATON_REFUSAL_REASON = "baton.refusal.reason"
 # On an `invoke_agent` span made by the caller for an invocation whose own spans were lost.
 BATON_AGENT_LOST = "baton.agent.lost"
+# On a `wait_for_host` span: the host replica waited for after it died, and how it ended
+# (`alive`, `restarting` if the wait ran out, `crash_loop`), its restarts by Baton and why it died.
+BATON_HOST_ACTOR = "baton.host.actor"
+BATON_HOST_STATE = "baton.host.state"
+BATON_HOST_RESTARTS = "baton.host.restarts"
+BATON_HOST_CAUSE = "baton.host.cause"
+HOST_WAIT_SPAN_PREFIX = "wait_for_host "
 # The agent a delegation tool hands work to (on its `execute_tool` span, refused or not).
 BATON_DELEGATION_TARGET = "baton.delegation.target"
 # litellm's cost of a model call in USD, from its local price tables (the conventions have no

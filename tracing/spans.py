@@ -36,6 +36,7 @@ __all__ = [
     "agent_span",
     "chat_span",
     "end_workflow",
+    "host_wait_span",
     "lost_agent_span",
     "record_content",
     "set_outcome",
@@ -301,3 +302,32 @@ def lost_agent_span(
     )
     span.set_status(Status(StatusCode.ERROR, message))
     span.end()
+
+
+@contextmanager
+def host_wait_span(agent: str, actor_id: str, run_id: str) -> Iterator[Span]:
+    """A wait for an agent's host replica to come back after it died (`wait_for_host {agent}`).
+
+    Ended by the caller's `host_came_back` with how the wait ended; an error unless it is back.
+    """
+    with _tracer.start_as_current_span(
+        attr.HOST_WAIT_SPAN_PREFIX + agent,
+        kind=SpanKind.INTERNAL,
+        attributes={
+            attr.GEN_AI_AGENT_NAME: agent,
+            attr.BATON_HOST_ACTOR: actor_id,
+            attr.BATON_RUN_ID: run_id,
+        },
+    ) as span:
+        yield span
+
+
+def host_came_back(span: Span, state: str, restarts: int, cause: str | None) -> None:
+    """Record on a `host_wait_span` how the wait ended."""
+    span.set_attribute(attr.BATON_HOST_STATE, state)
+    span.set_attribute(attr.BATON_HOST_RESTARTS, restarts)
+    if cause:
+        span.set_attribute(attr.BATON_HOST_CAUSE, cause)
+    if state != "alive":
+        span.set_attribute(attr.ERROR_TYPE, state)
+        span.set_status(Status(StatusCode.ERROR, cause or state))

@@ -30,6 +30,7 @@ __all__ = [
     "DelegationRefused",
     "Event",
     "EventBase",
+    "HostRestarted",
     "ModelDelta",
     "ModelFinished",
     "ModelStarted",
@@ -317,6 +318,27 @@ class RemoteUpdate(EventBase):
         return f"[magenta]⇢[/] {self.agent} {self.state}" + (f": {self.text}" if self.text else "")
 
 
+class HostRestarted(EventBase):
+    """An agent's host died during (or before) a delegation and is back; it is tried again.
+
+    Created again by Baton's supervisor (`restarts` counts those) or restarted by Ray.
+    """
+
+    type: Literal["host_restarted"] = "host_restarted"
+    actor: str = Field(description="The host replica (Ray actor name).")
+    cause: str | None = Field(default=None, description="Why it died, as Ray said.")
+    restarts: int = Field(default=0, description="Its restarts by Baton since the service began.")
+    waited_s: float = Field(description="How long the delegation waited for it.")
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return (
+            f"[yellow]↻[/] {self.agent}'s host {self.actor} died and is back "
+            f"after {self.waited_s:.1f} s: retrying"
+        )
+
+
 class ApprovalRequested(EventBase):
     """A call waits for a person's decision."""
 
@@ -380,6 +402,7 @@ Event = Annotated[
     | DelegationRefused
     | AgentFinished
     | RemoteUpdate
+    | HostRestarted
     | ApprovalRequested
     | ApprovalDecided
     | RunFinished,

@@ -28,6 +28,7 @@ __all__ = [
     "RayOptions",
     "RemoteSpec",
     "SharedHostOptions",
+    "SupervisionOptions",
     "Timeouts",
     "ToolRef",
 ]
@@ -83,6 +84,26 @@ class SharedHostOptions(_Strict):
         "process runs Python on one core at a time: for many runs at once, up to one replica "
         "per core; each costs about 250 MB.",
     )
+
+
+class SupervisionOptions(_Strict):
+    """How Baton starts a dead agent host again (a service's hosts; see `agents.ray.supervisor`).
+
+    Ray restarts an actor only `max_restarts` times; past that (0 by default) a host killed by
+    the OOM killer, a crashing tool or a lost node would stay dead. Baton creates it again under
+    its name, after a pause that doubles from `backoff_min_s` to `backoff_max_s`; a host that
+    dies `restarts` times within `window_s` is in a crash loop and left down (reported by
+    `/readyz` and `GET /v1/agents`) until the service is started again.
+    """
+
+    restarts: int = Field(default=5, ge=0, le=1000)
+    window_s: float = Field(default=300.0, gt=0)
+    backoff_min_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=60.0, ge=0)
+
+    def pause_s(self, recent: int) -> float:
+        """The pause before the restart that follows `recent` restarts within the window."""
+        return float(min(self.backoff_min_s * 2.0**recent, self.backoff_max_s))
 
 
 class ToolRef(_Strict):

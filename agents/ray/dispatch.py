@@ -18,13 +18,14 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.errors import describe_error
-from agents.core.events import Event
+from agents.core.events import Event, HostRestarted
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.ray.handover import Handover
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.supervisor import HostState
 from agents.ray.wire import Arrived, HostCall, HostReply, open_tree, seal, unseal
 from agents.runtime.handoff import invoke_here
-from tracing import lost_agent_span
+from tracing import host_came_back, host_wait_span, lost_agent_span
 
 __all__ = ["RayDispatcher", "SystemRef"]
 
@@ -35,6 +36,8 @@ class SystemRef:
 
     `replicas` and `max_restarts` are per agent (those of the host it runs in); `hosts` names
     each agent's host (an agent missing from it has actors of its own, named after it).
+    `supervised`: a host that dies is created again by the system's supervisor
+    (`agents.ray.supervisor`), which says when it is back.
     """
 
     namespace: str
@@ -42,10 +45,14 @@ class SystemRef:
     replicas: dict[str, int]
     max_restarts: dict[str, int] = field(default_factory=dict)
     hosts: dict[str, str] = field(default_factory=dict)
+    supervised: bool = False
 
     def restartable(self, agent: str) -> bool:
-        """Whether Ray restarts the agent's actors when they die (a delegation may be retried)."""
-        return self.max_restarts.get(agent, 0) != 0
+        """Whether the agent's actors come back when they die (a delegation may be retried).
+
+        The supervisor creates them again, or Ray restarts them.
+        """
+        return self.supervised or self.max_restarts.get(agent, 0) != 0
 
     def host_of(self, agent: str) -> str:
         """The host the agent runs in."""
@@ -63,6 +70,11 @@ class SystemRef:
     def ledger_name(self) -> str:
         """The Ray name of the system's ledger actor."""
         return f"{self.prefix}.ledger"
+
+    @property
+    def supervisor_name(self) -> str:
+        """The Ray name of the system's host supervisor (when `supervised`)."""
+        return f"{self.prefix}.supervisor"
 
 
 class RayDispatcher:
@@ -101,13 +113,12 @@ class RayDispatcher:
         self._calls: dict[ray.ObjectRef[bytes], tuple[Any, str]] = {}
         self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
 
-    def _handle(self, target: str) -> tuple[str, Any]:
-        replica = next(self._turns[target])
-        name = self._system.actor_name(target, replica)
+    def _handle(self, target: str, replica: int) -> Any:
         handles = self._handles.setdefault(target, [None] * self._system.replicas[target])
         if handles[replica] is None:
+            name = self._system.actor_name(target, replica)
             handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
-        return name, handles[replica]
+        return handles[replica]
 
     def submit(
         self,
@@ -115,17 +126,21 @@ class RayDispatcher:
         delegation: Delegation,
         opening: Event | None = None,
         carried: Handover | None = None,
-    ) -> tuple[str, ray.ObjectRef[bytes]]:
+        replica: int | None = None,
+    ) -> ray.ObjectRef[bytes]:
         """Start the delegation on a replica of `target`; `cancel` stops it until it returns.
 
-        `carried`: what this process had queued for the run, for the callee's to send.
+        `replica`: which one (default: the next in turn). `carried`: what this process had
+        queued for the run, for the callee's to send.
         """
-        name, handle = self._handle(target)
+        if replica is None:
+            replica = next(self._turns[target])
+        handle = self._handle(target, replica)
         call = HostCall(target, delegation, opening, self._hand_back, carried)
-        ref = handle.invoke.remote(seal(call))
+        ref: ray.ObjectRef[bytes] = handle.invoke.remote(seal(call))
         if delegation.context.attempt:  # the host knows its call by it (`AgentHost.cancel`)
             self._calls[ref] = (handle, delegation.context.attempt)
-        return name, ref
+        return ref
 
     def cancel(self, ref: ray.ObjectRef[bytes]) -> None:
         """Stop a call `submit` made, and the delegations it made in turn.
@@ -177,11 +192,15 @@ class RayDispatcher:
                 # only if nothing of the kind had started.
                 started = [] if ctx.step_log else await self._effects(ctx.run_id, attempt)
                 if not started:
-                    retried = True
-                    delegation = delegation.model_copy(update={"replay": True})
-                    await self._until_back(name, ctx.time_left())
-                    continue
-                why = f"not retried: {', '.join(sorted(set(started)))} had started (at most once)"
+                    down = await self._until_back(target, name, delegation)
+                    if down is None:
+                        retried = True
+                        delegation = delegation.model_copy(update={"replay": True})
+                        continue
+                    why = f"not retried: {down}"
+                else:
+                    effects = ", ".join(sorted(set(started)))
+                    why = f"not retried: {effects} had started (at most once)"
             elif not self._system.restartable(target):
                 why = "no restarts configured"
             return AgentResult(
@@ -201,7 +220,8 @@ class RayDispatcher:
         opening: Event | None = None,
     ) -> tuple[str, AgentResult | BaseException]:
         """One try: the result, or the error of an actor that died or cannot be found."""
-        name = target
+        replica = next(self._turns[target])
+        name = self._system.actor_name(target, replica)
         submitted_ns = time.time_ns()
         ref: ray.ObjectRef[bytes] | None = None
         # An agent's queue for the run goes with the call (`Outbox.hand_over`); kept here, to
@@ -210,7 +230,7 @@ class RayDispatcher:
         if self._hand_back and self._ledger is not None:
             down = self._ledger.outbox.hand_over(delegation.context.run_id)
         try:
-            name, ref = self.submit(target, delegation, opening, down)
+            ref = self.submit(target, delegation, opening, down, replica)
             if on_submit is not None:
                 on_submit(ref)
             # Shielded: a result that comes as the caller stops waiting still hands its
@@ -262,8 +282,51 @@ class RayDispatcher:
             outbox.heard(run_id, reply.sent)
         return Arrived.of(reply) if self._hand_back else open_tree(reply)
 
-    async def _until_back(self, name: str, limit_s: float) -> None:
-        """Wait (at most `limit_s`) until the actor `name` answers again after a restart.
+    async def _until_back(self, target: str, name: str, delegation: Delegation) -> str | None:
+        """Wait, within the run's deadline, until the actor `name` of `target` is back.
+
+        Returns None when it is (or may be: Ray's own restarts are awaited as far as they can
+        be), else why it will not be. A supervised host's wait is a span and, once it is back,
+        a `host_restarted` event of the run.
+        """
+        ctx = delegation.context
+        if not self._system.supervised:
+            await self._until_restarted(name, ctx.time_left())
+            return None
+        began = time.monotonic()
+        with host_wait_span(target, name, ctx.run_id) as span:
+            try:
+                supervisor = ray.get_actor(
+                    self._system.supervisor_name, namespace=self._system.namespace
+                )
+                state: HostState | None = await supervisor.back.remote(name, ctx.time_left())
+            except (RayActorError, ActorUnavailableError, ValueError) as exc:
+                state = None
+                host_came_back(span, "unknown", 0, f"its supervisor: {describe_error(exc)}")
+            if state is None:  # not watched (or the supervisor is away): as Ray has it
+                await self._until_restarted(name, ctx.time_left())
+                return None
+            host_came_back(span, state["state"], state["restarts"], state["cause"])
+        if state["state"] == "crash_loop":
+            return f"its host is left down ({state['cause']})"
+        if state["state"] != "alive":
+            return "its host was not back before the run's deadline"
+        if self._ledger is not None:
+            self._ledger.outbox.emit(
+                ctx.run_id,
+                HostRestarted(
+                    agent=target,
+                    chain=list(ctx.chain),
+                    actor=name,
+                    cause=state["cause"],
+                    restarts=state["restarts"],
+                    waited_s=round(time.monotonic() - began, 3),
+                ),
+            )
+        return None
+
+    async def _until_restarted(self, name: str, limit_s: float) -> None:
+        """Wait (at most `limit_s`) until the actor `name` answers again after Ray restarts it.
 
         Ray fails calls made while an actor is restarting rather than queueing them. An actor
         that is dead for good (its restarts spent) answers at once: the retry says so. Ray

@@ -50,6 +50,8 @@ _EARLY_CANCELS = 1024
 # of an async actor on its own thread and event loop, so these only read the host's state or
 # hand the work to the delegations' loop.
 _CONTROL = "control"
+# The supervisor's call parked in the host (`parked`), apart from both: it waits, it never works.
+_WATCH = "watch"
 
 
 @dataclass
@@ -99,7 +101,7 @@ class _Hosted:
         ]
 
 
-@ray.remote(concurrency_groups={_CONTROL: 4})  # type: ignore[call-overload]
+@ray.remote(concurrency_groups={_CONTROL: 4, _WATCH: 4})  # type: ignore[call-overload]
 class AgentHost:
     """One replica of a host: an async actor, so delegations (even re-entrant ones) overlap.
 
@@ -234,6 +236,14 @@ class AgentHost:
                 for name, hosted in self._agents.items()
             },
         }
+
+    @ray.method(concurrency_group=_WATCH)
+    async def parked(self, seconds: float) -> None:
+        """Return after `seconds`, or fail the moment this process dies.
+
+        How the supervisor (`agents.ray.supervisor`) learns of a death without polling.
+        """
+        await asyncio.sleep(seconds)
 
     def _was_restarted(self, context: Any) -> bool:
         # A restart is a new process, so the answer holds for this one's life; Ray's property

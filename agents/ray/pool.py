@@ -4,6 +4,8 @@ Hosts come from `agents.core.placement.plan_hosts`: the agents that ask nothing 
 host, the others get their own. Actors are named (`{system}.{host}.{replica}`, where the host of
 an agent with actors of its own is the agent's name) in a namespace and created with
 `get_if_exists`, so a second driver on the same cluster finds them instead of duplicating them.
+Detached hosts (a service's) are supervised: one that dies is created again
+(`agents.ray.supervisor`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import ray
 
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
-from agents.core.spec import AgentSpec, RayOptions
+from agents.core.spec import AgentSpec, RayOptions, SupervisionOptions
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.host import AgentHost
 from agents.ray.ledger_actor import LedgerActor
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.supervisor import HostRecipe, HostState, HostSupervisor
 
 __all__ = ["AgentPool", "PoolOptions", "start_pool"]
 
@@ -39,7 +42,8 @@ class PoolOptions:
         env: variables set in every agent actor (the config's `env:`, as forwarded); their
             values are secrets, never recorded.
         detached: the actors outlive the driver that started them (a service restarting, or
-            several service replicas, find them); else they end with it.
+            several service replicas, find them); else they end with it. Detached hosts are
+            supervised: one that dies is created again (`agents.ray.supervisor`).
         forbid_remote_models: the agents may call only Baton's built-in models and model
             servers on loopback (test suites set it).
         store_url: the run store, where the ledger writes runs' steps and events as they come
@@ -58,7 +62,8 @@ class AgentPool:
     """A system's agent hosts on Ray, with its ledger actor and where each replica landed.
 
     `actors` lists, for each agent, the replicas of the host it runs in (agents sharing a host
-    share its handles); `hosts` lists each host's replicas once.
+    share its handles); `hosts` lists each host's replicas once, as first started (a replica
+    the supervisor created again has a new handle: `current` finds it by name).
     """
 
     system: SystemRef
@@ -67,6 +72,7 @@ class AgentPool:
     actors: dict[str, list[Any]]
     placement: list[dict[str, Any]]
     plan: list[Host]
+    supervisor: Any | None = None
 
     @property
     def ledger(self) -> LedgerClient:
@@ -77,26 +83,44 @@ class AgentPool:
         """The dispatcher that hands delegations to the agents' replicas."""
         return RayDispatcher(self.system, ledger or self.ledger)
 
+    def current(self, host: str, replica: int) -> Any:
+        """The live handle of a host replica: by name, so that one created again is found."""
+        if self.supervisor is not None:
+            try:
+                name = self.system.host_actor_name(host, replica)
+                return ray.get_actor(name, namespace=self.system.namespace)
+            except ValueError:
+                pass  # dead and not created again yet: the old handle says so
+        return self.hosts[host][replica]
+
     async def ask(self, timeout_s: float) -> list[dict[str, Any]]:
         """Each agent's replicas, asked now: where each runs, how busy, whether restarted.
 
         One row per agent and replica: node id and address, pid, the agents sharing its actor,
-        delegations in flight and served. A replica that does not answer says why.
+        delegations in flight and served, restarts by the supervisor. A replica that does not
+        answer says why (`restarting` or `crash_loop` while the supervisor has it so).
         """
+        watched = await self._watched(timeout_s)
 
-        async def ask(host: Host, replica: int, handle: Any) -> list[dict[str, Any]]:
+        async def ask(host: Host, replica: int) -> list[dict[str, Any]]:
             name = self.system.host_actor_name(host.name, replica)
+            watch = watched.get(name)
+            supervised = {"restarts": watch["restarts"]} if watch else {}
             try:
                 async with asyncio.timeout(timeout_s):
-                    stats: dict[str, Any] = await handle.stats.remote()
+                    stats: dict[str, Any] = await self.current(host.name, replica).stats.remote()
             except Exception as exc:
-                down = {"actor": name, "state": f"unavailable: {type(exc).__name__}"}
+                state = f"unavailable: {type(exc).__name__}"
+                if watch is not None and watch["state"] != "alive":
+                    state = f"{watch['state']}: {watch['cause']}"
+                down = {"actor": name, "state": state, **supervised}
                 return [{**down, "agent": agent} for agent in host.agents]
             agents = stats.pop("agents")
             return [
                 {
                     **stats,
                     **agents[agent],
+                    **supervised,
                     "agent": agent,
                     "shares_with": [a for a in host.agents if a != agent],
                     "state": "alive",
@@ -105,13 +129,19 @@ class AgentPool:
             ]
 
         asked = await asyncio.gather(
-            *(
-                ask(host, i, handle)
-                for host in self.plan
-                for i, handle in enumerate(self.hosts[host.name])
-            )
+            *(ask(host, i) for host in self.plan for i in range(len(self.hosts[host.name])))
         )
         return [row for rows in asked for row in rows]
+
+    async def _watched(self, timeout_s: float) -> dict[str, HostState]:
+        if self.supervisor is None:
+            return {}
+        try:
+            async with asyncio.timeout(timeout_s):
+                states: dict[str, HostState] = await self.supervisor.states.remote()
+                return states
+        except Exception:
+            return {}  # the replicas answer for themselves
 
 
 def _actor_options(
@@ -143,6 +173,7 @@ def start_pool(
     prefix: str,
     trace: TraceOptions | None = None,
     shared_replicas: int = 1,
+    supervision: SupervisionOptions | None = None,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -153,6 +184,7 @@ def start_pool(
         prefix: names the system's actors (`{prefix}.{host}.{replica}`, `{prefix}.ledger`).
         trace: what the agents' spans record.
         shared_replicas: replicas of the shared host (see `SharedHostOptions`).
+        supervision: how detached hosts that die are created again (`SupervisionOptions`).
     """
     namespace, detached = options.namespace, options.detached
     plan = plan_hosts(agents, shared_replicas)
@@ -163,6 +195,7 @@ def start_pool(
         replicas={a.name: host_of[a.name].ray.replicas for a in agents},
         max_restarts={a.name: host_of[a.name].ray.max_restarts for a in agents},
         hosts={a.name: host_of[a.name].name for a in agents},
+        supervised=detached,
     )
     ledger = LedgerActor.options(  # type: ignore[attr-defined]
         name=system.ledger_name,
@@ -175,32 +208,49 @@ def start_pool(
     ).remote(options.store_url)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
-    hosts: dict[str, list[Any]] = {}
-    for host in plan:
-        hosts[host.name] = [
-            AgentHost.options(  # type: ignore[attr-defined]
-                **_actor_options(
+    recipes = {
+        host.name: [
+            HostRecipe(
+                name=system.host_actor_name(host.name, i),
+                actor_class=AgentHost,
+                options=_actor_options(
                     host.ray, system.host_actor_name(host.name, i), namespace, detached
-                )
-            ).remote(
-                [by_name[a] for a in host.agents],
-                roster,
-                {a: list(delegates[a]) for a in host.agents},
-                system,
-                ledger,
-                i,
-                trace or TraceOptions(),
-                dict(options.env),
-                options.forbid_remote_models,
+                ),
+                args=(
+                    [by_name[a] for a in host.agents],
+                    roster,
+                    {a: list(delegates[a]) for a in host.agents},
+                    system,
+                    ledger,
+                    i,
+                    trace or TraceOptions(),
+                    dict(options.env),
+                    options.forbid_remote_models,
+                ),
             )
             for i in range(host.ray.replicas)
         ]
+        for host in plan
+    }
+    hosts = {host: [recipe.create() for recipe in replicas] for host, replicas in recipes.items()}
     # The ledger and every host start and warm up at once (hosts hold the ledger's handle,
     # so none waits for another).
     *placement, _ = ray.get(
         [*(h.ready.remote() for hs in hosts.values() for h in hs), ledger.events.remote("-")],
         timeout=READY_TIMEOUT_S,
     )
+    supervisor = None
+    if system.supervised:
+        supervisor = HostSupervisor.options(  # type: ignore[attr-defined]
+            name=system.supervisor_name,
+            namespace=namespace,
+            get_if_exists=True,
+            lifetime="detached",
+            resources={HEAD_NODE_RESOURCE: 0.001},  # as the ledger: the node that stays
+            max_restarts=-1,
+        ).remote()
+        every = [recipe for replicas in recipes.values() for recipe in replicas]
+        ray.get(supervisor.watch.remote(every, supervision or SupervisionOptions()))
     return AgentPool(
         system=system,
         ledger_handle=ledger,
@@ -208,4 +258,5 @@ def start_pool(
         actors={a.name: hosts[host_of[a.name].name] for a in agents},
         placement=placement,
         plan=plan,
+        supervisor=supervisor,
     )

@@ -111,6 +111,7 @@ class Engine:
                 prefix=self.system.actor_prefix(self.options.store_url),
                 trace=config.tracing,
                 shared_replicas=config.shared_host.replicas,
+                supervision=config.supervision,
             )
             self._ledger = self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)
@@ -159,7 +160,12 @@ class Engine:
         self.close()
         if self._pool is None:
             return
-        everyone = [h for handles in self._pool.hosts.values() for h in handles]
+        pool = self._pool
+        if pool.supervisor is not None:  # first, or it would start the hosts again
+            ray.kill(pool.supervisor)
+        everyone = [
+            pool.current(host, i) for host, hs in pool.hosts.items() for i in range(len(hs))
+        ]
         # Let them close their MCP sessions (stdio servers exit) before they are killed.
         with contextlib.suppress(Exception):
             ray.get([h.close.remote() for h in everyone], timeout=5)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.limits import Limits, TraceOptions
-from agents.core.spec import AgentSpec, SharedHostOptions
+from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
@@ -48,6 +48,7 @@ class SystemConfig(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     tracing: TraceOptions = Field(default_factory=TraceOptions)
     shared_host: SharedHostOptions = Field(default_factory=SharedHostOptions)
+    supervision: SupervisionOptions = Field(default_factory=SupervisionOptions)
     env: tuple[str, ...] = Field(
         default=(),
         description="Environment variables forwarded to agent actors (provider keys); their "

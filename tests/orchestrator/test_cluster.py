@@ -17,7 +17,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, all_events
 from tests.testkit import start, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
@@ -197,7 +197,7 @@ async def test_a_call_that_must_run_at_most_once_is_never_run_again(
     assert outbox.read_text() == "sent\n"  # once, not twice
 
 
-async def test_an_agent_killed_past_its_restarts_fails_the_delegation_at_once(
+async def test_a_host_killed_past_its_restarts_is_started_again_until_a_crash_loop(
     started: list[Engine],
 ) -> None:
     engine = start(
@@ -207,8 +207,10 @@ async def test_an_agent_killed_past_its_restarts_fails_the_delegation_at_once(
             tool="{function: 'tests.testkit:slow_step', idempotent: true}",
             name="slow_step",
             arguments="{seconds: 1.5}",
-        ),
-        detached=True,  # as `baton serve`'s: a dead one's name is gone at once
+        )
+        # Baton starts a dead host again once in the window; the next death is a crash loop.
+        + "supervision: {restarts: 1, backoff_min_s: 0.2}\n",
+        detached=True,  # as `baton serve`'s: supervised, and a dead one's name is gone at once
     )
 
     async def sigkill_helper_mid_tool(run_id: str) -> Any:
@@ -219,24 +221,42 @@ async def test_an_agent_killed_past_its_restarts_fails_the_delegation_at_once(
         os.kill(pid, signal.SIGKILL)
         return await asyncio.wait_for(job, timeout=90)
 
-    first = await sigkill_helper_mid_tool("exhausted-1")  # its one restart
+    first = await sigkill_helper_mid_tool("exhausted-1")  # Ray's one restart
     assert first.status == RunStatus.SUCCEEDED, first.error
+    # Ray's restarts are spent: the supervisor creates the host again and the run goes on.
+    second = await sigkill_helper_mid_tool("exhausted-2")
+    assert second.status == RunStatus.SUCCEEDED, second.error
+    assert second.tree is not None and second.tree.children[0].output == "helped"
+    events, _ = await engine.ledger.events("exhausted-2", 0, wait_s=0)
+    [back] = [e for _, e in events if e.type == "host_restarted"]
+    assert back.agent == "helper" and back.restarts == 1 and "ActorDiedError" in (back.cause or "")
+    [wait] = [s for s in second.spans if s["name"] == "wait_for_host helper"]
+    assert wait["attributes"]["baton.host.state"] == "alive" and wait["status"] != "ERROR"
+    stats = {r["agent"]: r for r in await engine.placement()}
+    assert stats["helper"]["state"] == "alive" and stats["helper"]["restarts"] == 1
+    # The host started again has its own Ray restart; past it, it died again within the
+    # window: left down, and the delegation fails at once saying why.
+    third = await sigkill_helper_mid_tool("exhausted-3")
+    assert third.status == RunStatus.SUCCEEDED, third.error
     began = time.monotonic()
-    second = await sigkill_helper_mid_tool("exhausted-2")  # none left: dead for good
+    fourth = await sigkill_helper_mid_tool("exhausted-4")
     took = time.monotonic() - began
-    assert second.tree is not None
-    [helper] = second.tree.children
-    assert helper.status == RunStatus.FAILED and "is unavailable" in (helper.error or "")
+    assert fourth.tree is not None
+    [helper] = fourth.tree.children
+    assert helper.status == RunStatus.FAILED and "crash loop" in (helper.error or ""), helper.error
     # The tool takes 1.5 s and the run's deadline is minutes away: nothing waits on the dead.
     assert took < 15, took
     stats = {r["agent"]: r for r in await engine.placement()}
-    assert stats["helper"]["state"].startswith("unavailable")
+    assert stats["helper"]["state"].startswith("crash_loop: ")
 
 
-def test_readiness_names_the_agents_of_a_host_that_died(ray_address: str, tmp_path: Path) -> None:
+def test_a_services_dead_host_is_not_ready_until_baton_starts_it_again(
+    ray_address: str, tmp_path: Path
+) -> None:
     config = tmp_path / "solo.yaml"
     config.write_text(
         "name: solo-team\n"
+        "supervision: {backoff_min_s: 2}\n"  # long enough to see it down
         "agents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]\n"
     )
     service = ServiceProcess(
@@ -247,11 +267,26 @@ def test_readiness_names_the_agents_of_a_host_that_died(ray_address: str, tmp_pa
         with httpx.Client(base_url=service.url, timeout=30) as http:
             assert http.get("/readyz").json()["checks"]["agents"] == "ok"
             [solo] = http.get("/v1/agents").json()["agents"]
-            os.kill(solo["replicas"][0]["pid"], signal.SIGKILL)  # as the OOM killer does
+            killed = solo["replicas"][0]["pid"]
+            os.kill(killed, signal.SIGKILL)  # as the OOM killer does
             deadline = time.monotonic() + 30
             while (ready := http.get("/readyz")).status_code == 200:
                 assert time.monotonic() < deadline, "readiness never saw the host die"
-            assert ready.status_code == 503
             assert ready.json()["checks"]["agents"].startswith("down: solo (")
+            # A run sent meanwhile waits for the host, then runs.
+            run = http.post("/v1/runs", json={"task": "what is 6*7?"}).json()
+            said = set()
+            while (ready := http.get("/readyz")).status_code == 503:
+                said.add(ready.json()["checks"]["agents"].split(":")[1].strip())
+                assert time.monotonic() < deadline + 60, ready.json()
+            assert "solo (restarting" in said, said
+            [solo] = http.get("/v1/agents").json()["agents"]
+            assert solo["replicas"][0]["state"] == "alive"
+            assert solo["replicas"][0]["restarts"] == 1
+            assert solo["replicas"][0]["pid"] != killed
+            events = asyncio.run(all_events(service.url, run["id"]))
+            [back] = [data for _, kind, data in events if kind == "host_restarted"]
+            assert back["agent"] == "solo" and back["waited_s"] > 0
+            assert events[-1][2]["status"] == "succeeded", events[-1]
     finally:
         service.stop()
