@@ -17,7 +17,7 @@ from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
-from orchestrator.store import DEFAULT_POOL_SIZE, RunStore, absolute_store_url
+from orchestrator.store import DEFAULT_POOL_SIZE, DEFAULT_STORE_WAIT_S, RunStore, absolute_store_url
 from orchestrator.system.config import AgentSystem
 from tracing import OtlpExport, configure_tracing
 
@@ -56,6 +56,7 @@ def open_service_from_settings(
         pool_options(settings, system, detached=detached),
         store_url=settings.store_url,
         store_pool_size=settings.store_pool_size,
+        store_wait_s=settings.store_wait_s,
         ray_address=settings.ray_address,
         owner=owner,
         export=export,
@@ -70,6 +71,7 @@ async def open_service(
     *,
     store_url: str,
     store_pool_size: int = DEFAULT_POOL_SIZE,
+    store_wait_s: float = DEFAULT_STORE_WAIT_S,
     ray_address: str | None,
     owner: str,
     export: OtlpExport | None = None,
@@ -82,12 +84,13 @@ async def open_service(
         options: how its actors run (`PoolOptions`: namespace, forwarded variables, lifetime).
         store_url: the run store's SQLAlchemy URL.
         store_pool_size: the store's connections kept open for reuse.
+        store_wait_s: how long a store call waits on the database before it fails.
         ray_address: the cluster to join (None: a local Ray instance).
         owner: names this instance in the store (stable across its restarts).
         export: where finished runs' spans go besides the store (an OTLP backend).
         limits: admission bounds, lease and heartbeat periods.
     """
-    store = await RunStore.open(store_url, pool_size=store_pool_size)
+    store = await RunStore.open(store_url, pool_size=store_pool_size, wait_s=store_wait_s)
     ray_connection = Connection()
     try:
         with keep_sigterm_handler():

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from orchestrator.store.records import DEFAULT_POOL_SIZE, POOL_OVERFLOW
+from orchestrator.store.records import DEFAULT_POOL_SIZE, DEFAULT_STORE_WAIT_S, POOL_OVERFLOW
 
 __all__ = ["Settings", "is_loopback"]
 
@@ -39,6 +39,13 @@ class Settings(BaseSettings):
         ge=1,
         description="Run store connections a service keeps open for reuse (up to "
         f"{POOL_OVERFLOW} more are opened in a burst and closed after use).",
+    )
+    store_wait_s: float = Field(
+        default=DEFAULT_STORE_WAIT_S,
+        gt=0,
+        le=600,
+        description="How long a store call waits on the database (a connection, a statement, "
+        "SQLite's write lock) before the API answers 503 with Retry-After.",
     )
     namespace: str = "baton"
     ray_address: str | None = Field(

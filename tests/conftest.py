@@ -98,25 +98,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh run store URL, on a SQLite file and on the session's PostgreSQL server."""
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+    from tests.postgres import fresh_database
+
     base: str = request.getfixturevalue("postgres_url")
-    return _fresh_postgres_database(base, tmp_path.name)
-
-
-def _fresh_postgres_database(base: str, name: str) -> str:
-    """A new empty database on the session's server, so tests do not see each other's runs."""
-    import asyncio
-
-    import asyncpg
-
-    database = "t_" + "".join(c if c.isalnum() else "_" for c in name.lower())[:50]
-    plain = base.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def create() -> None:
-        connection = await asyncpg.connect(plain)
-        try:
-            await connection.execute(f'CREATE DATABASE "{database}"')
-        finally:
-            await connection.close()
-
-    asyncio.run(create())
-    return base.rsplit("/", 1)[0] + "/" + database
+    return fresh_database(base, tmp_path.name)

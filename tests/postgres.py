@@ -3,6 +3,7 @@ port on 127.0.0.1, stopped at the end. Debian's `postgresql` package provides th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import glob
 import os
@@ -14,9 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import asyncpg
+
 from tests.ports import free_port
 
-__all__ = ["PostgresServer", "find_pg_bin", "postgres_server"]
+__all__ = ["PostgresServer", "find_pg_bin", "fresh_database", "postgres_server"]
 
 
 def find_pg_bin() -> Path | None:
@@ -84,3 +87,20 @@ def postgres_server(bin_dir: Path) -> Iterator[str]:
         yield server.url
     finally:
         server.remove()
+
+
+def fresh_database(base: str, name: str) -> str:
+    """A new empty database on the server of `base` (a store URL), so that tests do not see
+    each other's runs; its store URL."""
+    database = "t_" + "".join(c if c.isalnum() else "_" for c in name.lower())[:50]
+    plain = base.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def create() -> None:
+        connection = await asyncpg.connect(plain)
+        try:
+            await connection.execute(f'CREATE DATABASE "{database}"')
+        finally:
+            await connection.close()
+
+    asyncio.run(create())
+    return base.rsplit("/", 1)[0] + "/" + database

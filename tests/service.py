@@ -36,6 +36,7 @@ __all__ = [
     "follow",
     "free_port",
     "held_service",
+    "rss_mib",
     "submit",
 ]
 
@@ -235,6 +236,14 @@ class ServiceProcess:
                 self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory in MiB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for process {pid}")
 
 
 async def submit(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:

@@ -103,12 +103,17 @@ _END_COLUMNS = frozenset(c.name for c in _RUNS.columns if c.name != "id")
 _UPDATE_RUN = update(_RUNS).where(_RUNS.c.id == bindparam("run_id_"))
 # Rows per statement (SQLite binds at most 32766 parameters).
 _CHUNK = 500
+# How long a write waits on the database (a connection, a statement, SQLite's write lock) before
+# it fails. Bounded, so that a store that stalls cannot hold a run: a run's end is announced
+# without its record (the service keeps it until the store is back), and a call that must run
+# at most once is not run when its start cannot be stored.
+WAIT_S = 10.0
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={int(WAIT_S * 1000)}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
@@ -117,7 +122,11 @@ class StoreWriter:
     """Batches steps and events of every run into the store; see the module's docstring."""
 
     def __init__(self, url: str) -> None:
-        self._engine: AsyncEngine = create_async_engine(url, json_serializer=stored_json)
+        bounds: dict[str, Any] = {}
+        if not url.startswith("sqlite"):
+            timeouts = {"timeout": WAIT_S, "command_timeout": WAIT_S}
+            bounds = {"pool_timeout": WAIT_S, "pool_pre_ping": True, "connect_args": timeouts}
+        self._engine: AsyncEngine = create_async_engine(url, json_serializer=stored_json, **bounds)
         if self._engine.dialect.name == "sqlite":
             event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
         self._steps: list[dict[str, Any]] = []

@@ -7,14 +7,14 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
 from orchestrator.api.guards import retry_after
 from orchestrator.errors import Overloaded, ServiceError
 from orchestrator.schemas import ErrorBody
+from orchestrator.store import STORE_UNAVAILABLE, store_unavailable
 
 __all__ = ["COMMON_ERRORS", "NOT_FOUND", "as_json", "error_response", "install_error_handlers"]
 
@@ -80,15 +80,17 @@ def install_error_handlers(app: FastAPI) -> None:
         )
         return error_response(exc.status, exc.code, exc.message, exc.details or None, **headers)
 
-    async def store_unavailable(_: Request, exc: Exception) -> Response:
+    async def unavailable(_: Request, exc: Exception) -> Response:
+        if not store_unavailable(exc):
+            raise exc  # a bug in a query stays a 500
         # Only the kind of failure: a database error's text may quote a statement and its data.
         cause = getattr(exc, "orig", None) or exc
         message = f"the run store is unavailable ({type(cause).__name__}); retry later"
         return error_response(503, "store_unavailable", message, **{"Retry-After": "5"})
 
-    # The database stopped, refused or timed out (a bug in a query stays a 500).
-    for kind in (OperationalError, InterfaceError, PoolTimeout, OSError):
-        app.add_exception_handler(kind, store_unavailable)
+    # The database stopped, refused, timed out or dropped the connection.
+    for kind in (*STORE_UNAVAILABLE, DBAPIError):
+        app.add_exception_handler(kind, unavailable)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> Response:

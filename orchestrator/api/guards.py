@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import hmac
 import json
@@ -118,6 +119,10 @@ async def _drain(receive: Receive, budget: int) -> None:
                 budget -= len(message.get("body", b""))
 
 
+# A request body at least this large is followed by a collection of young garbage (`BodyLimit`).
+_COLLECT_AFTER_BYTES = 256 * 1024
+
+
 class BodyLimit:
     """Refuses request bodies over `max_bytes` with 413.
 
@@ -153,7 +158,15 @@ class BodyLimit:
                     raise HTTPException(413, self._message)
             return message
 
-        await self.app(scope, counted, send)
+        try:
+            await self.app(scope, counted, send)
+        finally:
+            if seen >= _COLLECT_AFTER_BYTES:
+                # A large body refused by a parser (nested too deeply, say) stays referenced
+                # from a cycle of the error's traceback frames, and the service collects young
+                # garbage only every `gc_policy.YOUNG_THRESHOLD` allocations, which such requests
+                # barely make: 50 of 1 MiB each grew it by 97 MiB. Collected now, it is freed.
+                gc.collect(1)
 
     @property
     def _message(self) -> str:

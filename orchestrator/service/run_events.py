@@ -18,7 +18,7 @@ from agents.core.events import Event, RunFinished
 from agents.core.ports import RunState
 from orchestrator.engine import Engine
 from orchestrator.service.feed_reader import FeedReader, News
-from orchestrator.store import RunStore, StoredRun
+from orchestrator.store import RunStore, StoredRun, store_unavailable
 
 __all__ = ["RunEvents"]
 
@@ -124,7 +124,13 @@ class RunEvents:
         """If the ledger has nothing more for the run: the rest, from the store (None: wait)."""
         if state == "closed":
             return _nothing()
-        stored = known or await self.store.get(run_id)
+        try:
+            stored = known or await self.store.get(run_id)
+        except Exception as exc:
+            if not store_unavailable(exc):
+                raise
+            return None  # the store is away: go on with what the ledger says
+
         if stored is None:
             return _nothing()
         # Gone from the ledger, or left open there by an instance that died: the store has

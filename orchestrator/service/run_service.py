@@ -16,8 +16,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import partial
 
 from agents.core.errors import describe_error
+from agents.core.messages import RunStatus
 from orchestrator.engine import Engine, Submission
 from orchestrator.errors import IdempotencyConflict
 from orchestrator.service.admission import Admission
@@ -28,7 +30,13 @@ from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
 from orchestrator.service.upkeep import Orphans, keep_leases
 from orchestrator.service.views import RunViews
-from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
+from orchestrator.store import (
+    DuplicateIdempotencyKey,
+    RunPage,
+    RunStore,
+    StoredRun,
+    store_unavailable,
+)
 from orchestrator.system import AgentSystem
 
 __all__ = ["RunService", "ServiceLimits"]
@@ -255,11 +263,34 @@ class RunService:
                 if existing is None:
                     raise
                 return _replay(existing, digest), False
-            self.executor.start(run_id, request)
-            self._accepted[run_id] = run
-            while len(self._accepted) > _KEEP_ACCEPTED:
-                self._accepted.popitem(last=False)
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    raise
+                # The record may have been made all the same (its commit reached the database,
+                # its answer did not): look, now or once the store answers; if it is there, it
+                # runs (a client retrying with its idempotency key finds it).
+                look = partial(self._run_if_recorded, run_id, request)
+                await self.pending_writes.write(f"the submission of run {run_id}", look)
+                confirmed = self._accepted.get(run_id)
+                if confirmed is None:
+                    raise
+                return confirmed, True
+            self._started(run, request)
         return run, True
+
+    def _started(self, run: StoredRun, request: Submission) -> None:
+        self.executor.start(run.id, request)
+        self._accepted[run.id] = run
+        while len(self._accepted) > _KEEP_ACCEPTED:
+            self._accepted.popitem(last=False)
+
+    async def _run_if_recorded(self, run_id: str, request: Submission) -> None:
+        """Start a run whose record's writing was reported failed, if it was made after all."""
+        stored = await self.store.get(run_id)
+        if stored is not None and stored.status == RunStatus.QUEUED:
+            if run_id not in self.executor.tasks:
+                logger.warning("run %s was recorded though its store write failed: started", run_id)
+                self._started(stored, request)
 
     async def following(self, run_id: str) -> StoredRun:
         """A run to follow, or `RunNotFound`.

@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
+    DEFAULT_STORE_WAIT_S,
+    STORE_UNAVAILABLE,
     DuplicateIdempotencyKey,
     ForkPoint,
     RunPage,
     StoredRun,
     absolute_store_url,
     end_values,
+    store_unavailable,
 )
 
 if TYPE_CHECKING:
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_POOL_SIZE",
     "DEFAULT_STORE_URL",
+    "DEFAULT_STORE_WAIT_S",
+    "STORE_UNAVAILABLE",
     "DuplicateIdempotencyKey",
     "ForkPoint",
     "RunPage",
@@ -32,6 +37,7 @@ __all__ = [
     "StoredRun",
     "absolute_store_url",
     "end_values",
+    "store_unavailable",
 ]
 
 

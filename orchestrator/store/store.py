@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import time
 from collections.abc import AsyncIterator, Collection
 from importlib import resources
@@ -32,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
@@ -43,6 +45,7 @@ from orchestrator.store.push import PushConfigs
 from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
+    DEFAULT_STORE_WAIT_S,
     POOL_OVERFLOW,
     DuplicateIdempotencyKey,
     ForkPoint,
@@ -106,25 +109,29 @@ def _sqlite_file(url: URL) -> bool:
     return bool(url.database) and url.database != ":memory:" and url.query.get("mode") != "memory"
 
 
-def _engine_options(url: str, pool_size: int) -> dict[str, Any]:
-    """How the store's engine keeps its connections.
+def _engine_options(url: str, pool_size: int, wait_s: float) -> dict[str, Any]:
+    """How the store's engine keeps its connections, and how long it waits on the database.
 
-    A server's are checked before use (it may have restarted); a SQLite file's need not be; a
-    memory database has one connection, and no pool to size.
+    A server's are checked before use (it may have restarted), and each connection, statement
+    and wait for a free connection is bounded by `wait_s` (a server that stalls, or a network
+    that does, fails the call instead of holding it); a SQLite file's need no check (its wait
+    for the write lock is bounded by `_sqlite_pragmas`); a memory database has one connection,
+    and no pool to size.
     """
     parsed = make_url(url)
     pool = {"pool_size": pool_size, "max_overflow": POOL_OVERFLOW}
     if parsed.get_backend_name() != "sqlite":
-        return {"pool_pre_ping": True, **pool}
+        timeouts = {"timeout": wait_s, "command_timeout": wait_s}
+        return {"pool_pre_ping": True, "pool_timeout": wait_s, "connect_args": timeouts, **pool}
     return pool if _sqlite_file(parsed) else {}
 
 
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(busy_ms: int, connection: Any, _record: Any) -> None:
     # WAL lets readers go on while a run is written; the busy timeout makes concurrent writers
-    # (runs finishing together) wait for the lock instead of failing.
+    # (runs finishing together) wait for the lock instead of failing, for a bounded time.
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
@@ -182,24 +189,37 @@ class RunStore:
 
     @classmethod
     async def open(
-        cls, url: str = DEFAULT_STORE_URL, *, pool_size: int = DEFAULT_POOL_SIZE
+        cls,
+        url: str = DEFAULT_STORE_URL,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        wait_s: float = DEFAULT_STORE_WAIT_S,
     ) -> RunStore:
         """Connect to the store at `url` and migrate its schema to the newest revision.
 
-        `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`).
+        `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`). `wait_s`: how
+        long a call waits on the database before it fails (`DEFAULT_STORE_WAIT_S`).
         """
         engine = create_async_engine(
-            url, json_serializer=stored_json, **_engine_options(url, pool_size)
+            url, json_serializer=stored_json, **_engine_options(url, pool_size, wait_s)
         )
         if engine.dialect.name == "sqlite":
-            event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+            pragmas = functools.partial(_sqlite_pragmas, int(wait_s * 1000))
+            event.listen(engine.sync_engine, "connect", pragmas)
+            migrator = engine
+        else:  # unbounded: a migration, or the wait for another instance's, may take long
+            migrator = create_async_engine(url, poolclass=NullPool)
         # Instances opening a new store at once (replicas started together) must not migrate it
         # at once: one waits for the other, then finds the schema current.
-        async with _migration_lock(engine), engine.begin() as connection:
-            if engine.dialect.name == "postgresql":
-                lock = text("SELECT pg_advisory_xact_lock(:key)")
-                await connection.execute(lock, {"key": _PG_LOCK})
-            await connection.run_sync(_upgrade)
+        try:
+            async with _migration_lock(migrator), migrator.begin() as connection:
+                if migrator.dialect.name == "postgresql":
+                    lock = text("SELECT pg_advisory_xact_lock(:key)")
+                    await connection.execute(lock, {"key": _PG_LOCK})
+                await connection.run_sync(_upgrade)
+        finally:
+            if migrator is not engine:
+                await migrator.dispose()
         return cls(engine)
 
     async def close(self) -> None:

@@ -48,7 +48,8 @@ def _serve(
 
 
 @pytest.fixture(scope="session")
-def api(ray_address: str, service_dir: Path) -> Iterator[str]:
+def api_service(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]:
+    """The shared test service (`api` is its URL)."""
     with _serve(
         ray_address,
         service_dir,
@@ -62,7 +63,12 @@ def api(ray_address: str, service_dir: Path) -> Iterator[str]:
         BATON_RATE_LIMIT_PER_S="10000",
         BATON_RATE_LIMIT_BURST="10000",
     ) as service:
-        yield service.url
+        yield service
+
+
+@pytest.fixture(scope="session")
+def api(api_service: ServiceProcess) -> str:
+    return api_service.url
 
 
 # The same service behind API keys, tight rate limits and a small run queue: a replica of

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fuzzing import finish, schemathesis
 from tests.service import KEYS, STORY, ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
@@ -333,49 +334,20 @@ def test_every_operation_answers_as_its_openapi_document_says(api: str, tmp_path
     """Schemathesis against the service's own document: generated valid and invalid requests
     to every operation, all checks (no 5xx, documented statuses, headers and bodies, invalid
     input refused, valid input accepted, links between operations)."""
-
-    def schemathesis(name: str, *options: str) -> subprocess.Popen[str]:
-        folder = tmp_path / name  # its cache (.schemathesis/) goes there, not into the checkout
-        folder.mkdir()
-        return subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "schemathesis"),
-                "run",
-                f"{api}/openapi.json",
-                "--checks",
-                "all",
-                "--max-examples",
-                "20",
-                "--seed",
-                "1",
-                "--request-timeout",
-                "30",
-                "--report-dir",
-                str(folder),
-                *options,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=folder,
-        )
-
     # The two runs at once: the first mostly waits on the runs it starts (their event streams
     # end with them), the second is mostly schemathesis's own work.
     runs = [
-        schemathesis("main", "--phases", "examples,fuzzing,stateful"),
+        schemathesis(api, tmp_path / "main", "--phases", "examples,fuzzing,stateful"),
         # In its coverage phase, schemathesis 4.32 labels a case "positive" when only a header
         # was drawn valid and the body invalid (its own metadata says body: negative), then
         # expects a 2xx; every other check runs on that phase too.
         schemathesis(
-            "coverage", "--phases", "coverage", "--exclude-checks", "positive_data_acceptance"
+            api,
+            tmp_path / "coverage",
+            "--phases",
+            "coverage",
+            "--exclude-checks",
+            "positive_data_acceptance",
         ),
     ]
-    try:
-        for run in runs:
-            output, _ = run.communicate(timeout=600)
-            assert run.returncode == 0, output[-6000:]
-    finally:
-        for run in runs:
-            run.kill()  # if a failure left it running
-            run.wait()
+    finish(runs)

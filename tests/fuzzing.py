@@ -1,0 +1,49 @@
+"""Schemathesis against a running service's OpenAPI document, as a process of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["finish", "schemathesis"]
+
+
+def schemathesis(url: str, folder: Path, *options: str) -> subprocess.Popen[str]:
+    """Start `schemathesis run` on the service at `url` with every check; its cache and report
+    go to `folder` (not into the checkout)."""
+    folder.mkdir()
+    return subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "schemathesis"),
+            "run",
+            f"{url}/openapi.json",
+            "--checks",
+            "all",
+            "--max-examples",
+            "20",
+            "--seed",
+            "1",
+            "--request-timeout",
+            "30",
+            "--report-dir",
+            str(folder),
+            *options,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=folder,
+    )
+
+
+def finish(runs: list[subprocess.Popen[str]], timeout_s: float = 600) -> None:
+    """Wait for the runs; each must have found nothing (its output's end says what it did)."""
+    try:
+        for run in runs:
+            output, _ = run.communicate(timeout=timeout_s)
+            assert run.returncode == 0, output[-6000:]
+    finally:
+        for run in runs:
+            run.kill()  # if a failure left it running
+            run.wait()
