@@ -21,6 +21,8 @@ __all__ = [
     "Overloaded",
     "RunNotFound",
     "ServiceError",
+    "ThreadBusy",
+    "ThreadNotFound",
 ]
 
 
@@ -44,6 +46,31 @@ class RunNotFound(ServiceError):
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no run {run_id!r}", run_id=run_id)
+
+
+class ThreadNotFound(ServiceError):
+    """No thread has this id (or it was deleted)."""
+
+    status = 404
+    code = "thread_not_found"
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"no thread {thread_id!r}", thread_id=thread_id)
+
+
+class ThreadBusy(ServiceError):
+    """A run of the thread is under way, and the submission's strategy is `reject`."""
+
+    status = 409
+    code = "thread_busy"
+
+    def __init__(self, thread_id: str, running: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} has a run under way ({running}); wait for it, or submit with "
+            "multitask_strategy enqueue, interrupt or rollback",
+            thread_id=thread_id,
+            running=running,
+        )
 
 
 class AmbiguousRunId(ServiceError):

@@ -37,11 +37,19 @@ __all__ = [
     "RunView",
     "ServiceView",
     "SpanNode",
+    "ThreadCreate",
+    "ThreadLinks",
+    "ThreadPageView",
+    "ThreadRunSubmission",
+    "ThreadView",
     "TopologyView",
     "TraceView",
+    "TurnView",
+    "run_links",
     "run_page_view",
     "run_view",
     "span_forest",
+    "thread_view",
 ]
 
 MAX_TASK_CHARS = 100_000
@@ -110,6 +118,82 @@ class RunRequest(BaseModel):
 
 class RunSubmission(RunRequest):
     """The body of `POST /v1/runs` (the OpenAPI document lists the system's agents)."""
+
+
+class ThreadRunSubmission(RunRequest):
+    """The body of `POST /v1/threads/{id}/runs`: a run, and what to do if one is under way."""
+
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        default="reject",
+        description="If a run of the thread is under way: `reject` (409), `enqueue` (this one "
+        "starts when it ends), `interrupt` (it is cancelled, recorded so, and this one sees what "
+        "it made) or `rollback` (it is cancelled and removed).",
+    )
+
+
+# Metadata values: what every store keeps as JSON as it was given (no NUL, no NaN).
+_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+_MetaValue = (
+    Annotated[str, Field(max_length=1000, pattern=r"^[^\u0000]*$")]
+    | Annotated[int, Field(ge=-(2**53), le=2**53)]
+    | Annotated[float, Field(allow_inf_nan=False)]
+    | bool
+    | None
+)
+
+
+class ThreadCreate(BaseModel):
+    """The body of `POST /v1/threads`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: dict[_MetaKey, _MetaValue] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Up to 32 values to keep with the thread (a user id, say).",
+    )
+
+
+class ThreadLinks(BaseModel):
+    """Where to read a thread and submit its next turn."""
+
+    self: str
+    runs: str
+
+
+class TurnView(BaseModel):
+    """One turn of a thread: a run, what was asked and answered."""
+
+    run_id: str
+    task: str
+    status: RunStatus
+    output: str | None
+    error: str | None
+    usage: Usage
+    created_at: float = Field(description="Unix seconds.")
+    finished_at: float | None
+    links: RunLinks
+
+
+class ThreadView(BaseModel):
+    """A thread (conversation) and, when read alone, its turns in order."""
+
+    id: str
+    created_at: float = Field(description="Unix seconds.")
+    metadata: dict[str, Any]
+    turns: list[TurnView] | None = Field(
+        default=None, description="Its runs, oldest first (not in a list of threads)."
+    )
+    links: ThreadLinks
+
+
+class ThreadPageView(BaseModel):
+    """A page of threads, newest first."""
+
+    threads: list[ThreadView]
+    total: int
+    limit: int
+    offset: int
 
 
 class ErrorDetail(BaseModel):
@@ -200,6 +284,9 @@ class RunView(BaseModel):
         "from the original's record, and the fork went on live from it).",
     )
     tree: DelegationNode | None = Field(description="The delegation tree, once the run ended.")
+    thread_id: str | None = Field(
+        default=None, description="The thread (conversation) the run is a turn of."
+    )
     links: RunLinks
 
 
@@ -434,7 +521,6 @@ def _structured(run: StoredRun) -> Any:
 
 def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
     """A stored run as the API answers it, with links under `prefix`."""
-    base = f"{prefix}/runs/{run.id}"
     return RunView(
         id=run.id,
         status=run.status,
@@ -456,14 +542,53 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         fork=run.fork,
         fork_from=run.fork_from,
         tree=DelegationNode.model_validate(run.tree) if run.tree else None,
-        links=RunLinks(
-            self=base,
-            events=f"{base}/events",
-            trace=f"{base}/trace",
-            diagram=f"{base}/diagram",
-            cancel=f"{base}/cancel",
-            resume=f"{base}/resume",
-        ),
+        thread_id=run.context_id,
+        links=run_links(run.id, prefix),
+    )
+
+
+def run_links(run_id: str, prefix: str = "/v1") -> RunLinks:
+    """Where to follow, trace, draw, cancel and resume a run."""
+    base = f"{prefix}/runs/{run_id}"
+    return RunLinks(
+        self=base,
+        events=f"{base}/events",
+        trace=f"{base}/trace",
+        diagram=f"{base}/diagram",
+        cancel=f"{base}/cancel",
+        resume=f"{base}/resume",
+    )
+
+
+def thread_view(
+    thread_id: str,
+    created_at: float,
+    metadata: dict[str, Any],
+    turns: list[StoredRun] | None = None,
+) -> ThreadView:
+    """A thread as the API answers it; with its turns when they are given."""
+    base = f"/v1/threads/{thread_id}"
+    return ThreadView(
+        id=thread_id,
+        created_at=created_at,
+        metadata=metadata,
+        turns=None
+        if turns is None
+        else [
+            TurnView(
+                run_id=run.id,
+                task=run.task,
+                status=run.status,
+                output=run.output,
+                error=run.error,
+                usage=run.usage,
+                created_at=run.created_at,
+                finished_at=run.finished_at,
+                links=run_links(run.id),
+            )
+            for run in turns
+        ],
+        links=ThreadLinks(self=base, runs=f"{base}/runs"),
     )
 
 

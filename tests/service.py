@@ -122,6 +122,17 @@ DESK = """
       params: {replies: [{content: "not json"}, {content: '{"approved": true, "amount": 42}'}]}
 """
 
+# Answers by where it is in its conversation: a thread's third turn gets the third answer only
+# if the turns before it reached the model.
+PARROT = """
+  - name: parrot
+    description: Answers by the number of the turn.
+    model:
+      name: baton/scripted
+      params:
+        replies: [{content: first answer}, {content: second answer}, {content: third answer}]
+"""
+
 # Takes a minute, for runs that must still be in flight after steps (subscribing, following to
 # a tool's start) that may outlast the sleeper's few seconds on a busy machine.
 DOZER = """
@@ -167,6 +178,7 @@ agents:
     + DOZER
     + NARRATOR
     + DESK
+    + PARROT
     + APPROVAL_AGENTS
 )
 

@@ -116,6 +116,10 @@ class RunContext(BaseModel):
         description="A fork from a chosen step: the invocation and the step's key. That step "
         "runs live, and what follows it; a delegation there runs live all the way down.",
     )
+    conversation: str | None = Field(
+        default=None,
+        description="The thread the run is a turn of (its spans' `gen_ai.conversation.id`).",
+    )
     epoch: int = Field(
         default=0,
         description="How many times the run was resumed; the ledger refuses effects asked for "

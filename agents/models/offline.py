@@ -27,7 +27,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def _task(messages: list[dict[str, Any]]) -> str:
-    for message in messages:
+    """The latest user message: in a conversation (a thread's turn), the one to answer now."""
+    for message in reversed(messages):
         if message.get("role") == "user":
             return str(message.get("content") or "")
     return ""

@@ -258,6 +258,7 @@ class RayDispatcher:
                 submitted_ns,
                 type(exc).__name__,
                 f"actor unavailable: {type(exc).__name__}",
+                ctx.conversation,
             )
             return name, exc
         finally:

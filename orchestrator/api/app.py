@@ -17,7 +17,7 @@ from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyCheck, KeyRing, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
-from orchestrator.api.routes import agents, approvals, health, runs
+from orchestrator.api.routes import agents, approvals, health, runs, threads
 from orchestrator.api.routes import service as service_view
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.render import default_mermaid_dist
@@ -96,7 +96,7 @@ def create_app(
     if keys.enabled:
         errors[401] = {"model": ErrorBody, "description": "No valid API key."}
     guard = [Depends(caller_guard(keys, limiter))]
-    for module in (runs, approvals, agents, service_view):
+    for module in (runs, threads, approvals, agents, service_view):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
     # Operations the document describes and other routes serve (the SSE stream).
     described = APIRouter()
@@ -124,7 +124,8 @@ def _openapi(app: FastAPI, system: AgentSystem, described: APIRouter) -> dict[st
             title=app.title, version=app.version, summary=app.summary, routes=routes
         )
         names = [a.name for a in system.config.agents]
-        agent = schema["components"]["schemas"]["RunSubmission"]["properties"]["agent"]
-        agent["anyOf"][0] = {"type": "string", "enum": [*names, AUTO]}
+        for body in ("RunSubmission", "ThreadRunSubmission"):
+            agent = schema["components"]["schemas"][body]["properties"]["agent"]
+            agent["anyOf"][0] = {"type": "string", "enum": [*names, AUTO]}
         app.openapi_schema = schema
     return app.openapi_schema

@@ -91,15 +91,21 @@ class BatonClient:
         except (ValueError, KeyError, TypeError):
             raise ApiError(response.status_code, "http_error", response.text[:300]) from None
 
-    async def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def submit(self, body: dict[str, Any], thread: str | None = None) -> dict[str, Any]:
         """Submit a run; retried on connection errors with the same Idempotency-Key.
 
-        A retry thus never starts a second run.
+        A retry thus never starts a second run. `thread`: as a turn of that thread (`new`: of a
+        new one).
         """
+        path = "/v1/runs"
+        if thread is not None:
+            if thread == "new":
+                thread = (await self._json(await self._http.post("/v1/threads", json={})))["id"]
+            path = f"/v1/threads/{thread}/runs"
         headers = {"Idempotency-Key": uuid.uuid4().hex}
         for attempt in range(RECONNECTS):
             try:
-                answer = await self._http.post("/v1/runs", json=body, headers=headers)
+                answer = await self._http.post(path, json=body, headers=headers)
                 return await self._json(answer)  # type: ignore[no-any-return]
             except httpx.TransportError:
                 if attempt == RECONNECTS - 1:

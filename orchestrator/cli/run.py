@@ -128,6 +128,13 @@ def run(
     config: ConfigOption = None,
     budget: Annotated[int | None, typer.Option(help="Run-wide token budget.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Run deadline in seconds.")] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            help="Run it as the next turn of this thread (its entry agent sees the earlier "
+            "turns); `new`: of a new thread. The thread's id is printed to continue it.",
+        ),
+    ] = None,
     server: Annotated[
         str | None,
         typer.Option(
@@ -199,7 +206,9 @@ def run(
             err.print(f"using the baton serve running at {server} (--local: run here)")
     if server:
         body = request.model_dump(exclude_none=True)
-        view = asyncio.run(_run_there(server, settings.api_key, lambda c: c.submit(body), display))
+        view = asyncio.run(
+            _run_there(server, settings.api_key, lambda c: c.submit(body, thread), display)
+        )
     else:
         assert system is not None
         if agent and agent != AUTO and agent not in system.topology.graph:
@@ -210,9 +219,16 @@ def run(
         submission = request.submission()
 
         async def submit(service: RunService) -> StoredRun:
-            return (await service.submit(submission))[0]
+            if thread is None:
+                return (await service.submit(submission))[0]
+            chosen = thread
+            if chosen == "new":
+                chosen = (await service.threads.create({})).id
+            return (await service.threads.submit(chosen, submission, "reject"))[0]
 
         view = asyncio.run(_run_here(settings, system, submit, display))
+    if view.thread_id is not None and not as_json:
+        err.print(f"thread {view.thread_id} (continue it: baton run --thread {view.thread_id} …)")
     _print_and_exit(view, as_json)
 
 

@@ -22,7 +22,7 @@ from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from agents.ray.wire import Closed, RunSettle
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
-from orchestrator.engine.submission import Lineage, Origin
+from orchestrator.engine.submission import Lineage, Origin, Turns
 from orchestrator.system.config import AgentSystem
 from orchestrator.system.routing import AUTO, RoutingDecision, route
 from tracing import (
@@ -194,6 +194,7 @@ class Engine:
         lineage: Lineage | None = None,
         stream: bool = False,
         origin: Origin | None = None,
+        turns: Turns | None = None,
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -210,6 +211,7 @@ class Engine:
                 own execution (see `PoolOptions.store_url`). None: a new run.
             stream: models stream their output (`model_delta` events for followers).
             origin: another agent system's delegation this run carries on (A2A).
+            turns: the thread the run is a turn of: its entry agent sees the earlier turns.
         """
         self.start()
         lineage, origin = lineage or Lineage(), origin or Origin()
@@ -230,6 +232,7 @@ class Engine:
             deadline=started + limits.deadline_s,
             limits=limits,
             step_log=self.logs_steps,
+            conversation=turns.thread if turns else None,
             stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,
@@ -248,6 +251,7 @@ class Engine:
                 record=recorded,
                 epoch=lineage.epoch,
                 parent=extract_context(origin.trace_context),
+                conversation=ctx.conversation,
             ) as span:
                 trace_id = span.get_span_context().trace_id
                 first = RunStarted(
@@ -271,7 +275,10 @@ class Engine:
                         lineage.replay_of,
                         lineage.fork_from,
                     )
-                tree = await self._dispatch_entry(task, entry, ctx, lineage.replay_of, riding)
+                history = list(turns.history) if turns else []
+                tree = await self._dispatch_entry(
+                    task, entry, ctx, lineage.replay_of, riding, history
+                )
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 options = self.system.config.tracing
                 # An input guardrail of the entry agent blocked part of the task: the run keeps
@@ -365,6 +372,7 @@ class Engine:
         ctx: RunContext,
         replay_of: str | None = None,
         opening: RunStarted | None = None,
+        history: list[dict[str, str]] | None = None,
     ) -> AgentResult:
         known = entry in self.system.topology.graph
         try:
@@ -383,6 +391,8 @@ class Engine:
             context=ctx.enter(entry, inject_context()),
             invocation=entry_invocation(replay_of or ctx.run_id) if ctx.step_log else None,
             replay=ctx.epoch > 0 or replay_of is not None,
+            # A turn of a thread: the conversation so far, then the task.
+            history=[*history, {"role": "user", "content": task}] if history else [],
         )
         run_id = ctx.run_id
         stopped = AgentResult(

@@ -56,7 +56,16 @@ def abandoned_entry(entry: str, ctx: RunContext, grace_s: float) -> AgentResult:
     Its own spans are stuck with it: the span recorded here is what the orchestrator saw.
     """
     why = f"{entry} did not stop within {grace_s:g}s after the deadline"
-    lost_agent_span(entry, "", ctx.run_id, ctx.chain, int(ctx.started_at * 1e9), "abandoned", why)
+    lost_agent_span(
+        entry,
+        "",
+        ctx.run_id,
+        ctx.chain,
+        int(ctx.started_at * 1e9),
+        "abandoned",
+        why,
+        ctx.conversation,
+    )
     return AgentResult(
         agent=entry,
         status=RunStatus.LIMIT_EXCEEDED,

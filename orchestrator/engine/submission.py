@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-__all__ = ["Lineage", "Origin", "Submission"]
+__all__ = ["Lineage", "Origin", "Submission", "Turns"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,20 @@ class Origin:
 
 
 @dataclass(frozen=True)
+class Turns:
+    """The thread a run is a turn of, and the turns before it, as the entry agent sees them.
+
+    Attributes:
+        thread: the thread's id (its spans' `gen_ai.conversation.id`).
+        history: the earlier turns as chat messages: each user message and final answer,
+            oldest first (the agent's context policy fits them to its model's window).
+    """
+
+    thread: str
+    history: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Submission:
     """A task to run, and how (validated by the door it came through: HTTP, CLI, MCP)."""
 
@@ -42,12 +56,20 @@ class Submission:
     deadline_s: float | None = None
     stream: bool = False  # models stream their output: `model_delta` events
     origin: Origin | None = None  # asked by another agent system (A2A)
+    thread: str | None = None  # a turn of this thread: its entry agent sees the earlier turns
 
     def __post_init__(self) -> None:
         if isinstance(self.origin, dict):  # read back from the store
             origin = Origin(**self.origin)
             origin = replace(origin, chain=tuple(origin.chain), systems=tuple(origin.systems))
             object.__setattr__(self, "origin", origin)
+
+    @property
+    def conversation(self) -> str | None:
+        """The thread the run belongs to: its own, or the A2A context it came in."""
+        if self.thread is not None:
+            return self.thread
+        return self.origin.context_id if self.origin is not None else None
 
     def fingerprint(self) -> str:
         """Identifies the submission, for idempotent retries.

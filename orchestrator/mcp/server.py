@@ -46,7 +46,17 @@ _CANCEL_WAIT_S = 15.0
 
 
 def _summary(view: dict[str, Any]) -> dict[str, Any]:
-    keep = ("id", "status", "entry_agent", "output", "error", "duration_s", "usage", "links")
+    keep = (
+        "id",
+        "status",
+        "entry_agent",
+        "output",
+        "error",
+        "duration_s",
+        "usage",
+        "thread_id",
+        "links",
+    )
     return {k: view[k] for k in keep if k in view}
 
 
@@ -70,9 +80,13 @@ async def _follow(runs: RunService, run: StoredRun, ctx: Context | None) -> None
 
 
 async def _submit(
-    runs: RunService, task: str, agent: str | None, meta: Mapping[str, Any]
+    runs: RunService,
+    task: str,
+    agent: str | None,
+    meta: Mapping[str, Any],
+    thread: str | None = None,
 ) -> StoredRun:
-    """Start a run.
+    """Start a run (a turn of `thread`, if given; `new`: of a new thread).
 
     A W3C trace context in the call's `_meta` (SEP-414) is the run's parent: the MCP host's
     trace goes on into the run's.
@@ -85,7 +99,12 @@ async def _submit(
         request = RunRequest(task=task, agent=agent).submission()
         if carrier:
             request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
-        run, _ = await runs.submit(request, principal="mcp")
+        if thread is None:
+            run, _ = await runs.submit(request, principal="mcp")
+        else:
+            if thread == "new":
+                thread = (await runs.threads.create({})).id
+            run, _ = await runs.threads.submit(thread, request, "reject", principal="mcp")
     except ValidationError as exc:
         raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
     except ServiceError as exc:
@@ -117,7 +136,11 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
 
     @server.tool()
     async def submit_task(
-        task: str, ctx: Context, agent: str | None = None, wait_s: float = 60.0
+        task: str,
+        ctx: Context,
+        agent: str | None = None,
+        wait_s: float = 60.0,
+        thread: str | None = None,
     ) -> dict[str, Any]:
         """Give the team a task; wait up to wait_s seconds for the answer.
 
@@ -129,9 +152,11 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             ctx: the call (progress goes to it).
             agent: the entry agent, "auto" to route by capabilities, or none for the default.
             wait_s: how long to wait for the run to end (0: return at once with its id).
+            thread: a conversation to continue (the id a former answer's thread_id gave), or
+                "new" to start one: the team sees the earlier turns.
         """
         runs = await service()
-        run = await _submit(runs, task, agent, ctx.request_context.meta or {})
+        run = await _submit(runs, task, agent, ctx.request_context.meta or {}, thread)
         if wait_s > 0:
             try:
                 with contextlib.suppress(TimeoutError):

@@ -19,7 +19,7 @@ from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.wire import Closed
-from orchestrator.engine import Engine, Lineage, RunResult, Submission
+from orchestrator.engine import Engine, Lineage, RunResult, Submission, Turns
 from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound
 from orchestrator.service.admission import Admission
@@ -37,6 +37,11 @@ logger = logging.getLogger(__name__)
 STOPPED = "the service stopped while the run was in flight"
 STOPPING = "the service is stopping"
 _CANCELLED = (RunStatus.CANCELLED, "cancelled before it started")
+
+
+# How often a turn waiting for the thread's earlier turns looks again (one run by another
+# instance; those run here are awaited).
+_TURN_POLL_S = 0.5
 
 
 class RunExecutor:
@@ -114,7 +119,12 @@ class RunExecutor:
         return run
 
     async def add(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
-        """Record a new run of this system, owned here (the caller holds an admission place)."""
+        """Record a new run of this system, owned here (the caller holds an admission place).
+
+        A run in an A2A context makes the context a thread, the first time.
+        """
+        if request.thread is None and request.conversation is not None:
+            await self.store.threads.ensure(request.conversation)
         return await self.store.add(
             run_id,
             request.task,
@@ -123,7 +133,7 @@ class RunExecutor:
             config=self._config,
             owner=self.owner,
             options=request.options(),
-            context_id=request.origin.context_id if request.origin else None,
+            context_id=request.conversation,
             **record,
         )
 
@@ -178,6 +188,8 @@ class RunExecutor:
     async def _execute(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         began: float | None = None
         try:
+            if request.thread is not None:  # a turn waits for the turns before it to end
+                await self._after_earlier_turns(run_id, request.thread)
             async with self._slots:
                 # Timed from its place, not its acceptance: a mean that counted queueing would
                 # grow with every burst, and the `Retry-After` it gives with it.
@@ -225,6 +237,7 @@ class RunExecutor:
                 stream=request.stream,
                 origin=request.origin,
                 lineage=lineage,
+                turns=await self._turns(run_id, request),
             )
             if self.stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(
@@ -244,6 +257,46 @@ class RunExecutor:
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
+
+    async def _after_earlier_turns(self, run_id: str, thread: str) -> None:
+        """Wait until every run of the thread made before this one has ended."""
+        while True:
+            earlier = []
+            for turn in await self.store.threads.turns(thread):
+                if turn.id == run_id:
+                    break
+                if not turn.finished:
+                    earlier.append(turn.id)
+            if not earlier:
+                return
+            held = [self.tasks[i] for i in earlier if i in self.tasks]
+            if held:  # ended here: no need to ask the store until one has
+                await asyncio.wait(held, timeout=_TURN_POLL_S, return_when=asyncio.FIRST_COMPLETED)
+            else:  # run by another instance
+                await asyncio.sleep(_TURN_POLL_S)
+
+    async def _turns(self, run_id: str, request: Submission) -> Turns | None:
+        """The thread the run is a turn of, with the turns that ended before it as messages."""
+        thread = request.conversation
+        if thread is None:
+            return None
+        history: list[dict[str, str]] = []
+        for turn in await self.store.threads.turns(thread):
+            if turn.id == run_id:
+                break
+            if not turn.finished:
+                continue
+            if turn.status == RunStatus.SUCCEEDED and turn.output is not None:
+                answer = turn.output
+            else:  # what the agent produced is part of it: that it did not finish, and why
+                answer = f"(this turn ended {turn.status.value}" + (
+                    f": {turn.error})" if turn.error else ")"
+                )
+            history += [
+                {"role": "user", "content": turn.task},
+                {"role": "assistant", "content": answer},
+            ]
+        return Turns(thread, tuple(history))
 
     async def _close(self, run_id: str, result: RunResult | None, final: RunFinished) -> Closed:
         """Record how the run ended, then announce it (`run_finished`), in that order.

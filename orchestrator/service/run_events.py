@@ -18,7 +18,8 @@ from agents.core.events import Event, RunFinished
 from agents.core.ports import RunState
 from orchestrator.engine import Engine
 from orchestrator.service.feed_reader import FeedReader, News
-from orchestrator.store import RunStore, StoredRun, store_unavailable
+from orchestrator.store import RunStore, StoredRun
+from orchestrator.store.unavailable import store_unavailable
 
 __all__ = ["RunEvents"]
 

@@ -28,15 +28,11 @@ from orchestrator.service.durability import DurableRuns
 from orchestrator.service.executor import STOPPED, RunExecutor
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
+from orchestrator.service.threads import Threads
 from orchestrator.service.upkeep import Orphans, keep_leases
 from orchestrator.service.views import RunViews
-from orchestrator.store import (
-    DuplicateIdempotencyKey,
-    RunPage,
-    RunStore,
-    StoredRun,
-    store_unavailable,
-)
+from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
+from orchestrator.store.unavailable import store_unavailable
 from orchestrator.system import AgentSystem
 
 __all__ = ["RunService", "ServiceLimits"]
@@ -130,6 +126,7 @@ class RunService:
             self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
         )
         self.views = RunViews(engine, store, self._ready, lambda: self.executor.startup_error)
+        self.threads = Threads(store, self.executor, self.submit, self.cancel)
 
     # Life cycle ----------------------------------------------------------------------------
 

@@ -12,14 +12,12 @@ from orchestrator.store.records import (
     DEFAULT_POOL_SIZE,
     DEFAULT_STORE_URL,
     DEFAULT_STORE_WAIT_S,
-    STORE_UNAVAILABLE,
     DuplicateIdempotencyKey,
     ForkPoint,
     RunPage,
     StoredRun,
     absolute_store_url,
     end_values,
-    store_unavailable,
 )
 
 if TYPE_CHECKING:
@@ -29,7 +27,6 @@ __all__ = [
     "DEFAULT_POOL_SIZE",
     "DEFAULT_STORE_URL",
     "DEFAULT_STORE_WAIT_S",
-    "STORE_UNAVAILABLE",
     "DuplicateIdempotencyKey",
     "ForkPoint",
     "RunPage",
@@ -37,7 +34,6 @@ __all__ = [
     "StoredRun",
     "absolute_store_url",
     "end_values",
-    "store_unavailable",
 ]
 
 

@@ -9,8 +9,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from agents.core.messages import RunStatus, Usage
 from agents.core.storable import stored_text
@@ -23,13 +21,11 @@ __all__ = [
     "DEFAULT_STORE_URL",
     "DEFAULT_STORE_WAIT_S",
     "POOL_OVERFLOW",
-    "STORE_UNAVAILABLE",
     "DuplicateIdempotencyKey",
     "ForkPoint",
     "RunPage",
     "StoredRun",
     "end_values",
-    "store_unavailable",
 ]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
@@ -40,27 +36,6 @@ DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
 DEFAULT_POOL_SIZE = 20
 # More connections a burst may open beyond the pool, each closed after use.
 POOL_OVERFLOW = 10
-# What a store call raises when the database is away, stalled or locked (not a bug in a query):
-# the API answers 503 for it, and what can wait for the store does.
-STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
-    OperationalError,
-    InterfaceError,
-    PoolTimeout,
-    OSError,  # TimeoutError (a statement past its bound) and refused connections among them
-)
-
-
-def store_unavailable(exc: BaseException) -> bool:
-    """Whether `exc` says the database is away, stalled or locked (not a bug in a query).
-
-    Besides `STORE_UNAVAILABLE`: a connection lost mid-statement, which drivers report as a
-    plain DBAPI error (asyncpg's "connection was closed in the middle of operation").
-    """
-    if isinstance(exc, STORE_UNAVAILABLE):
-        return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
-
-
 # How long a store call waits on the database (a connection, a statement, SQLite's write lock)
 # before it fails: the API answers 503 with Retry-After instead of holding its client.
 DEFAULT_STORE_WAIT_S = 5.0

@@ -62,7 +62,9 @@ from orchestrator.store.tables import (
     RunRow,
     SpanRow,
     StepRow,
+    ThreadRow,
 )
+from orchestrator.store.threads import Threads
 from tracing import SpanRecord
 from tracing.records import SpanEventRecord
 
@@ -186,6 +188,7 @@ class RunStore:
         # Which instance owns which run (several may share the store).
         self.leases = Leases(self._sessions, self._writes)
         self.push = PushConfigs(self._sessions)
+        self.threads = Threads(self._sessions)
 
     @classmethod
     async def open(
@@ -450,7 +453,14 @@ class RunStore:
                     await session.execute(delete(RunRow).where(RunRow.id.in_(ids)))
             removed += len(ids)
             if len(ids) < batch:
-                return removed
+                break
+        if older_than is not None:  # threads of that age left without a turn go with them
+            async with self._sessions.begin() as session:
+                turns = select(RunRow.id).where(RunRow.context_id == ThreadRow.id).exists()
+                await session.execute(
+                    delete(ThreadRow).where(ThreadRow.created_at < older_than, ~turns)
+                )
+        return removed
 
     async def list(
         self,

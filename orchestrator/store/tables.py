@@ -28,6 +28,7 @@ __all__ = [
     "RunRow",
     "SpanRow",
     "StepRow",
+    "ThreadRow",
 ]
 
 
@@ -163,6 +164,18 @@ class PushConfigRow(Base):
     owner: Mapped[str] = mapped_column(String(64))
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[float] = mapped_column(Float)
+
+
+class ThreadRow(Base):
+    """A conversation: its runs (those whose `context_id` is its id) are its turns, in order."""
+
+    __tablename__ = "threads"
+    __table_args__ = (Index("ix_threads_created_at", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    # (`metadata` is the declarative base's own name.)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
 
 
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).

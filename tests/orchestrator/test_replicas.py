@@ -11,7 +11,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.conftest import _fresh_postgres_database
+from tests.postgres import fresh_database
 from tests.service import ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 def replicas(
     ray_address: str, service_dir: Path, postgres_url: str
 ) -> Iterator[tuple[ServiceProcess, ServiceProcess]]:
-    store = _fresh_postgres_database(postgres_url, "replicas")
+    store = fresh_database(postgres_url, "replicas")
     a, b = (
         ServiceProcess(
             service_dir / "svc.yaml",

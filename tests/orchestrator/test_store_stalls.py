@@ -79,12 +79,20 @@ async def flowing(proxy: ProxyProcess) -> AsyncIterator[ProxyProcess]:
 
 async def recorded(client: httpx.AsyncClient, run_id: str, within_s: float = 60) -> dict[str, Any]:
     """The run once its final record is in the store (bounded)."""
-    async with asyncio.timeout(within_s):
-        while True:
-            answer = await client.get(f"/v1/runs/{run_id}")
-            if answer.status_code == 200 and answer.json()["status"] not in ("queued", "running"):
-                return answer.json()  # type: ignore[no-any-return]
-            await asyncio.sleep(0.2)
+    answer = None
+    try:
+        async with asyncio.timeout(within_s):
+            while True:
+                answer = await client.get(f"/v1/runs/{run_id}")
+                if answer.status_code == 200 and answer.json()["status"] not in (
+                    "queued",
+                    "running",
+                ):
+                    return answer.json()  # type: ignore[no-any-return]
+                await asyncio.sleep(0.2)
+    except TimeoutError:
+        said = answer.text[:300] if answer is not None else None
+        raise AssertionError(f"run {run_id} not recorded in {within_s} s: {said}") from None
 
 
 async def events_stored_twice(postgres: PostgresServer) -> int:

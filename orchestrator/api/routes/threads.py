@@ -1,0 +1,127 @@
+"""`/v1/threads`: conversations whose runs see the turns before them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Query, Response
+from fastapi.exceptions import RequestValidationError
+
+from orchestrator.api.deps import Caller, Service
+from orchestrator.schemas import (
+    ErrorBody,
+    RunView,
+    ThreadCreate,
+    ThreadPageView,
+    ThreadRunSubmission,
+    ThreadView,
+    run_view,
+    thread_view,
+)
+from orchestrator.system.routing import AUTO
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["threads"])
+
+THREAD_ID = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.:-]{1,255}$", description="A thread id.")]
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such thread (or it was deleted)."}
+}
+
+
+@router.post("/threads", status_code=201)
+async def create_thread(body: ThreadCreate, service: Service, response: Response) -> ThreadView:
+    """Start a conversation; submit its turns to its `runs` link."""
+    thread = await service.threads.create(body.metadata)
+    response.headers["Location"] = f"/v1/threads/{thread.id}"
+    return thread_view(thread.id, thread.created_at, thread.metadata)
+
+
+@router.get("/threads")
+async def list_threads(
+    service: Service,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> ThreadPageView:
+    """Threads, newest first."""
+    threads, total = await service.threads.page(limit=limit, offset=offset)
+    return ThreadPageView(
+        threads=[thread_view(t.id, t.created_at, t.metadata) for t in threads],
+        total=total,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/threads/{thread_id}", responses=_NOT_FOUND)
+async def get_thread(thread_id: THREAD_ID, service: Service) -> ThreadView:
+    """A thread and its turns, oldest first: each run's task, answer, status and usage."""
+    thread, turns = await service.threads.get(thread_id)
+    return thread_view(thread.id, thread.created_at, thread.metadata, turns)
+
+
+@router.delete("/threads/{thread_id}", status_code=204, responses=_NOT_FOUND)
+async def delete_thread(thread_id: THREAD_ID, service: Service) -> Response:
+    """Forget a conversation: its runs, events, steps and spans leave the store.
+
+    Its runs under way are cancelled first.
+    """
+    await service.threads.delete(thread_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/threads/{thread_id}/runs",
+    status_code=202,
+    responses={
+        **_NOT_FOUND,
+        409: {
+            "model": ErrorBody,
+            "description": "A run of the thread is under way (strategy `reject`), or the "
+            "Idempotency-Key was reused.",
+        },
+    },
+)
+async def submit_turn(
+    thread_id: THREAD_ID,
+    body: ThreadRunSubmission,
+    service: Service,
+    caller: Caller,
+    response: Response,
+    idempotency_key: Annotated[
+        str,
+        Header(
+            max_length=255,
+            description="Retries with the same key and body return the same run (empty: no key).",
+        ),
+    ] = "",
+) -> RunView:
+    """Submit the thread's next turn: its entry agent sees the earlier turns.
+
+    The `Multitask-Strategy` header of the answer says what was done about a run under way.
+    """
+    agents = [a.name for a in service.system.config.agents]
+    if body.agent is not None and body.agent not in (*agents, AUTO):
+        listed = ", ".join(repr(n) for n in (*agents, AUTO))
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "agent"),
+                    "msg": f"Input should be one of {listed}",
+                    "type": "literal_error",
+                }
+            ]
+        )
+    run, created = await service.threads.submit(
+        thread_id,
+        body.submission(),
+        body.multitask_strategy,
+        idempotency_key=idempotency_key or None,
+        principal=caller,
+    )
+    response.headers["Location"] = f"/v1/runs/{run.id}"
+    response.headers["Multitask-Strategy"] = body.multitask_strategy
+    if not created:
+        response.headers["Idempotent-Replayed"] = "true"
+    return run_view(run)

@@ -1,0 +1,130 @@
+"""Threads: conversations whose runs are turns, and what a second run in a busy thread does.
+
+A thread's turns are its runs in order (the store keeps them by the run's `context_id`); the
+executor gives each turn's entry agent the turns before it (`RunExecutor._turns`). A run
+submitted while another of its thread is under way follows its `multitask_strategy`, as
+LangGraph's threads do: `reject` (409), `enqueue` (it starts when the earlier ones end),
+`interrupt` (the earlier one is cancelled, recorded so, and the new one sees what it made) or
+`rollback` (the earlier one is cancelled and removed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any, Literal
+
+from orchestrator.engine import Submission
+from orchestrator.errors import ThreadBusy, ThreadNotFound
+from orchestrator.service.executor import RunExecutor
+from orchestrator.store import RunStore, StoredRun
+from orchestrator.store.threads import StoredThread
+
+__all__ = ["MultitaskStrategy", "Threads"]
+
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+
+# How long an interrupting or rolling-back submission waits for the run it cancels to end.
+_CANCEL_WAIT_S = 30.0
+_POLL_S = 0.1
+
+Submit = Callable[..., Awaitable[tuple[StoredRun, bool]]]
+
+
+class Threads:
+    """A service's threads: create, list, read, delete, and submit turns to them.
+
+    Args:
+        store: the run store.
+        executor: the runs executing here (a turn cancelled here is awaited here).
+        submit: the service's own submission (admission, idempotency), for each turn.
+        cancel: the service's cancellation (here or through another instance).
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        executor: RunExecutor,
+        submit: Submit,
+        cancel: Callable[[str], Awaitable[StoredRun]],
+    ) -> None:
+        self._store = store
+        self._executor = executor
+        self._submit = submit
+        self._cancel = cancel
+        # One submission at a time per thread in this instance: the strategy sees every run.
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def create(self, metadata: dict[str, Any]) -> StoredThread:
+        """A new, empty thread."""
+        return await self._store.threads.create(uuid.uuid4().hex, metadata)
+
+    async def get(self, thread_id: str) -> tuple[StoredThread, list[StoredRun]]:
+        """A thread and its turns, oldest first; `ThreadNotFound` if there is none."""
+        thread = await self._store.threads.get(thread_id)
+        if thread is None:
+            raise ThreadNotFound(thread_id)
+        return thread, await self._store.threads.turns(thread_id)
+
+    async def page(self, *, limit: int, offset: int) -> tuple[list[StoredThread], int]:
+        """Threads, newest first, and how many there are."""
+        return await self._store.threads.page(limit=limit, offset=offset)
+
+    async def delete(self, thread_id: str) -> None:
+        """Remove the thread: its runs (cancelled first), their events, steps and spans."""
+        async with self._lock(thread_id):
+            _, turns = await self.get(thread_id)
+            await self._end([t.id for t in turns if not t.finished])
+            if not await self._store.threads.delete(thread_id):
+                raise ThreadNotFound(thread_id)
+
+    async def submit(
+        self,
+        thread_id: str,
+        request: Submission,
+        strategy: MultitaskStrategy,
+        **options: Any,
+    ) -> tuple[StoredRun, bool]:
+        """Submit a turn (`options`: the service's `submit`'s, an idempotency key say)."""
+        async with self._lock(thread_id):
+            _, turns = await self.get(thread_id)
+            under_way = [t.id for t in turns if not t.finished]
+            if under_way and strategy == "reject":
+                raise ThreadBusy(thread_id, under_way[-1])
+            if under_way and strategy in ("interrupt", "rollback"):
+                await self._end(under_way)
+                if strategy == "rollback":
+                    for run_id in under_way:
+                        await self._store.threads.remove_run(run_id)
+            # `enqueue`: the executor starts it once the turns before it have ended.
+            return await self._submit(replace(request, thread=thread_id), **options)
+
+    async def _end(self, run_ids: list[str]) -> None:
+        """Cancel the runs and wait (bounded) until each is recorded as ended."""
+        for run_id in run_ids:
+            await self._cancel(run_id)
+        deadline = time.monotonic() + _CANCEL_WAIT_S
+        for run_id in run_ids:
+            task = self._executor.tasks.get(run_id)
+            if task is not None:
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                        await asyncio.shield(task)
+            while time.monotonic() < deadline:  # another instance's: its record says
+                run = await self._store.get(run_id)
+                if run is None or run.finished:
+                    break
+                await asyncio.sleep(_POLL_S)
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = asyncio.Lock()
+        if len(self._locks) > 10_000:  # forget idle ones (the dict stays bounded)
+            for key in [k for k, v in self._locks.items() if not v.locked() and k != thread_id]:
+                del self._locks[key]
+        return lock

@@ -1,0 +1,197 @@
+"""Threads over HTTP: turns that see the turns before them, each multitask strategy under a
+concurrent submission, and a deleted thread that leaves nothing of itself in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agents.core.events import RunStarted
+from orchestrator.store import RunStore
+from tests.service import all_events
+
+pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+
+async def new_thread(client: httpx.AsyncClient, **metadata: Any) -> str:
+    made = await client.post("/v1/threads", json={"metadata": metadata})
+    assert made.status_code == 201, made.text
+    assert made.headers["Location"] == f"/v1/threads/{made.json()['id']}"
+    return str(made.json()["id"])
+
+
+async def turn(
+    client: httpx.AsyncClient, thread: str, task: str, agent: str, strategy: str = "reject"
+) -> httpx.Response:
+    body = {"task": task, "agent": agent, "multitask_strategy": strategy}
+    return await client.post(f"/v1/threads/{thread}/runs", json=body)
+
+
+async def ended(api: str, run_id: str) -> dict[str, Any]:
+    """The run's `run_finished` event's data (followed to the end)."""
+    events = await all_events(api, run_id)
+    assert events[-1][1] == "run_finished", events[-1]
+    return events[-1][2]
+
+
+async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client, user="ada")
+        answers = []
+        for task in ("remember the number 7", "and add 3", "what was the first thing I said?"):
+            submitted = await turn(client, thread, task, "parrot")
+            assert submitted.status_code == 202, submitted.text
+            assert submitted.headers["Multitask-Strategy"] == "reject"
+            run = submitted.json()
+            assert run["thread_id"] == thread
+            answers.append((await ended(api, run["id"]))["output"])
+        # The scripted model answers by its place in the conversation: the third turn had the
+        # two before it (without them, every turn would get the first answer).
+        assert answers == ["first answer", "second answer", "third answer"]
+        read = (await client.get(f"/v1/threads/{thread}")).json()
+        assert read["metadata"] == {"user": "ada"}
+        assert [t["task"] for t in read["turns"]] == [
+            "remember the number 7",
+            "and add 3",
+            "what was the first thing I said?",
+        ]
+        assert [t["output"] for t in read["turns"]] == answers
+        last = read["turns"][-1]["run_id"]
+        trace = (await client.get(f"/v1/runs/{last}/trace")).json()
+        spans = _flat(trace["spans"])
+        # Every span of a turn names its thread (the GenAI conventions' conversation id).
+        assert {
+            s["attributes"]["gen_ai.conversation.id"]
+            for s in spans
+            if "gen_ai.conversation.id" in s["attributes"]
+        } == {thread}
+        [chat] = [s for s in spans if s["name"].startswith("chat ")]
+        sent = json.loads(chat["attributes"]["gen_ai.input.messages"])
+        said = [p["content"] for m in sent for p in m["parts"] if "content" in p]
+        assert said[:4] == ["remember the number 7", "first answer", "and add 3", "second answer"]
+        listed = (await client.get("/v1/threads", params={"limit": 200})).json()
+        assert thread in [t["id"] for t in listed["threads"]]
+
+
+def _flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for n in nodes for s in [n, *_flat(n["children"])]]
+
+
+async def test_a_burst_of_twenty_to_one_thread_starts_exactly_one(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        answers = await asyncio.gather(*(turn(client, thread, "doze", "dozer") for _ in range(20)))
+        codes = Counter(a.status_code for a in answers)
+        assert codes == {202: 1, 409: 19}, codes
+        busy = next(a for a in answers if a.status_code == 409).json()["error"]
+        assert busy["code"] == "thread_busy" and "multitask_strategy" in busy["message"]
+        [accepted] = [a.json()["id"] for a in answers if a.status_code == 202]
+        await client.post(f"/v1/runs/{accepted}/cancel")
+        assert (await ended(api, accepted))["status"] == "cancelled"
+
+
+async def test_an_enqueued_turn_starts_when_the_one_before_it_ends(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        first = (await turn(client, thread, "wait", "sleeper")).json()
+        second = await turn(client, thread, "calculate 2 + 2", "analyst", "enqueue")
+        assert second.status_code == 202 and second.headers["Multitask-Strategy"] == "enqueue"
+        assert (await ended(api, second.json()["id"]))["status"] == "succeeded"
+        runs = [
+            (await client.get(f"/v1/runs/{r}")).json() for r in (first["id"], second.json()["id"])
+        ]
+        assert runs[0]["status"] == "succeeded" and runs[0]["output"] == "rested"
+        assert runs[1]["started_at"] >= runs[0]["finished_at"]
+
+
+async def test_an_interrupting_turn_cancels_the_one_under_way_and_sees_it(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        first = (await turn(client, thread, "doze", "dozer")).json()
+        second = await turn(client, thread, "remember this instead", "parrot", "interrupt")
+        assert second.status_code == 202, second.text
+        # The interrupted turn is kept, recorded as cancelled, and is part of the conversation.
+        assert (await ended(api, second.json()["id"]))["output"] == "second answer"
+        turns = (await client.get(f"/v1/threads/{thread}")).json()["turns"]
+        assert [(t["run_id"], t["status"]) for t in turns] == [
+            (first["id"], "cancelled"),
+            (second.json()["id"], "succeeded"),
+        ]
+
+
+async def test_a_rolled_back_turn_is_cancelled_and_removed(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        first = (await turn(client, thread, "doze", "dozer")).json()
+        second = await turn(client, thread, "start over", "parrot", "rollback")
+        assert second.status_code == 202, second.text
+        assert (await ended(api, second.json()["id"]))["output"] == "first answer"
+        assert (await client.get(f"/v1/runs/{first['id']}")).status_code == 404
+        turns = (await client.get(f"/v1/threads/{thread}")).json()["turns"]
+        assert [t["run_id"] for t in turns] == [second.json()["id"]]
+
+
+async def test_a_deleted_thread_leaves_none_of_its_rows(api: str, service_dir: Path) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        ids = []
+        for task in ("one", "two"):
+            run = (await turn(client, thread, task, "parrot")).json()
+            await ended(api, run["id"])
+            ids.append(run["id"])
+        assert (await client.delete(f"/v1/threads/{thread}")).status_code == 204
+        assert (await client.get(f"/v1/threads/{thread}")).status_code == 404
+        assert (await client.delete(f"/v1/threads/{thread}")).status_code == 404
+        assert (await turn(client, thread, "three", "parrot")).status_code == 404
+        for run_id in ids:
+            assert (await client.get(f"/v1/runs/{run_id}")).status_code == 404
+    marks = ",".join("?" * len(ids))
+    with sqlite3.connect(service_dir / "api.db") as db:
+        for table in ("runs", "run_events", "spans", "run_steps"):
+            column = "id" if table == "runs" else "run_id"
+            left = db.execute(f"SELECT count(*) FROM {table} WHERE {column} IN ({marks})", ids)
+            assert left.fetchone()[0] == 0, table
+        assert db.execute("SELECT count(*) FROM threads WHERE id = ?", (thread,)).fetchone()[0] == 0
+
+
+async def test_deleting_a_thread_removes_its_rows_on_every_store(store_url: str) -> None:
+    store = await RunStore.open(store_url)
+    try:
+        await store.threads.create("t1", {})
+        await store.threads.create("t2", {})
+        for run_id, thread in (("r1", "t1"), ("r2", "t1"), ("r3", "t2")):
+            await store.add(run_id, "task", agent=None, system="s", config={}, context_id=thread)
+            await store.add_events(run_id, [(1, RunStarted(agent="a"))])
+        assert [r.id for r in await store.threads.turns("t1")] == ["r1", "r2"]
+        assert await store.threads.delete("t1")
+        assert not await store.threads.delete("t1")
+        assert await store.get("r1") is None and await store.get("r2") is None
+        assert await store.events("r1", 0) == [] and len(await store.events("r3", 0)) == 1
+        assert await store.get("r3") is not None  # another thread's run stays
+        assert await store.threads.get("t1") is None and await store.threads.get("t2") is not None
+    finally:
+        await store.close()
+
+
+async def test_an_mcp_client_continues_a_thread_by_its_id(api: str) -> None:
+    from mcp import Client
+
+    async with Client(f"{api}/mcp") as client:
+        first = await client.call_tool(
+            "submit_task", {"task": "hello", "agent": "parrot", "thread": "new"}
+        )
+        opened = json.loads(first.content[0].text)  # type: ignore[union-attr]
+        assert opened["output"] == "first answer" and opened["thread_id"]
+        second = await client.call_tool(
+            "submit_task", {"task": "again", "agent": "parrot", "thread": opened["thread_id"]}
+        )
+        went_on = json.loads(second.content[0].text)  # type: ignore[union-attr]
+    assert went_on["output"] == "second answer"
+    assert went_on["thread_id"] == opened["thread_id"]
