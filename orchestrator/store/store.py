@@ -21,6 +21,7 @@ from alembic.config import Config as AlembicConfig
 from sqlalchemy import (
     URL,
     Connection,
+    bindparam,
     delete,
     event,
     func,
@@ -175,6 +176,12 @@ def _span_of(row: SpanRow) -> SpanRecord:
     )
 
 
+# A queued run starts (never an ended one: see `RunStore.start`).
+_START_RUN = update(RUNS_TABLE).where(
+    RUNS_TABLE.c.id == bindparam("run_id_"), RUNS_TABLE.c.status == RunStatus.QUEUED.value
+)
+
+
 class RunStore:
     """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
@@ -302,8 +309,14 @@ class RunStore:
         await self._writes.write((UPDATE_RUN, [{"run_id_": run_id, **values}]))
 
     async def start(self, run_id: str) -> None:
-        """Mark a run running."""
-        await self._set(run_id, status=RunStatus.RUNNING, started_at=time.time())
+        """Mark a queued run running.
+
+        Only a queued one: made late (kept through a store outage, or retried after its commit
+        was reported failed), the write must not turn a run that has ended since back into a
+        running one.
+        """
+        values = {"run_id_": run_id, "status": RunStatus.RUNNING, "started_at": time.time()}
+        await self._writes.write((_START_RUN, [values]))
 
     async def set_waiting(self, run_id: str, waiting: bool) -> None:
         """Mark a running run as waiting for approval, or as running again (not a finished one)."""

@@ -167,6 +167,26 @@ async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url:
     await store.close()
 
 
+async def test_a_start_written_late_never_turns_an_ended_run_back_to_running(
+    store_url: str,
+) -> None:
+    # A start kept through an outage (or retried after its commit was reported failed) can be
+    # made after the run's end was recorded by the ledger: the end stands.
+    store = await RunStore.open(store_url)
+    try:
+        await store.add("ended", "t", agent=None, system="s", config={})
+        await store.finish(_result("ended"), [])
+        await store.start("ended")
+        ended = await store.get("ended")
+        assert ended is not None and ended.status == "succeeded"
+        await store.add("queued", "t", agent=None, system="s", config={})
+        await store.start("queued")
+        started = await store.get("queued")
+        assert started is not None and started.status == "running" and started.started_at
+    finally:
+        await store.close()
+
+
 async def test_instances_opening_a_new_store_at_once_all_get_it(store_url: str) -> None:
     # Service replicas started together each migrate the new store; none may fail for it.
     probe = (
