@@ -10,6 +10,7 @@ minute, and the drift; each process's memory (RSS) at the start and the end and 
 1,000 runs; the store's size per 1,000 runs.
 
 Run: .venv/bin/python bench/soak.py [RATE runs/s, default 10] [MINUTES, default 10]
+[SWEEP_S, the retention sweep's period, default 60]
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def report(soak: Soak, rate: float, minutes: float) -> None:
 async def main() -> None:
     rate = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
     minutes = float(sys.argv[2]) if len(sys.argv) > 2 else 10.0
+    sweep_s = sys.argv[3] if len(sys.argv) > 3 else "60"
     ray.init(
         namespace="baton-bench",
         include_dashboard=False,
@@ -175,7 +177,7 @@ async def main() -> None:
             address,
             port,
             BATON_RETENTION_MAX_RUNS=str(KEPT_RUNS),
-            BATON_RETENTION_SWEEP_S="60",
+            BATON_RETENTION_SWEEP_S=sweep_s,
             BATON_MAX_QUEUED_RUNS="100000",
         )
         try:

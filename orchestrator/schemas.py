@@ -132,12 +132,14 @@ class ThreadRunSubmission(RunRequest):
 
 
 # Metadata values: what every store keeps as JSON as it was given (no NUL, no NaN).
-_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+_META_KEY = r"^[A-Za-z0-9_.:-]+$"
+_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=_META_KEY)]
+# (Strict: a string past its length is refused, not read as the number it spells.)
 _MetaValue = (
-    Annotated[str, Field(max_length=1000, pattern=r"^[^\u0000]*$")]
-    | Annotated[int, Field(ge=-(2**53), le=2**53)]
-    | Annotated[float, Field(allow_inf_nan=False)]
-    | bool
+    Annotated[str, Field(strict=True, max_length=1000, pattern=r"^[^\u0000]*$")]
+    | Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
+    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    | Annotated[bool, Field(strict=True)]
     | None
 )
 
@@ -151,6 +153,11 @@ class ThreadCreate(BaseModel):
         default_factory=dict,
         max_length=32,
         description="Up to 32 values to keep with the thread (a user id, say).",
+        # Said in the schema as the validation does it: names of that shape, no others.
+        json_schema_extra={
+            "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": _META_KEY},
+            "additionalProperties": False,
+        },
     )
 
 

@@ -11,7 +11,36 @@ from pydantic import BaseModel, ConfigDict, Field
 from agents.core.errors import DelegationRefused, RefusalReason
 from agents.core.limits import Limits
 
-__all__ = ["AgentResult", "Delegation", "Refusal", "RunContext", "RunStatus", "Usage"]
+__all__ = [
+    "AgentResult",
+    "Delegation",
+    "Refusal",
+    "RunContext",
+    "RunStatus",
+    "Usage",
+    "handoff_note",
+    "latest_request",
+]
+
+_HANDED_OVER = " handed this conversation over to you"
+
+
+def handoff_note(caller: str, note: str | None) -> str:
+    """The user message a hand-off adds to the conversation it hands over."""
+    return f"({caller}{_HANDED_OVER}{': ' + note if note else ''}.)"
+
+
+def latest_request(messages: list[dict[str, Any]]) -> str:
+    """What the person asked last: the latest user message that is no hand-off's note.
+
+    In a thread's turn, the conversation holds the earlier turns' requests before it.
+    """
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = str(message.get("content") or "")
+            if not (content.startswith("(") and _HANDED_OVER in content):
+                return content
+    return ""
 
 
 class RunStatus(StrEnum):

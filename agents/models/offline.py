@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from agents.core.messages import latest_request
 from agents.models.base import CHANGES_STATE
 from agents.models.text import terms
 
@@ -27,11 +28,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def _task(messages: list[dict[str, Any]]) -> str:
-    """The latest user message: in a conversation (a thread's turn), the one to answer now."""
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            return str(message.get("content") or "")
-    return ""
+    """What to answer now: the latest request (a thread's turn follows the earlier ones)."""
+    return latest_request(messages)
 
 
 # Parameters that name a file or folder: the offline model points them at the base folder (".",

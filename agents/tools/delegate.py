@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.core.guard import check_delegation
-from agents.core.messages import AgentResult, Delegation, RunStatus
+from agents.core.messages import (
+    AgentResult,
+    Delegation,
+    RunStatus,
+    handoff_note,
+    latest_request,
+)
 from agents.core.spec import AgentCard, AgentSpec
 from agents.tools.base import Tool, ToolCallContext, ToolOutput, load_tool
 from agents.tools.files import FILE_TOOL_NAMES, FileTools
@@ -171,10 +177,9 @@ class HandoffTool(DelegateTool):
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
         """Hand the conversation (and the note) over, behind the guard; its answer is ours."""
         history = list(ctx.history or [])
-        task = next((str(m["content"]) for m in history if m.get("role") == "user"), "")
-        note = arguments.get("note")
-        told = f"{self.caller} handed this conversation over to you"
-        history.append({"role": "user", "content": f"({told}{': ' + note if note else ''}.)"})
+        task = latest_request(history)
+        told = handoff_note(self.caller, arguments.get("note"))
+        history.append({"role": "user", "content": told})
         return await self._hand(task or told, history, ctx)
 
 

@@ -215,7 +215,10 @@ class RunExecutor:
     async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         record = self.pending_writes.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
-        if run_id in self._cancel_asked:  # while its start was being recorded
+        # Read before the check below: between it and the engine's taking the run, nothing
+        # may wait (a cancellation then would find neither).
+        turns = await self._turns(run_id, request)
+        if run_id in self._cancel_asked:  # while its start (or its thread) was being read
             await self._end_unstarted(run_id)
             return
         self.events.reader.watch(run_id)  # (resumed, or accepted before the stream's place)
@@ -237,7 +240,7 @@ class RunExecutor:
                 stream=request.stream,
                 origin=request.origin,
                 lineage=lineage,
-                turns=await self._turns(run_id, request),
+                turns=turns,
             )
             if self.stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

@@ -62,6 +62,10 @@ class ServiceLimits:
 
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
 _STREAM_PLACE_S = 5.0
+# The retention sweep removes this many runs per transaction, pausing between two: on SQLite
+# (one writer at a time) the runs going on meanwhile write between its batches.
+_SWEEP_BATCH = 100
+_SWEEP_PAUSE_S = 0.05
 # Runs accepted here whose records followers get without reading the store (see `following`).
 _KEEP_ACCEPTED = 256
 
@@ -171,7 +175,12 @@ class RunService:
                 cutoff = None
                 if limits.retention_days is not None:
                     cutoff = time.time() - limits.retention_days * 86400
-                removed = await self.store.prune(older_than=cutoff, keep=limits.retention_max_runs)
+                removed = await self.store.prune(
+                    older_than=cutoff,
+                    keep=limits.retention_max_runs,
+                    batch=_SWEEP_BATCH,
+                    pause_s=_SWEEP_PAUSE_S,
+                )
                 if removed:
                     logger.info("retention: removed %d finished runs", removed)
             except Exception:

@@ -434,7 +434,12 @@ class RunStore:
             return StoredRun.model_validate(row._mapping) if row is not None else None
 
     async def prune(
-        self, *, older_than: float | None = None, keep: int | None = None, batch: int = 500
+        self,
+        *,
+        older_than: float | None = None,
+        keep: int | None = None,
+        batch: int = 500,
+        pause_s: float = 0.0,
     ) -> int:
         """Remove finished runs, with their spans, events, steps and webhooks; how many.
 
@@ -442,6 +447,8 @@ class RunStore:
             older_than: runs created before this time (Unix seconds).
             keep: all but the newest `keep` finished runs.
             batch: runs removed per transaction (a long prune never holds the store for long).
+            pause_s: a pause between two batches, for the writes of runs going on meanwhile
+                (a service's sweep; a `baton prune` makes none).
 
         Runs not finished (queued, running, waiting) are never removed.
         """
@@ -467,6 +474,8 @@ class RunStore:
             removed += len(ids)
             if len(ids) < batch:
                 break
+            if pause_s:
+                await asyncio.sleep(pause_s)
         if older_than is not None:  # threads of that age left without a turn go with them
             async with self._sessions.begin() as session:
                 turns = select(RunRow.id).where(RunRow.context_id == ThreadRow.id).exists()

@@ -216,6 +216,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "narrator",
         "desk",
         "refunds",
+        "parrot",
         "lead",
         "clerk",
         "vault",

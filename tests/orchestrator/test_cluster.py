@@ -17,7 +17,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
-from tests.service import ServiceProcess, all_events
+from tests.service import ServiceProcess, all_events, follow
 from tests.testkit import start, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
@@ -250,14 +250,33 @@ async def test_a_host_killed_past_its_restarts_is_started_again_until_a_crash_lo
     assert stats["helper"]["state"].startswith("crash_loop: ")
 
 
+# How soon a service's dead host is back: its pause (2 s here, to see it down) and a start.
+HOST_BACK_BOUND_S = 45.0
+
+
 def test_a_services_dead_host_is_not_ready_until_baton_starts_it_again(
     ray_address: str, tmp_path: Path
 ) -> None:
-    config = tmp_path / "solo.yaml"
+    outbox = tmp_path / "outbox"
+    config = tmp_path / "shared.yaml"
+    # Both agents share one host (no `ray:` options): killing it takes both.
     config.write_text(
-        "name: solo-team\n"
-        "supervision: {backoff_min_s: 2}\n"  # long enough to see it down
-        "agents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]\n"
+        f"""
+name: shared-team
+supervision: {{backoff_min_s: 2}}
+agents:
+  - name: clerk
+    description: Sends the letter once, then files it.
+    tools: [tests.testkit:send_once, tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {{tool_calls: [{{name: send_once, arguments: {{path: "{outbox}", seconds: 0}}}}]}}
+          - {{tool_calls: [{{name: slow_step, arguments: {{seconds: 30}}}}]}}
+          - {{content: filed}}
+  - {{name: adder, description: Adds., tools: [configs.tools:calculate]}}
+"""
     )
     service = ServiceProcess(
         config, f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}", ray_address, tmp_path / "log"
@@ -266,27 +285,39 @@ def test_a_services_dead_host_is_not_ready_until_baton_starts_it_again(
     try:
         with httpx.Client(base_url=service.url, timeout=30) as http:
             assert http.get("/readyz").json()["checks"]["agents"] == "ok"
-            [solo] = http.get("/v1/agents").json()["agents"]
-            killed = solo["replicas"][0]["pid"]
-            os.kill(killed, signal.SIGKILL)  # as the OOM killer does
-            deadline = time.monotonic() + 30
+            [host] = {
+                r["pid"] for a in http.get("/v1/agents").json()["agents"] for r in a["replicas"]
+            }
+            letter = http.post("/v1/runs", json={"task": "send it", "agent": "clerk"}).json()
+
+            async def until_filing() -> None:  # the letter sent (and stored), the filing begun
+                async for _, kind, data in follow(service.url, letter["id"]):
+                    if kind == "tool_started" and data.get("tool") == "slow_step":
+                        return
+
+            asyncio.run(until_filing())
+            os.kill(host, signal.SIGKILL)  # as the OOM killer does
+            killed_at = time.monotonic()
             while (ready := http.get("/readyz")).status_code == 200:
-                assert time.monotonic() < deadline, "readiness never saw the host die"
-            assert ready.json()["checks"]["agents"].startswith("down: solo (")
+                assert time.monotonic() < killed_at + 30, "readiness never saw the host die"
+            assert ready.json()["checks"]["agents"].startswith("down: adder (")
             # A run sent meanwhile waits for the host, then runs.
-            run = http.post("/v1/runs", json={"task": "what is 6*7?"}).json()
+            sum_run = http.post("/v1/runs", json={"task": "calculate 6 * 7", "agent": "adder"})
             said = set()
             while (ready := http.get("/readyz")).status_code == 503:
                 said.add(ready.json()["checks"]["agents"].split(":")[1].strip())
-                assert time.monotonic() < deadline + 60, ready.json()
-            assert "solo (restarting" in said, said
-            [solo] = http.get("/v1/agents").json()["agents"]
-            assert solo["replicas"][0]["state"] == "alive"
-            assert solo["replicas"][0]["restarts"] == 1
-            assert solo["replicas"][0]["pid"] != killed
-            events = asyncio.run(all_events(service.url, run["id"]))
-            [back] = [data for _, kind, data in events if kind == "host_restarted"]
-            assert back["agent"] == "solo" and back["waited_s"] > 0
-            assert events[-1][2]["status"] == "succeeded", events[-1]
+                assert time.monotonic() < killed_at + HOST_BACK_BOUND_S, ready.json()
+            assert "adder (restarting" in said, said
+            replicas = [r for a in http.get("/v1/agents").json()["agents"] for r in a["replicas"]]
+            assert {(r["state"], r["restarts"]) for r in replicas} == {("alive", 1)}
+            assert {r["pid"] for r in replicas} != {host}
+            for run_id in (letter["id"], sum_run.json()["id"]):
+                events = asyncio.run(all_events(service.url, run_id))
+                assert events[-1][2]["status"] == "succeeded", events[-1]
+                [back] = [data for _, kind, data in events if kind == "host_restarted"]
+                assert back["waited_s"] > 0 and back["restarts"] == 1
+            # The run that was in it resumed from its step log: the letter went once.
+            assert outbox.read_text() == "sent\n"
+            assert "42" in events[-1][2]["output"]
     finally:
         service.stop()

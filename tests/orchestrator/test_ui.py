@@ -130,6 +130,7 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "narrator",
         "desk",
         "refunds",
+        "parrot",
         "lead",
         "clerk",
         "vault",
