@@ -19,7 +19,7 @@ import asyncpg
 
 from tests.ports import free_port
 
-__all__ = ["PostgresServer", "find_pg_bin", "fresh_database", "postgres_server"]
+__all__ = ["PostgresServer", "find_pg_bin", "fresh_database", "own_server", "postgres_server"]
 
 
 def find_pg_bin() -> Path | None:
@@ -104,3 +104,23 @@ def fresh_database(base: str, name: str) -> str:
 
     asyncio.run(create())
     return base.rsplit("/", 1)[0] + "/" + database
+
+
+@contextmanager
+def own_server() -> Iterator[PostgresServer]:
+    """A server of the caller's own, which it may stop and start; the test is skipped where
+    PostgreSQL is not installed (and fails on CI, which must have it)."""
+    import pytest
+
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; `make test` installs it (apt: postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt: postgresql)")
+    server = PostgresServer(bin_dir)
+    try:
+        server.start()
+        server.create_database()
+        yield server
+    finally:
+        server.remove()

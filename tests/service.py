@@ -153,7 +153,7 @@ DOZER = """
 SERVICE_CONFIG = (
     """
 name: svc
-limits: {deadline_s: 60, approval_timeout_s: 4}
+limits: {deadline_s: 60, approval_timeout_s: 15}
 tracing: {capture_content: true}
 agents:
   - name: coordinator

@@ -3,13 +3,15 @@
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, Path, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
 from orchestrator.api.guards import KeyRing, RateLimiter, retry_after
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
+from orchestrator.system.routing import AUTO
 
 __all__ = [
     "CALL_ID",
@@ -17,9 +19,11 @@ __all__ = [
     "RUN_ID",
     "Caller",
     "FollowedRun",
+    "IdempotencyKey",
     "Run",
     "Service",
     "caller_guard",
+    "check_agent",
     "service_of",
 ]
 
@@ -114,3 +118,31 @@ async def _followed_run(run_id: RUN_ID, service: Service) -> StoredRun:
 
 # A run to follow (its events): no read of the store while it is in flight in this service.
 FollowedRun = Annotated[StoredRun, Depends(_followed_run)]
+
+
+IdempotencyKey = Annotated[
+    str,
+    Header(
+        max_length=255,
+        description="Retries with the same key and body return the same run (empty: no key).",
+    ),
+]
+
+
+def check_agent(service: RunService, agent: str | None) -> None:
+    """Refuse (422, as a body field) an entry agent the system does not have.
+
+    The OpenAPI document lists the valid names (see `orchestrator.api.app`).
+    """
+    agents = [a.name for a in service.system.config.agents]
+    if agent is not None and agent not in (*agents, AUTO):
+        listed = ", ".join(repr(n) for n in (*agents, AUTO))
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "agent"),
+                    "msg": f"Input should be one of {listed}",
+                    "type": "literal_error",
+                }
+            ]
+        )

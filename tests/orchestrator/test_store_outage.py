@@ -5,14 +5,13 @@ store is back, and nothing is corrupted."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.postgres import PostgresServer, find_pg_bin
+from tests.postgres import PostgresServer, own_server
 from tests.service import ServiceProcess, all_events, follow, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -21,18 +20,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 @pytest.fixture
 def postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the test's own, which it may stop and start."""
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed; `make test` installs it (apt: postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt: postgresql)")
-    server = PostgresServer(bin_dir)
-    try:
-        server.start()
-        server.create_database()
+    with own_server() as server:
         yield server
-    finally:
-        server.remove()
 
 
 async def _status_when_recorded(client: httpx.AsyncClient, run_id: str) -> dict[str, object]:

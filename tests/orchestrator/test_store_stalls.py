@@ -20,7 +20,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.postgres import PostgresServer, find_pg_bin
+from tests.postgres import PostgresServer, own_server
 from tests.service import ServiceProcess, all_events, follow, submit
 from tests.tcp_proxy import ProxyProcess
 
@@ -34,16 +34,8 @@ ANSWER_BOUND_S = WAIT_S * 2 + 3
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL is not installed (apt: postgresql); `make test` installs it")
-    server = PostgresServer(bin_dir)
-    try:
-        server.start()
-        server.create_database()
+    with own_server() as server:
         yield server
-    finally:
-        server.remove()
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,19 @@ from collections.abc import AsyncIterable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
 
 from agents.core.events import Event
-from orchestrator.api.deps import MERMAID, Caller, FollowedRun, Run, Service
+from orchestrator.api.deps import (
+    MERMAID,
+    Caller,
+    FollowedRun,
+    IdempotencyKey,
+    Run,
+    Service,
+    check_agent,
+)
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
 from orchestrator.api.sse import SseResponse
 from orchestrator.errors import NothingToCompare
@@ -28,7 +35,6 @@ from orchestrator.schemas import (
     run_view,
     span_forest,
 )
-from orchestrator.system.routing import AUTO
 
 __all__ = ["documented", "router"]
 
@@ -45,28 +51,10 @@ async def submit(
     service: Service,
     caller: Caller,
     response: Response,
-    idempotency_key: Annotated[
-        str,
-        Header(
-            max_length=255,
-            description="Retries with the same key and body return the same run (empty: no key).",
-        ),
-    ] = "",
+    idempotency_key: IdempotencyKey = "",
 ) -> RunView:
     """Submit a task. The run starts in the background; follow its `events` link."""
-    agents = [a.name for a in service.system.config.agents]
-    if body.agent is not None and body.agent not in (*agents, AUTO):
-        # The OpenAPI document lists the valid names (see `orchestrator.api.app`).
-        listed = ", ".join(repr(n) for n in (*agents, AUTO))
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("body", "agent"),
-                    "msg": f"Input should be one of {listed}",
-                    "type": "literal_error",
-                }
-            ]
-        )
+    check_agent(service, body.agent)
     run, created = await service.submit(
         body.submission(), idempotency_key=idempotency_key or None, principal=caller
     )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Response
-from fastapi.exceptions import RequestValidationError
+from fastapi import APIRouter, Path, Query, Response
 
-from orchestrator.api.deps import Caller, Service
+from orchestrator.api.deps import Caller, IdempotencyKey, Service, check_agent
 from orchestrator.schemas import (
     ErrorBody,
     RunView,
@@ -18,7 +17,6 @@ from orchestrator.schemas import (
     run_view,
     thread_view,
 )
-from orchestrator.system.routing import AUTO
 
 __all__ = ["router"]
 
@@ -89,30 +87,13 @@ async def submit_turn(
     service: Service,
     caller: Caller,
     response: Response,
-    idempotency_key: Annotated[
-        str,
-        Header(
-            max_length=255,
-            description="Retries with the same key and body return the same run (empty: no key).",
-        ),
-    ] = "",
+    idempotency_key: IdempotencyKey = "",
 ) -> RunView:
     """Submit the thread's next turn: its entry agent sees the earlier turns.
 
     The `Multitask-Strategy` header of the answer says what was done about a run under way.
     """
-    agents = [a.name for a in service.system.config.agents]
-    if body.agent is not None and body.agent not in (*agents, AUTO):
-        listed = ", ".join(repr(n) for n in (*agents, AUTO))
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("body", "agent"),
-                    "msg": f"Input should be one of {listed}",
-                    "type": "literal_error",
-                }
-            ]
-        )
+    check_agent(service, body.agent)
     run, created = await service.threads.submit(
         thread_id,
         body.submission(),
