@@ -9,7 +9,9 @@ from pathlib import Path
 __all__ = ["finish", "schemathesis"]
 
 
-def schemathesis(url: str, folder: Path, *options: str) -> subprocess.Popen[str]:
+def schemathesis(
+    url: str, folder: Path, *options: str, max_examples: int = 20
+) -> subprocess.Popen[str]:
     """Start `schemathesis run` on the service at `url` with every check; its cache and report
     go to `folder` (not into the checkout)."""
     folder.mkdir()
@@ -21,7 +23,7 @@ def schemathesis(url: str, folder: Path, *options: str) -> subprocess.Popen[str]
             "--checks",
             "all",
             "--max-examples",
-            "20",
+            str(max_examples),
             "--seed",
             "1",
             "--request-timeout",

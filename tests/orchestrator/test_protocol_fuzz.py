@@ -98,7 +98,7 @@ def check(answer: httpx.Response, body: Any) -> None:
 
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=60,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
