@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
+from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
@@ -84,11 +85,14 @@ class AgentPool:
         return RayDispatcher(self.system, ledger or self.ledger)
 
     def current(self, host: str, replica: int) -> Any:
-        """The live handle of a host replica: by name, so that one created again is found."""
+        """The live handle of a host replica, looked up by name, and kept in `hosts`.
+
+        The supervisor may have created it again since its handle was kept.
+        """
         if self.supervisor is not None:
             try:
                 name = self.system.host_actor_name(host, replica)
-                return ray.get_actor(name, namespace=self.system.namespace)
+                self.hosts[host][replica] = ray.get_actor(name, namespace=self.system.namespace)
             except ValueError:
                 pass  # dead and not created again yet: the old handle says so
         return self.hosts[host][replica]
@@ -108,7 +112,7 @@ class AgentPool:
             supervised = {"restarts": watch["restarts"]} if watch else {}
             try:
                 async with asyncio.timeout(timeout_s):
-                    stats: dict[str, Any] = await self.current(host.name, replica).stats.remote()
+                    stats = await self._stats(host.name, replica)
             except Exception as exc:
                 state = f"unavailable: {type(exc).__name__}"
                 if watch is not None and watch["state"] != "alive":
@@ -132,6 +136,21 @@ class AgentPool:
             *(ask(host, i) for host in self.plan for i in range(len(self.hosts[host.name])))
         )
         return [row for rows in asked for row in rows]
+
+    async def _stats(self, host: str, replica: int) -> dict[str, Any]:
+        """A replica's stats, through the handle kept.
+
+        A replica created again since (the handle kept is dead) is looked up by name once,
+        not on every ask.
+        """
+        try:
+            stats: dict[str, Any] = await self.hosts[host][replica].stats.remote()
+        except (RayActorError, ActorUnavailableError):
+            kept = self.hosts[host][replica]
+            if self.current(host, replica) is kept:
+                raise
+            stats = await self.hosts[host][replica].stats.remote()
+        return stats
 
     async def _watched(self, timeout_s: float) -> dict[str, HostState]:
         if self.supervisor is None:

@@ -221,10 +221,7 @@ def run(
         async def submit(service: RunService) -> StoredRun:
             if thread is None:
                 return (await service.submit(submission))[0]
-            chosen = thread
-            if chosen == "new":
-                chosen = (await service.threads.create({})).id
-            return (await service.threads.submit(chosen, submission, "reject"))[0]
+            return (await service.threads.continue_or_start(thread, submission))[0]
 
         view = asyncio.run(_run_here(settings, system, submit, display))
     if view.thread_id is not None and not as_json:

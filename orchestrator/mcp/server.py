@@ -102,9 +102,7 @@ async def _submit(
         if thread is None:
             run, _ = await runs.submit(request, principal="mcp")
         else:
-            if thread == "new":
-                thread = (await runs.threads.create({})).id
-            run, _ = await runs.threads.submit(thread, request, "reject", principal="mcp")
+            run, _ = await runs.threads.continue_or_start(thread, request, principal="mcp")
     except ValidationError as exc:
         raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
     except ServiceError as exc:

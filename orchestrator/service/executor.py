@@ -261,15 +261,16 @@ class RunExecutor:
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
 
+    async def _earlier_turns(self, run_id: str, thread: str) -> list[StoredRun]:
+        """The runs of the thread made before this one, oldest first."""
+        turns = await self.store.threads.turns(thread)
+        ids = [t.id for t in turns]
+        return turns[: ids.index(run_id)] if run_id in ids else turns
+
     async def _after_earlier_turns(self, run_id: str, thread: str) -> None:
         """Wait until every run of the thread made before this one has ended."""
         while True:
-            earlier = []
-            for turn in await self.store.threads.turns(thread):
-                if turn.id == run_id:
-                    break
-                if not turn.finished:
-                    earlier.append(turn.id)
+            earlier = [t.id for t in await self._earlier_turns(run_id, thread) if not t.finished]
             if not earlier:
                 return
             held = [self.tasks[i] for i in earlier if i in self.tasks]
@@ -284,9 +285,7 @@ class RunExecutor:
         if thread is None:
             return None
         history: list[dict[str, str]] = []
-        for turn in await self.store.threads.turns(thread):
-            if turn.id == run_id:
-                break
+        for turn in await self._earlier_turns(run_id, thread):
             if not turn.finished:
                 continue
             if turn.status == RunStatus.SUCCEEDED and turn.output is not None:

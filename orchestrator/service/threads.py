@@ -24,9 +24,11 @@ from orchestrator.service.executor import RunExecutor
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.store.threads import StoredThread
 
-__all__ = ["MultitaskStrategy", "Threads"]
+__all__ = ["NEW_THREAD", "MultitaskStrategy", "Threads"]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+# What the CLI and the MCP tool take for "a thread of its own, made now".
+NEW_THREAD = "new"
 
 # How long an interrupting or rolling-back submission waits for the run it cancels to end.
 _CANCEL_WAIT_S = 30.0
@@ -102,6 +104,17 @@ class Threads:
                         await self._store.threads.remove_run(run_id)
             # `enqueue`: the executor starts it once the turns before it have ended.
             return await self._submit(replace(request, thread=thread_id), **options)
+
+    async def continue_or_start(
+        self, thread: str, request: Submission, **options: Any
+    ) -> tuple[StoredRun, bool]:
+        """Submit a turn of `thread`, or of a new thread when it is `NEW_THREAD`.
+
+        Refused while a turn is under way: the CLI's and the MCP tool's way in.
+        """
+        if thread == NEW_THREAD:
+            thread = (await self.create({})).id
+        return await self.submit(thread, request, "reject", **options)
 
     async def _end(self, run_ids: list[str]) -> None:
         """Cancel the runs and wait (bounded) until each is recorded as ended."""
