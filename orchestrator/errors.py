@@ -17,8 +17,10 @@ __all__ = [
     "NotReady",
     "NotReplayable",
     "NotResumable",
+    "NotWaitingForInput",
     "NothingToCompare",
     "Overloaded",
+    "QuestionNotFound",
     "RunNotFound",
     "ServiceError",
     "ThreadBusy",
@@ -132,6 +134,27 @@ class ApprovalConflict(ServiceError):
 
     status = 409
     code = "approval_conflict"
+
+
+class NotWaitingForInput(ServiceError):
+    """An answer to a run that asks nothing now (or to a question answered already)."""
+
+    status = 409
+    code = "not_waiting_for_input"
+
+
+class QuestionNotFound(ServiceError):
+    """The run never asked a question with this id."""
+
+    status = 404
+    code = "question_not_found"
+
+    def __init__(self, run_id: str, question_id: str) -> None:
+        super().__init__(
+            f"run {run_id!r} has asked no question {question_id!r}",
+            run_id=run_id,
+            question_id=question_id,
+        )
 
 
 class NotResumable(ServiceError):

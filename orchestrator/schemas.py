@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from agents.core.events import InputRequested
 from agents.core.messages import Refusal, RunStatus, Usage
 from agents.core.storable import nul_refusal
 from orchestrator.engine.submission import Submission
@@ -28,6 +29,9 @@ __all__ = [
     "ErrorDetail",
     "ForkRequest",
     "Health",
+    "InputAnswer",
+    "InputResult",
+    "PendingQuestion",
     "Readiness",
     "ReplicaView",
     "RunLinks",
@@ -404,6 +408,52 @@ class ApprovalResult(BaseModel):
     call_id: str
     approved: bool
     message: str
+    by: Literal["person", "expiry"]
+
+
+class PendingQuestion(BaseModel):
+    """A question an agent asks the person (`ask_user`); the run waits for the answer."""
+
+    question_id: str = Field(description="Answer it with POST .../input (this id, or none).")
+    agent: str
+    question: str
+    choices: list[str] = Field(description="Answers it suggests (any answer is taken).")
+    chain: list[str]
+    ts: float = Field(description="When it was asked (Unix seconds).")
+    expires_at: float = Field(description="When the run stops waiting (its deadline).")
+
+    @classmethod
+    def of(cls, event: InputRequested) -> PendingQuestion:
+        """The question as its `input_requested` event tells it."""
+        return cls(
+            question_id=event.call_id,
+            agent=event.agent,
+            question=event.question,
+            choices=event.choices,
+            chain=event.chain,
+            ts=event.ts,
+            expires_at=event.expires_at,
+        )
+
+
+class InputAnswer(BaseModel):
+    """The person's answer to a run's question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(max_length=20_000, description="What the agent is told.")
+    question_id: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="The question answered (needed only when the run asks several at once).",
+    )
+
+
+class InputResult(BaseModel):
+    """The answer taken."""
+
+    question_id: str
+    answer: str
     by: Literal["person", "expiry"]
 
 

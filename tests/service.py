@@ -31,6 +31,7 @@ __all__ = [
     "KEYS",
     "SERVICE_CONFIG",
     "STORY",
+    "TELLER",
     "ServiceProcess",
     "all_events",
     "follow",
@@ -148,6 +149,14 @@ DOZER = """
           - {content: rested}
 """
 
+# Asks the person before it answers (`ask_user`): the offline model calls the tool when the task
+# says to ask the user, and its answer lists what the person said.
+TELLER = """
+  - name: teller
+    description: Pays from the account the person picks.
+    ask_user: true
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
 # `dozer` (above) a minute; `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
@@ -179,6 +188,7 @@ agents:
     + NARRATOR
     + DESK
     + PARROT
+    + TELLER
     + APPROVAL_AGENTS
 )
 

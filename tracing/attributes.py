@@ -33,6 +33,7 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 
 __all__ = [
     "AGENT_SPAN_PREFIX",
+    "ASK_USER_TOOL",
     "BATON_A2A_STATE",
     "BATON_A2A_TASK_ID",
     "BATON_AGENT_LOST",
@@ -47,6 +48,7 @@ __all__ = [
     "BATON_HOST_RESTARTS",
     "BATON_HOST_STATE",
     "BATON_PROCESS_ROLE",
+    "BATON_QUESTION_ID",
     "BATON_RAY_NODE_ID",
     "BATON_REFUSAL_REASON",
     "BATON_REPLAYED",
@@ -63,6 +65,8 @@ __all__ = [
     "EVENT_DELEGATION_REFUSED",
     "EVENT_GUARDRAIL_TRIPPED",
     "EVENT_HOOK_VETO",
+    "EVENT_INPUT_PROVIDED",
+    "EVENT_INPUT_REQUESTED",
     "EVENT_OUTPUT_INVALID",
     "EVENT_STEP_RULES",
     "GEN_AI_AGENT_DESCRIPTION",
@@ -126,6 +130,7 @@ BATON_DELEGATION_TARGET = "baton.delegation.target"
 BATON_USAGE_COST = "baton.usage.cost_usd"
 
 BATON_APPROVAL_ID = "baton.approval.id"
+BATON_QUESTION_ID = "baton.question.id"
 # A step taken from the run's step log instead of being done again (a resumed or replayed run).
 BATON_REPLAYED = "baton.step.replayed"
 # Where a span's step is in the run's step log, "<invocation>/<key>" (a fork may start there).
@@ -155,6 +160,8 @@ BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"
 EVENT_APPROVAL_DECIDED = "approval_decided"
+EVENT_INPUT_REQUESTED = "input_requested"
+EVENT_INPUT_PROVIDED = "input_provided"
 
 # OpenInference's names (Arize Phoenix and other viewers list and show spans by them): a span's
 # input and output as plain text, which the GenAI conventions have no name for, and the kind of
@@ -176,6 +183,7 @@ TOOL_SPAN_PREFIX = f"{OP_EXECUTE_TOOL} "
 CHAT_SPAN_PREFIX = f"{OP_CHAT} "
 # Delegations are tools named after their target: `delegate_to_{agent}`; hand-offs likewise.
 DELEGATE_TOOL_PREFIX = "delegate_to_"
+ASK_USER_TOOL = "ask_user"  # the built-in question to the person (drawn as arrows to the client)
 HANDOFF_TOOL_PREFIX = "transfer_to_"
 
 

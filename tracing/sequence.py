@@ -16,6 +16,7 @@ pages. Every fold is said in the diagram and listed in `Diagram.folded`.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
@@ -270,7 +271,33 @@ class _Builder:
             return chunk
         if target is not None:
             return self.delegation(agent, node, str(target))
+        if tool == attr.ASK_USER_TOOL:
+            return self.question(agent, node)
         return self.function(agent, node, tool)
+
+    def question(self, agent: Any, node: _Node) -> _Chunk:
+        """An agent's question to the person (`ask_user`): an arrow to the client and back.
+
+        With the question and the answer when the trace keeps contents.
+        """
+        client = self.who("client", "Client")
+        asked, answered = "question", "answer"
+        if not self.comparable:
+            arguments = _json(node.attrs.get(attr.GEN_AI_TOOL_CALL_ARGUMENTS))
+            if isinstance(arguments, dict) and arguments.get("question"):
+                asked = f"❓ {arguments['question']}"
+            result = node.attrs.get(attr.GEN_AI_TOOL_CALL_RESULT)
+            if isinstance(result, str) and result:
+                answered = result
+        chunk = self.arrow(agent, client, _Arrow.SEND, asked, node.span)
+        if node.open:
+            chunk.add(self.note(client, "waiting for the answer…"))
+        elif node.failed:
+            chunk.add(self.arrow(client, agent, _Arrow.CROSS, "no answer", node.span))
+        else:
+            chunk.add(self.arrow(client, agent, _Arrow.REPLY, answered, node.span))
+        chunk.shape = hash(("question", node.failed))
+        return chunk
 
     def delegation(self, agent: Any, node: _Node, target: str) -> _Chunk:
         callee, tool = self.who("agent", target), node.name.removeprefix(_TOOL)
@@ -345,6 +372,16 @@ class _Builder:
                 out += chunks[i : j + 1]
             i = j + 1
         return out
+
+
+def _json(value: Any) -> Any:
+    """A JSON attribute's value (None when it is not JSON)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 def _handed_over_to(node: _Node) -> str | None:

@@ -31,6 +31,8 @@ __all__ = [
     "Event",
     "EventBase",
     "HostRestarted",
+    "InputProvided",
+    "InputRequested",
     "ModelDelta",
     "ModelFinished",
     "ModelStarted",
@@ -375,6 +377,40 @@ class ApprovalDecided(EventBase):
         return f"[yellow]![/] {self.tool} {verdict} ({self.by})"
 
 
+class InputRequested(EventBase):
+    """An agent asks the person a question (its `ask_user` tool); the run waits for the answer."""
+
+    type: Literal["input_requested"] = "input_requested"
+    call_id: str = Field(description="Answer it at .../input (with this id as `question_id`).")
+    question: str
+    choices: list[str] = Field(default_factory=list, description="Answers it suggests, if any.")
+    expires_at: float = Field(description="When the run stops waiting (its deadline).")
+    record_key: str | None = Field(
+        default=None, description="Where the answer is kept in the run's step log."
+    )
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return f"[yellow]?[/] {self.agent} asks: {self.question}"
+
+
+class InputProvided(EventBase):
+    """The person answered a question (or the run stopped waiting: `by` expiry)."""
+
+    type: Literal["input_provided"] = "input_provided"
+    call_id: str
+    answer: str = ""
+    by: Literal["person", "expiry"]
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        if self.by == "expiry":
+            return "[yellow]![/] no answer came"
+        return f"[yellow]![/] answered: {self.answer[:200]}"
+
+
 class RunFinished(EventBase):
     """The run ended: its status, answer or error, usage and duration. Always the last event."""
 
@@ -405,6 +441,8 @@ Event = Annotated[
     | HostRestarted
     | ApprovalRequested
     | ApprovalDecided
+    | InputRequested
+    | InputProvided
     | RunFinished,
     Field(discriminator="type"),
 ]

@@ -47,13 +47,14 @@ class RunStatus(StrEnum):
     """Where a run stands, or how it (or one agent invocation) ended.
 
     An invocation ends with one of the outcomes (`succeeded` to `guardrail_tripped`); a run also
-    waits (`queued`, `running`, `waiting_for_approval`) and can be cut off (`interrupted`: the
-    service that ran it stopped).
+    waits (`queued`, `running`, `waiting_for_approval`, `input_required`: an agent asked the person
+    a question) and can be cut off (`interrupted`: the service that ran it stopped).
     """
 
     QUEUED = "queued"
     RUNNING = "running"
     WAITING_FOR_APPROVAL = "waiting_for_approval"
+    INPUT_REQUIRED = "input_required"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -73,7 +74,12 @@ class RunStatus(StrEnum):
         return _UNFINISHED
 
 
-_UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL)
+_UNFINISHED = (
+    RunStatus.QUEUED,
+    RunStatus.RUNNING,
+    RunStatus.WAITING_FOR_APPROVAL,
+    RunStatus.INPUT_REQUIRED,
+)
 
 
 class Usage(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from agents.core.events import ApprovalRequested, Event
+from agents.core.events import ApprovalRequested, Event, InputRequested
 from tracing import SpanRecord
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Ledger",
     "RunState",
     "SpanSource",
+    "Waiting",
 ]
 
 # Whether the ledger is counting a run, has finished it (events still readable), or has never
@@ -43,7 +44,7 @@ class Ledger(Protocol):
 
 
 class Approvals(Protocol):
-    """Where a call waits for a person: it asks, then waits for the decision."""
+    """Where a run waits for a person: a call for a decision, a question for an answer."""
 
     async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
         """Register the pending call and announce it (`event` is its `approval_requested` event).
@@ -61,6 +62,17 @@ class Approvals(Protocol):
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Approve or deny a pending call; the first decision counts."""
 
+    async def ask(self, run_id: str, event: InputRequested, again: bool) -> None:
+        """Register a question (`event.call_id` is its id) and announce it, unless `again`."""
+
+    async def answer(
+        self, run_id: str, call_id: str, answer: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Answer a question; the first answer counts."""
+
+
+# What a run waits for from a person: an answer to a question, a decision on a call, or nothing.
+Waiting = Literal["input", "approval"] | None
 
 # What a decision on a pending call did: taken, too late (already decided), or no such call.
 Decision = Literal["decided", "already_decided", "unknown"]

@@ -288,6 +288,11 @@ class AgentSpec(AgentCard):
     )
     mcp: tuple[McpServerSpec, ...] = ()
     files: FileToolsSpec | None = None
+    ask_user: bool = Field(
+        default=False,
+        description="It may ask the person who submitted the run a question (the built-in "
+        "`ask_user` tool): the run waits, `input_required`, until the answer comes.",
+    )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     ray: RayOptions = Field(default_factory=RayOptions)
     a2a: RemoteSpec | None = Field(
@@ -312,7 +317,10 @@ class AgentSpec(AgentCard):
     @model_validator(mode="after")
     def _remote_is_a_leaf(self) -> AgentSpec:
         if self.a2a is not None:
-            fields = ("model", "instructions", "tools", "delegates", "handoffs", "mcp", "files")
+            fields = (
+                "model", "instructions", "tools", "delegates", "handoffs", "mcp", "files",
+                "ask_user",
+            )  # fmt: skip
             own = [k for k in fields if k in self.model_fields_set]
             if own:
                 raise ValueError(

@@ -22,11 +22,13 @@ __all__ = [
     "Step",
     "StepKind",
     "StepLog",
+    "answer_key",
     "approval_key",
     "child_invocation",
     "entry_invocation",
     "kept_by_fork",
     "model_key",
+    "question_key",
     "request_fingerprint",
     "started_key",
     "step_number",
@@ -34,8 +36,9 @@ __all__ = [
 ]
 
 # model: a model's reply; tool_started: a call that must run at most once is about to be made;
-# tool_result: a tool's result; approval: a person's (or the expiry's) decision on a call.
-StepKind = Literal["model", "tool_started", "tool_result", "approval"]
+# tool_result: a tool's result; approval: a person's (or the expiry's) decision on a call;
+# question: an agent's question to the person, asked (`ask_user`); answer: the person's answer.
+StepKind = Literal["model", "tool_started", "tool_result", "approval", "question", "answer"]
 
 
 class Step(BaseModel):
@@ -81,6 +84,16 @@ def started_key(step: int, call_id: str) -> str:
 def approval_key(step: int, call_id: str) -> str:
     """The key of the decision on a call that waited for approval."""
     return f"approval:{step}:{call_id}"
+
+
+def question_key(step: int, call_id: str) -> str:
+    """The key of a question asked by a call (`ask_user`): asked once, even across a resume."""
+    return f"{tool_key(step, call_id)}:question"
+
+
+def answer_key(step: int, call_id: str) -> str:
+    """The key of the person's answer to a question."""
+    return f"{tool_key(step, call_id)}:answer"
 
 
 def step_number(key: str) -> int:

@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 import ray
 
-from agents.core.events import ApprovalRequested, Event
+from agents.core.events import ApprovalRequested, Event, InputRequested
 from agents.core.gc_policy import settle_after_start
-from agents.core.ports import Decision, RunState
+from agents.core.ports import Decision, RunState, Waiting
 from agents.core.steps import Step, kept_by_fork
 from agents.ray.handover import open_batch
 from agents.ray.wire import ApprovalCall, Batch, Closed, Commit, RunEnd, RunSettle, seal, unseal
@@ -236,9 +236,21 @@ class LedgerActor:
         """
         call = unseal(sealed, ApprovalCall)
         await self._apply(call.earlier)
+        assert isinstance(call.event, ApprovalRequested)
         unique = self._ledger.request_approval(call.run_id, call.call_id, call.event)
         self._changed(call.run_id)
         return unique
+
+    async def ask(self, sealed: bytes) -> None:
+        """Register a question to the person, after its process's earlier events.
+
+        A sealed `ApprovalCall` whose event is the question (`InputRequested`).
+        """
+        call = unseal(sealed, ApprovalCall)
+        await self._apply(call.earlier)
+        assert isinstance(call.event, InputRequested)
+        self._ledger.ask(call.run_id, call.event, call.again)
+        self._changed(call.run_id)
 
     async def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
@@ -249,28 +261,53 @@ class LedgerActor:
         crash does not ask again, and the call it approved runs at most once.
         """
         outcome = self._ledger.decide(run_id, call_id, approved, message, by)
+        await self._record_decision(run_id, call_id, outcome, "approval")
+        return outcome
+
+    async def answer(
+        self, run_id: str, call_id: str, answer: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Answer a question of a run; the first answer counts.
+
+        With a step log, the answer is stored before this returns: a run resumed after a crash
+        takes it from there and does not ask again.
+        """
+        outcome = self._ledger.answer(run_id, call_id, answer, by)
+        await self._record_decision(run_id, call_id, outcome, "answer")
+        return outcome
+
+    async def _record_decision(
+        self,
+        run_id: str,
+        call_id: str,
+        outcome: tuple[Decision, dict[str, Any] | None],
+        kind: Literal["approval", "answer"],
+    ) -> None:
         self._changed(run_id)
         request = self._ledger.request(run_id, call_id)
         if outcome[0] == "decided" and request is not None and request.record_key:
             step = Step(
                 invocation=request.invocation or "",
                 key=request.record_key,
-                kind="approval",
+                kind=kind,
                 data={**(outcome[1] or {}), "at": time.time()},
                 epoch=self._ledger.epoch(run_id),
             )
             if self._keep(run_id, step) and self._writer is not None:
                 await self._writer.sync()
-        return outcome
 
     def pending(self, run_id: str) -> list[ApprovalRequested]:
         """The run's calls waiting for a decision, oldest first."""
         return self._ledger.pending(run_id)
 
+    def questions(self, run_id: str) -> list[InputRequested]:
+        """The run's questions waiting for an answer, oldest first."""
+        return self._ledger.questions(run_id)
+
     async def await_decision(
         self, run_id: str, call_id: str, wait_s: float
     ) -> dict[str, Any] | None:
-        """The decision on a pending call, waiting up to `wait_s` for one."""
+        """The decision on a pending call (or a question's answer), waiting up to `wait_s`."""
         until = time.monotonic() + wait_s
         while True:
             decision = self._ledger.decision(run_id, call_id)
@@ -279,17 +316,17 @@ class LedgerActor:
 
     async def watch_pending(
         self, run_id: str, seen: int, wait_s: float
-    ) -> tuple[int, int, RunState]:
-        """Wait up to `wait_s` for the run's approvals to change from version `seen`.
+    ) -> tuple[int, Waiting, RunState]:
+        """Wait up to `wait_s` for the run's approvals or questions to change from version `seen`.
 
-        Returns the version, how many calls wait for a decision, and the run's state.
+        Returns the version, what the run waits for from a person, and the run's state.
         """
         until = time.monotonic() + wait_s
         while True:
             version = self._ledger.approvals_version(run_id)
             state = self._ledger.state(run_id)
             if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
-                return version, len(self._ledger.pending(run_id)), state
+                return version, self._ledger.waits_for(run_id), state
 
     async def emit_many(self, sealed: bytes) -> None:
         """Record a batch of events, numbered span shipments and steps (a sealed `Batch`)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agents.core.events import ApprovalRequested, Event
-from agents.core.ports import Decision, RunState
+from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.ports import Decision, RunState, Waiting
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
 from agents.ray.wire import ApprovalCall, Closed, Commit, RunEnd, RunSettle, seal, unseal
@@ -55,6 +55,21 @@ class LedgerClient:
         call = ApprovalCall(run_id, call_id, event, self.outbox.take_batch())
         unique: str = await self._handle.request_approval.remote(seal(call))
         return unique
+
+    async def ask(self, run_id: str, event: InputRequested, again: bool) -> None:
+        """Register a question to the person (announced unless `again`)."""
+        # The buffered events go in the same call, so that they come before this one.
+        call = ApprovalCall(run_id, event.call_id, event, self.outbox.take_batch(), again)
+        await self._handle.ask.remote(seal(call))
+
+    async def answer(
+        self, run_id: str, call_id: str, answer: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Answer a question of a run; the first answer counts."""
+        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.answer.remote(
+            run_id, call_id, answer, by
+        )
+        return outcome
 
     async def await_decision(
         self, run_id: str, call_id: str, wait_s: float
@@ -163,11 +178,16 @@ class LedgerClient:
         found: list[ApprovalRequested] = await self._handle.pending.remote(run_id)
         return found
 
+    async def questions(self, run_id: str) -> list[InputRequested]:
+        """The run's questions waiting for an answer, oldest first."""
+        found: list[InputRequested] = await self._handle.questions.remote(run_id)
+        return found
+
     async def watch_pending(
         self, run_id: str, seen: int, wait_s: float
-    ) -> tuple[int, int, RunState]:
-        """Wait for the run's approvals to change from version `seen` (see the actor)."""
-        found: tuple[int, int, RunState] = await self._handle.watch_pending.remote(
+    ) -> tuple[int, Waiting, RunState]:
+        """Wait for the run's approvals or questions to change from `seen` (see the actor)."""
+        found: tuple[int, Waiting, RunState] = await self._handle.watch_pending.remote(
             run_id, seen, wait_s
         )
         return found

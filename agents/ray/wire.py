@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import PrivateAttr
 
-from agents.core.events import ApprovalRequested, Event
+from agents.core.events import ApprovalRequested, Event, InputRequested
 from agents.core.messages import AgentResult, Delegation
 from agents.core.steps import Step
 from agents.ray.handover import Handover
@@ -166,7 +166,10 @@ class Commit:
 
 @dataclass(frozen=True)
 class ApprovalCall:
-    """`LedgerActor.request_approval`'s call: a tool call waits for a person (`event`).
+    """`LedgerActor.request_approval`'s (and `ask`'s) call: a tool call waits for a person.
+
+    `event` says what for: a decision on the call, or an answer to its question (`again`: asked
+    before the run was resumed, not announced twice).
 
     The process's `earlier` batch goes with it: an async actor does not keep one caller's calls
     in order, and the request must not overtake the events before it.
@@ -174,8 +177,9 @@ class ApprovalCall:
 
     run_id: str
     call_id: str
-    event: ApprovalRequested
+    event: ApprovalRequested | InputRequested
     earlier: Batch
+    again: bool = False
 
 
 @dataclass(frozen=True)

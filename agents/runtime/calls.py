@@ -24,8 +24,10 @@ from agents.core.spec import AgentSpec
 from agents.core.steps import approval_key, child_invocation, started_key, tool_key
 from agents.models.base import ToolCall
 from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
+from agents.runtime.questions import Questions
 from agents.runtime.replay import output_data, output_of
 from agents.runtime.reporting import Reporter
+from agents.tools.ask import AskUserTool
 from agents.tools.base import FunctionTool, Tool, ToolCallContext, ToolOutput
 from agents.tools.delegate import DelegateTool
 from tracing import attributes as attr
@@ -52,7 +54,8 @@ class ToolRunner:
         tools: every tool a model may call, by name (shared with the runtime, which adds to it).
         reporter: where events, steps and span contents go.
         ledger: the run-wide record (at-most-once calls without a step log).
-        approvals: where calls marked `confirm` wait for a person (None: they are not run).
+        approvals: where calls marked `confirm` wait for a person, and questions (`ask_user`)
+            for an answer (None: there is no one to ask).
         guard: what wraps each call (guardrails and hooks); None: nothing.
     """
 
@@ -62,6 +65,9 @@ class ToolRunner:
     ledger: Ledger | None = None
     approvals: Approvals | None = None
     guard: GuardTool | None = None
+
+    def __post_init__(self) -> None:
+        self._questions = Questions(self.reporter, self.approvals)
 
     async def run(self, inv: Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
         """Run the calls (concurrently up to the run's `max_parallel_tools`), in their order."""
@@ -130,6 +136,8 @@ class ToolRunner:
             return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
         if not isinstance(arguments, dict):
             return ToolOutput("error: arguments must be a JSON object", is_error=True)
+        if isinstance(tool, AskUserTool):
+            return await self._questions.ask(inv, call, arguments)
         if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
             not_approved = await self._approval(inv, call, arguments)
             if not_approved is not None:

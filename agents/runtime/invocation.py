@@ -39,6 +39,7 @@ class Invocation:
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
     blocked: Tripped | None = None  # an output guardrail stopped the model's answer
+    unanswered: str | None = None  # a question to the person that the deadline cut off
 
     @property
     def ctx(self) -> RunContext:

@@ -20,9 +20,11 @@ from agents.core.events import (
     ApprovalDecided,
     ApprovalRequested,
     Event,
+    InputProvided,
+    InputRequested,
     RunStarted,
 )
-from agents.core.ports import Decision, RunState
+from agents.core.ports import Decision, RunState, Waiting
 from agents.runtime.causal import CausalOrder
 from tracing import SpanRecord, agent_span_counts
 from tracing import attributes as attr
@@ -50,8 +52,9 @@ class _RunBook:
     received: dict[str, int] = field(default_factory=dict)
     handovers: set[str] = field(default_factory=set)  # keys of the handovers opened
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
-    approvals: dict[str, ApprovalRequested] = field(default_factory=dict)  # call id -> request
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # call id -> decision
+    # What waits (or waited) for a person, by id: calls to approve and questions to answer.
+    approvals: dict[str, ApprovalRequested | InputRequested] = field(default_factory=dict)
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> decision or answer
     approvals_changed: int = 0
     epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
@@ -222,23 +225,29 @@ class RunLedger:
         self.emit(run_id, request)
         return unique
 
+    def ask(self, run_id: str, event: InputRequested, again: bool = False) -> None:
+        """Register a question to the person (its id is `event.call_id`, unique in the run).
+
+        Announced unless `again`: a resumed run asks a question it asked before (its event is
+        in the store already), so that it waits for the answer without asking twice.
+        """
+        book = self._open_book(run_id)
+        if event.call_id in book.approvals:
+            return  # this ledger holds it already (kept across the resume)
+        book.approvals[event.call_id] = event
+        book.approvals_changed += 1
+        if not again:
+            self.emit(run_id, event)
+
     def decide(
         self, run_id: str, call_id: str, approved: bool, message: str, by: str
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Approve or deny a pending call (by a person, or by expiry): the first word counts."""
-        # A closed run still knows its decisions: a second word on a call is "decided already"
-        # even when the run ended in between.
-        book = self._book(run_id)
-        request = book.approvals.get(call_id) if book is not None else None
-        if book is None or request is None:
-            return "unknown", None
-        if call_id in book.decisions:
-            return "already_decided", book.decisions[call_id]
-        if run_id not in self._runs:
-            return "unknown", None  # closed: nothing waits for a decision any more
+        request, outcome = self._settle(run_id, call_id, ApprovalRequested)
+        if request is None:
+            return outcome
         decision = {"approved": approved, "message": message, "by": by}
-        book.decisions[call_id] = decision
-        book.approvals_changed += 1
+        self._keep_decision(run_id, call_id, decision)
         self.emit(
             run_id,
             ApprovalDecided(
@@ -254,25 +263,82 @@ class RunLedger:
         )
         return "decided", decision
 
-    def request(self, run_id: str, call_id: str) -> ApprovalRequested | None:
-        """The request of a call that waits (or waited) for approval."""
+    def answer(
+        self, run_id: str, call_id: str, answer: str, by: str
+    ) -> tuple[Decision, dict[str, Any] | None]:
+        """Answer a question of the run (a person, or the expiry): the first answer counts."""
+        request, outcome = self._settle(run_id, call_id, InputRequested)
+        if request is None:
+            return outcome
+        decision = {"answer": answer, "by": by}
+        self._keep_decision(run_id, call_id, decision)
+        self.emit(
+            run_id,
+            InputProvided(
+                agent=request.agent,
+                chain=request.chain,
+                invocation=request.invocation,
+                call_id=call_id,
+                answer=answer,
+                by=by,  # type: ignore[arg-type]
+            ),
+        )
+        return "decided", decision
+
+    def _settle(
+        self, run_id: str, call_id: str, kind: type[ApprovalRequested | InputRequested]
+    ) -> tuple[Any, tuple[Decision, dict[str, Any] | None]]:
+        """The request a decision is for, if it may be taken now; else what to answer."""
+        # A closed run still knows its decisions: a second word on a call is "decided already"
+        # even when the run ended in between.
+        book = self._book(run_id)
+        request = book.approvals.get(call_id) if book is not None else None
+        if book is None or not isinstance(request, kind):
+            return None, ("unknown", None)
+        if call_id in book.decisions:
+            return None, ("already_decided", book.decisions[call_id])
+        if run_id not in self._runs:
+            return None, ("unknown", None)  # closed: nothing waits for a decision any more
+        return request, ("decided", None)
+
+    def _keep_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> None:
+        book = self._runs[run_id]
+        book.decisions[call_id] = decision
+        book.approvals_changed += 1
+
+    def request(self, run_id: str, call_id: str) -> ApprovalRequested | InputRequested | None:
+        """What waits (or waited) for a person under this id: a call, or a question."""
         book = self._book(run_id)
         return book.approvals.get(call_id) if book is not None else None
 
     def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
-        """The decision on a pending call, or None while it waits."""
+        """The decision on a pending call (or the answer to a question), None while it waits."""
         book = self._book(run_id)
         return book.decisions.get(call_id) if book is not None else None
 
     def pending(self, run_id: str) -> list[ApprovalRequested]:
         """The calls of the run waiting for a decision, oldest first."""
+        return [r for r in self._waiting(run_id) if isinstance(r, ApprovalRequested)]
+
+    def questions(self, run_id: str) -> list[InputRequested]:
+        """The run's questions waiting for an answer, oldest first."""
+        return [r for r in self._waiting(run_id) if isinstance(r, InputRequested)]
+
+    def _waiting(self, run_id: str) -> list[ApprovalRequested | InputRequested]:
         book = self._runs.get(run_id)
         if book is None:
             return []
         return [r for call, r in book.approvals.items() if call not in book.decisions]
 
+    def waits_for(self, run_id: str) -> Waiting:
+        """What the run waits for from a person: an answer (first), a decision, or nothing."""
+        waiting = self._waiting(run_id)
+        if any(isinstance(r, InputRequested) for r in waiting):
+            return "input"
+        return "approval" if waiting else None
+
     def approvals_version(self, run_id: str) -> int:
-        """A number that changes whenever the run's approvals do."""
+        """A number that changes whenever the run's approvals or questions do."""
         book = self._book(run_id)
         return book.approvals_changed if book is not None else 0
 

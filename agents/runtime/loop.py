@@ -140,10 +140,15 @@ class ToolLoop:
     async def _check_limits(self, inv: Invocation) -> AgentResult | None:
         ctx = inv.ctx
         if ctx.time_left() <= 0:
+            waited = (
+                f" while waiting for the user's answer to: {inv.unanswered[:200]}"
+                if inv.unanswered
+                else f" after {inv.steps} steps"
+            )
             return self.reporter.end(
                 inv,
                 RunStatus.LIMIT_EXCEEDED,
-                error=f"run deadline ({ctx.limits.deadline_s:g}s) passed after {inv.steps} steps",
+                error=f"run deadline ({ctx.limits.deadline_s:g}s) passed{waited}",
             )
         if ctx.limits.token_budget is not None and self.ledger is not None:
             left = await self.ledger.tokens_left(ctx.run_id)

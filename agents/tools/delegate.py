@@ -14,6 +14,7 @@ from agents.core.messages import (
     latest_request,
 )
 from agents.core.spec import AgentCard, AgentSpec
+from agents.tools.ask import ASK_USER, AskUserTool
 from agents.tools.base import Tool, ToolCallContext, ToolOutput, load_tool
 from agents.tools.files import FILE_TOOL_NAMES, FileTools
 from tracing import attributes as attr
@@ -45,6 +46,8 @@ def reserved_by(name: str) -> str | None:
     """What owns a tool name no agent's own tool may take, or None if it is free."""
     if name in FILE_TOOL_NAMES:
         return f"the built-in file tool {name!r}"
+    if name == ASK_USER:
+        return "the built-in question tool (ask_user: true)"
     if name.startswith(DELEGATE_PREFIX):
         return f"the delegation tools ({DELEGATE_PREFIX}<agent>)"
     if name.startswith(attr.HANDOFF_TOOL_PREFIX):
@@ -207,6 +210,8 @@ def build_tools(
     offered: list[Tool] = [load_tool(ref) for ref in spec.tools]
     if spec.files is not None:
         offered.extend(FileTools(spec.files).tools())
+    if spec.ask_user:
+        offered.append(AskUserTool())
     hidden: dict[str, Tool] = {}
     for card in roster:
         if card.name == spec.name:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
 
 from a2a.helpers.proto_helpers import get_message_text
 from a2a.server.context import ServerCallContext
@@ -39,6 +40,7 @@ from a2a.types import (
     TaskNotFoundError,
     TaskPushNotificationConfig,
     TaskState,
+    TaskStatusUpdateEvent,
     UnsupportedOperationError,
 )
 
@@ -47,9 +49,20 @@ from agents.core.messages import RunStatus
 from agents.core.storable import nul_refusal
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher, caller_of
-from orchestrator.a2a.tasks import origin_of, run_state, run_updates, stored_task
+from orchestrator.a2a.tasks import (
+    EXCHANGED,
+    origin_of,
+    run_state,
+    run_updates,
+    stored_task,
+)
 from orchestrator.engine.submission import Submission
-from orchestrator.errors import IdempotencyConflict, RunNotFound, ServiceError
+from orchestrator.errors import (
+    IdempotencyConflict,
+    NotWaitingForInput,
+    RunNotFound,
+    ServiceError,
+)
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
@@ -100,23 +113,31 @@ class BatonRequestHandler(RequestHandler):
         """
         service = await self._current()
         config = params.configuration
-        run = await self._submit(service, params, context, stream=False)
+        run, answered = await self._submit(service, params, context, stream=False)
+        last = None
         if not config.return_immediately:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._blocking_wait_s):
-                    async for _ in self._updates(service, run):
-                        pass
+                    async for update in self._updates(service, run, answered):
+                        last = update
         history = config.history_length if config.HasField("history_length") else None
-        return await self._task(service, run.id, _history(history))
+        task = await self._task(service, run.id, _history(history))
+        if (
+            isinstance(last, TaskStatusUpdateEvent)
+            and last.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+            and task.status.state == TaskState.TASK_STATE_WORKING
+        ):
+            task.status.CopyFrom(last.status)  # the stored status follows a moment later
+        return task
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[A2AEvent]:
         """Start a run whose models stream; its task, then its updates to the final state."""
         service = await self._current()
-        run = await self._submit(service, params, context, stream=True)
-        yield stored_task(run)
-        async for update in self._updates(service, run):
+        run, answered = await self._submit(service, params, context, stream=True)
+        yield await self._task(service, run.id, None)
+        async for update in self._updates(service, run, answered):
             yield update
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
@@ -159,7 +180,10 @@ class BatonRequestHandler(RequestHandler):
         artifacts = params.include_artifacts
         end = offset + len(page.runs)
         return ListTasksResponse(
-            tasks=[stored_task(run, _history(history), artifacts) for run in page.runs],
+            tasks=[
+                stored_task(run, _history(history), artifacts, await self._exchanged(service, run))
+                for run in page.runs
+            ],
             next_page_token=str(end) if end < page.total else "",
             page_size=len(page.runs),
             total_size=page.total,
@@ -193,7 +217,7 @@ class BatonRequestHandler(RequestHandler):
             raise UnsupportedOperationError(
                 f"task {run.id} has ended ({run.status.value}): read it with GetTask"
             )
-        yield stored_task(run)
+        yield await self._task(service, run.id, None)
         async for update in self._updates(service, run):
             yield update
 
@@ -203,7 +227,11 @@ class BatonRequestHandler(RequestHandler):
         params: SendMessageRequest,
         context: ServerCallContext,
         stream: bool,
-    ) -> StoredRun:
+    ) -> tuple[StoredRun, tuple[str, ...]]:
+        """The run the message starts, or whose question it answers (see `_follow_up`).
+
+        With the question it answered, if any: the run's updates go on past it.
+        """
         message = params.message
         if not message.message_id:
             raise InvalidParamsError(
@@ -215,13 +243,13 @@ class BatonRequestHandler(RequestHandler):
                 "the message's role must be ROLE_USER (a task is asked by its user), not "
                 f"{Role.Name(message.role)}"
             )
-        if message.task_id:
-            await self._follow_up(service, message.task_id)
         text = get_message_text(message).strip()
         if not text:
             raise InvalidParamsError("the message has no text part: a Baton task is text")
         if refusal := nul_refusal(text, "the message's text"):
             raise InvalidParamsError(refusal)
+        if message.task_id:
+            return await self._follow_up(service, message.task_id, text)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
         name = self._system.config.name
@@ -259,13 +287,16 @@ class BatonRequestHandler(RequestHandler):
         if pushed:  # its updates go to the client's webhook too
             await self._push_configs.set_info(run.id, webhook, context)
             self._pusher.follow(run)
-        return run
+        return run, ()
 
-    async def _follow_up(self, service: RunService, task_id: str) -> None:
-        """A message for an existing task: refused, with the reason.
+    async def _follow_up(
+        self, service: RunService, task_id: str, text: str
+    ) -> tuple[StoredRun, tuple[str, ...]]:
+        """A message for an existing task: the answer to its question (`input-required`).
 
-        A Baton task takes the one message it started with; a new message is a new task, in
-        the same context.
+        Returns the run and the question answered. A task that asks nothing is refused with the
+        reason: a Baton task takes the one message it started with, and the answers to its
+        questions; a new message is a new task, in the same context.
         """
         run = await self._run(service, task_id)
         if run.finished:
@@ -273,17 +304,34 @@ class BatonRequestHandler(RequestHandler):
                 f"task {run.id} has ended ({run.status.value}): it takes no more messages; "
                 "send a new message (without taskId) in its context"
             )
-        raise UnsupportedOperationError(
-            f"task {run.id} is {run.status.value} and asks for no input: send a new message "
-            "(without taskId) in its context, or cancel it"
-        )
+        try:
+            answered = await service.approvals.answer(run, text)
+        except NotWaitingForInput:
+            raise UnsupportedOperationError(
+                f"task {run.id} is {run.status.value} and asks for no input: send a new message "
+                "(without taskId) in its context, or cancel it"
+            ) from None
+        except ServiceError as exc:
+            raise InternalError(f"{exc.code}: {exc.message}") from None
+        return await self._run(service, run.id), (str(answered["question_id"]),)
 
-    async def _updates(self, service: RunService, run: StoredRun) -> AsyncGenerator[A2AEvent]:
-        async for update in run_updates(run, service.events.follow(run)):
+    async def _updates(
+        self, service: RunService, run: StoredRun, answered: tuple[str, ...] | None = None
+    ) -> AsyncGenerator[A2AEvent]:
+        """The run's updates: to its end, or (`answered` given) to a question not among them."""
+        followed = service.events.follow(run)
+        async for update in run_updates(run, followed, answered is not None, answered or ()):
             yield update
 
     async def _task(self, service: RunService, run_id: str, history: int | None) -> Task:
-        return stored_task(await self._run(service, run_id), history)
+        run = await self._run(service, run_id)
+        return stored_task(run, history, exchanged=await self._exchanged(service, run))
+
+    async def _exchanged(self, service: RunService, run: StoredRun) -> list[tuple[int, Any]]:
+        """The run's questions and answers, if its team asks any."""
+        if not self._system.waits_for_people:
+            return []
+        return await service.store.events_of(run.id, EXCHANGED)
 
     @staticmethod
     async def _run(service: RunService, run_id: str) -> StoredRun:

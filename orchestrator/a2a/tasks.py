@@ -5,7 +5,7 @@ A2A's types are protocol buffers (a2a-sdk 1.x); this module only builds and read
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from typing import Any
 
 from a2a.types import (
@@ -38,6 +38,8 @@ from agents.core.events import (
     ApprovalRequested,
     DelegationRefused,
     Event,
+    InputProvided,
+    InputRequested,
     ModelDelta,
     RunFinished,
 )
@@ -47,6 +49,7 @@ from orchestrator.store import StoredRun
 
 __all__ = [
     "ANSWER",
+    "EXCHANGED",
     "FINAL_STATES",
     "changed_at",
     "context_of",
@@ -65,6 +68,8 @@ _STATES = {
     RunStatus.RUNNING: TaskState.TASK_STATE_WORKING,
     # A person decides on the Baton side (its API or UI), not the A2A caller: still working.
     RunStatus.WAITING_FOR_APPROVAL: TaskState.TASK_STATE_WORKING,
+    # An agent asked the person a question: the A2A caller answers with a message on the task.
+    RunStatus.INPUT_REQUIRED: TaskState.TASK_STATE_INPUT_REQUIRED,
     RunStatus.SUCCEEDED: TaskState.TASK_STATE_COMPLETED,
     RunStatus.FAILED: TaskState.TASK_STATE_FAILED,
     RunStatus.CANCELLED: TaskState.TASK_STATE_CANCELED,
@@ -120,17 +125,34 @@ def changed_at(run: StoredRun) -> float:
     return run.finished_at or run.started_at or run.created_at
 
 
-def stored_task(run: StoredRun, history_length: int | None = None, artifacts: bool = True) -> Task:
+# The events that are messages of a task's history besides its first: questions and answers.
+EXCHANGED = (
+    InputRequested.model_fields["type"].default,
+    InputProvided.model_fields["type"].default,
+)
+
+
+def stored_task(
+    run: StoredRun,
+    history_length: int | None = None,
+    artifacts: bool = True,
+    exchanged: Sequence[tuple[int, Event]] = (),
+) -> Task:
     """The task a stored run is: its state, the task as the user's message, the answer.
 
     Args:
         run: the run as stored.
         history_length: the last this many messages of its history (None: all of it).
         artifacts: with the answer artifact (ListTasks leaves it out unless asked).
+        exchanged: the run's questions and answers (`EXCHANGED` events, numbered): messages of
+            its history, the last question its status message while it waits.
     """
     context_id = context_of(run)
     ended = run.output if run.status == RunStatus.SUCCEEDED else run.error
     state = run_state(run.status)
+    asking = [e for _, e in exchanged if isinstance(e, InputRequested)]
+    if run.status == RunStatus.INPUT_REQUIRED and asking:
+        ended = asking[-1].question
     task = Task(
         id=run.id,
         context_id=context_id,
@@ -144,6 +166,15 @@ def stored_task(run: StoredRun, history_length: int | None = None, artifacts: bo
     # The user's message as it was sent (its id is the client's).
     asked = str(_origin(run).get("message_id") or f"{run.id}-task")
     history = [_text(run.task, asked, Role.ROLE_USER, task_id=run.id, context_id=context_id)]
+    for seq, event in exchanged:
+        if isinstance(event, InputRequested):
+            said, role = event.question, Role.ROLE_AGENT
+        elif isinstance(event, InputProvided) and event.by == "person":
+            said, role = event.answer, Role.ROLE_USER
+        else:
+            continue
+        ids = {"task_id": run.id, "context_id": context_id}
+        history.append(_text(said, f"{run.id}-{seq}", role, **ids))
     if history_length != 0:
         task.history.extend(history[-history_length:] if history_length else history)
     return task
@@ -181,7 +212,19 @@ def task_update(
             ),
             metadata=spent,
         )
-    if isinstance(event, AgentStarted | AgentFinished | DelegationRefused | ApprovalRequested):
+    if isinstance(event, InputRequested):
+        asking = _status(
+            TaskState.TASK_STATE_INPUT_REQUIRED, event.question, event.ts, message_id, run_id,
+            context_id,
+        )  # fmt: skip
+        meta = struct(
+            {"baton.event": event.type, "baton.agent": event.agent, "baton.choices": event.choices}
+        )
+        return TaskStatusUpdateEvent(**ids, status=asking, metadata=meta)
+    if isinstance(
+        event,
+        AgentStarted | AgentFinished | DelegationRefused | ApprovalRequested | InputProvided,
+    ):
         working = _status(
             TaskState.TASK_STATE_WORKING, _plain(event), event.ts, message_id, run_id, context_id
         )
@@ -199,6 +242,8 @@ def _plain(event: Event) -> str:
         return f"{event.agent} -> {event.target} refused: {event.message}"
     if isinstance(event, ApprovalRequested):
         return f"{event.agent} waits for approval of {event.tool}"
+    if isinstance(event, InputProvided):
+        return "answered" if event.by == "person" else "no answer came before the deadline"
     return event.type
 
 
@@ -225,19 +270,29 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
 
 
 async def run_updates(
-    run: StoredRun, items: AsyncIterator[tuple[int, Event] | None]
+    run: StoredRun,
+    items: AsyncIterator[tuple[int, Event] | None],
+    until_input: bool = False,
+    answered: Collection[str] = (),
 ) -> AsyncGenerator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
     """A run's updates to its end, the answer artifact whole just before the final state.
 
     `items`: its events as followed (None: a heartbeat), for a stream, a cancel or a webhook.
+    `until_input`: stop at a question to the caller too (`input-required`), as a blocking send
+    and a stream do: the caller's answer on the task goes on from there (`answered`: the
+    question it answered; what came before it, it has seen).
     """
     depth = len(_origin(run).get("chain") or ()) + 1
     context_id = context_of(run)
     streamed = False
+    skipping = bool(answered)
     async for item in items:
         if item is None:
             continue
         seq, event = item
+        if skipping:
+            skipping = not (isinstance(event, InputRequested) and event.call_id in answered)
+            continue
         if isinstance(event, RunFinished) and event.output is not None:
             answer = stored_task(
                 run.model_copy(update={"output": event.output, "status": event.status}), 0
@@ -254,4 +309,6 @@ async def run_updates(
         if update is not None:
             yield update
         if isinstance(event, RunFinished):
+            return
+        if until_input and isinstance(event, InputRequested):
             return

@@ -1,4 +1,8 @@
-"""Calls waiting for a person: list them, decide them, and keep the run's stored status."""
+"""What waits for a person in a run: calls to approve, questions to answer (`ask_user`).
+
+Both are kept in the system's ledger (shared by every instance); the run's stored status follows
+them (`waiting_for_approval`, `input_required`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from agents.core.events import ApprovalRequested
+from agents.core.events import ApprovalRequested, InputRequested
 from orchestrator.engine import Engine
-from orchestrator.errors import ApprovalConflict, ApprovalNotFound, NotReady
+from orchestrator.errors import (
+    ApprovalConflict,
+    ApprovalNotFound,
+    NotReady,
+    NotWaitingForInput,
+    QuestionNotFound,
+)
 from orchestrator.store import RunStore, StoredRun
 
 __all__ = ["ApprovalDesk"]
@@ -16,7 +26,7 @@ __all__ = ["ApprovalDesk"]
 
 @dataclass
 class ApprovalDesk:
-    """The approvals of a system's runs (kept in its ledger, shared by every instance)."""
+    """The approvals and questions of a system's runs, and their runs' stored status."""
 
     engine: Engine
     store: RunStore
@@ -28,6 +38,12 @@ class ApprovalDesk:
         if run.finished or not self.ready.is_set():
             return []
         return await self.engine.ledger.pending(run.id)
+
+    async def questions(self, run: StoredRun) -> list[InputRequested]:
+        """The run's questions waiting for an answer, oldest first."""
+        if run.finished or not self.ready.is_set():
+            return []
+        return await self.engine.ledger.questions(run.id)
 
     async def decide(
         self, run: StoredRun, call_id: str, approved: bool, message: str
@@ -55,18 +71,63 @@ class ApprovalDesk:
         assert decision is not None
         return {"call_id": call_id, **decision}
 
-    async def track(self, run_id: str) -> None:
-        """Keep the stored status `waiting_for_approval` while a call of the run waits.
+    async def answer(
+        self, run: StoredRun, answer: str, question_id: str | None = None
+    ) -> dict[str, Any]:
+        """Answer the run's question (`question_id`, or the one it waits on); the first counts.
 
-        Until the run's event log closes.
+        Raises:
+            NotWaitingForInput: the run asks nothing now (over, or answered already), or it
+                asks several questions and none was named.
+            QuestionNotFound: the run never asked a question with this id.
+            NotReady: the agents are starting.
         """
-        seen, waiting = 0, False
+        if run.finished:
+            raise NotWaitingForInput(f"run {run.id!r} is {run.status}", run_id=run.id)
+        if not self.ready.is_set():
+            raise NotReady("the agents are starting")
+        if question_id is None:
+            waiting = await self.engine.ledger.questions(run.id)
+            if not waiting:
+                raise NotWaitingForInput(
+                    f"run {run.id!r} is not waiting for input ({run.status})", run_id=run.id
+                )
+            if len(waiting) > 1:
+                raise NotWaitingForInput(
+                    f"run {run.id!r} asks {len(waiting)} questions: name one (question_id)",
+                    run_id=run.id,
+                    questions=[q.call_id for q in waiting],
+                )
+            question_id = waiting[0].call_id
+        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, "person")
+        if outcome == "unknown":
+            raise QuestionNotFound(run.id, question_id)
+        if outcome == "already_decided":
+            raise NotWaitingForInput(
+                f"question {question_id!r} was answered already",
+                question_id=question_id,
+                answer=decision,
+            )
+        assert decision is not None
+        # Said at once (the tracker would say it a moment later): a client reading the run
+        # right after its answer sees it working.
+        _, waiting, _ = await self.engine.ledger.watch_pending(run.id, -1, 0)
+        await self.store.set_waiting(run.id, waiting)
+        return {"question_id": question_id, **decision}
+
+    async def track(self, run_id: str) -> None:
+        """Keep the run's stored status saying what it waits for from a person.
+
+        `input_required` while a question waits, `waiting_for_approval` while a call does,
+        `running` otherwise; until the run's event log closes.
+        """
+        seen, waiting = 0, None
         while True:
-            seen, pending, state = await self.engine.ledger.watch_pending(
+            seen, now, state = await self.engine.ledger.watch_pending(
                 run_id, seen, self.heartbeat_s
             )
             if state == "closed":
                 return
-            if (pending > 0) != waiting:
-                waiting = pending > 0
+            if now != waiting:
+                waiting = now
                 await self.store.set_waiting(run_id, waiting)

@@ -226,7 +226,7 @@ class RunExecutor:
         error: str | None = None
         tracker = (
             asyncio.create_task(self.approvals.track(run_id))
-            if self.system.needs_approvals
+            if self.system.waits_for_people
             else None
         )
         try:

@@ -38,6 +38,7 @@ from sqlalchemy.pool import NullPool
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
+from agents.core.ports import Waiting
 from agents.core.storable import stored_json
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
@@ -177,6 +178,12 @@ def _span_of(row: SpanRow) -> SpanRecord:
 
 
 # A queued run starts (never an ended one: see `RunStore.start`).
+# A run in flight's status by what it waits for from a person (`RunStore.set_waiting`).
+_WAITING_STATUS: dict[Waiting, RunStatus] = {
+    None: RunStatus.RUNNING,
+    "approval": RunStatus.WAITING_FOR_APPROVAL,
+    "input": RunStatus.INPUT_REQUIRED,
+}
 _START_RUN = update(RUNS_TABLE).where(
     RUNS_TABLE.c.id == bindparam("run_id_"), RUNS_TABLE.c.status == RunStatus.QUEUED.value
 )
@@ -318,16 +325,16 @@ class RunStore:
         values = {"run_id_": run_id, "status": RunStatus.RUNNING, "started_at": time.time()}
         await self._writes.write((_START_RUN, [values]))
 
-    async def set_waiting(self, run_id: str, waiting: bool) -> None:
-        """Mark a running run as waiting for approval, or as running again (not a finished one)."""
-        status = RunStatus.WAITING_FOR_APPROVAL if waiting else RunStatus.RUNNING
+    async def set_waiting(self, run_id: str, waiting: Waiting) -> None:
+        """Mark a running run as waiting for a person, or as running again.
+
+        For an answer or a decision; never a finished run.
+        """
+        status = _WAITING_STATUS[waiting]
         async with self._sessions.begin() as session:
             await session.execute(
                 update(RunRow)
-                .where(
-                    RunRow.id == run_id,
-                    RunRow.status.in_((RunStatus.RUNNING, RunStatus.WAITING_FOR_APPROVAL)),
-                )
+                .where(RunRow.id == run_id, RunRow.status.in_(_WAITING_STATUS.values()))
                 .values(status=status)
             )
 
@@ -376,6 +383,16 @@ class RunStore:
         ]
         # Some may be stored already (written by the ledger as they came): keep those.
         await self._writes.write((self._insert_events, rows))
+
+    async def events_of(self, run_id: str, types: Collection[str]) -> list[tuple[int, Event]]:
+        """The run's stored events of these types (`input_requested`, ...), in order."""
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(EventRow.seq, EventRow.data)
+                .where(EventRow.run_id == run_id, EventRow.type.in_(types))
+                .order_by(EventRow.seq)
+            )
+            return [(int(seq), EVENTS.validate_python(data)) for seq, data in rows]
 
     async def events(self, run_id: str, after: int = 0) -> list[tuple[int, Event]]:
         """A finished run's events with ids above `after`, in order."""

@@ -99,10 +99,17 @@ class AgentSystem:
         return redactor.mapping(self.config.model_dump(mode="json"))
 
     @property
-    def needs_approvals(self) -> bool:
-        """Whether any tool, MCP server or delegation of the system waits for approval."""
+    def waits_for_people(self) -> bool:
+        """Whether a run of the system may wait for a person.
+
+        For an approval (a tool, MCP server or delegation with `confirm`), or an answer (an
+        agent with `ask_user`).
+        """
         return any(
-            a.confirm or any(t.confirm for t in a.tools) or any(m.confirm for m in a.mcp)
+            a.confirm
+            or a.ask_user
+            or any(t.confirm for t in a.tools)
+            or any(m.confirm for m in a.mcp)
             for a in self.config.agents
         )
 

@@ -1,4 +1,8 @@
-"""`/v1/runs/{id}/approvals`: calls waiting for a person, and their decisions."""
+"""What waits for a person in a run: calls to approve, questions to answer.
+
+`/v1/runs/{id}/approvals` (calls to approve or deny) and `/v1/runs/{id}/input` (an agent's
+questions, `ask_user`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,15 @@ from fastapi import APIRouter
 
 from orchestrator.api.deps import CALL_ID, Run, Service
 from orchestrator.api.errors import NOT_FOUND
-from orchestrator.schemas import ApprovalDecision, ApprovalResult, ErrorBody, PendingApproval
+from orchestrator.schemas import (
+    ApprovalDecision,
+    ApprovalResult,
+    ErrorBody,
+    InputAnswer,
+    InputResult,
+    PendingApproval,
+    PendingQuestion,
+)
 
 __all__ = ["router"]
 
@@ -36,3 +48,33 @@ async def decide(
     """
     decided = await service.approvals.decide(run, call_id, body.approve, body.message)
     return ApprovalResult.model_validate(decided)
+
+
+@router.get("/runs/{run_id}/input", responses=NOT_FOUND)
+async def pending_questions(run: Run, service: Service) -> list[PendingQuestion]:
+    """The questions the run's agents ask the person, oldest first.
+
+    The run is `input_required` while one waits.
+    """
+    return [PendingQuestion.of(q) for q in await service.approvals.questions(run)]
+
+
+@router.post(
+    "/runs/{run_id}/input",
+    responses={
+        404: {"model": ErrorBody, "description": "No such run, or no such question in it."},
+        409: {
+            "model": ErrorBody,
+            "description": "The run is not waiting for input (over, or answered already), or "
+            "it asks several questions and none was named.",
+        },
+    },
+)
+async def answer(run: Run, body: InputAnswer, service: Service) -> InputResult:
+    """Answer the run's question; the first answer counts, and the run goes on with it.
+
+    The answer is the agent's `ask_user` result. Without `question_id` it answers the one
+    question the run waits on.
+    """
+    answered = await service.approvals.answer(run, body.answer, body.question_id)
+    return InputResult.model_validate(answered)

@@ -407,6 +407,44 @@ async function runPage(asked) {
     );
   }
 
+  // Questions an agent asks the person (ask_user): each with its suggested answers and a box.
+  async function drawQuestions() {
+    const waiting = await api(`/v1/runs/${runId}/input`);
+    $("questions").hidden = waiting.length === 0;
+    $("question-list").replaceChildren(
+      ...waiting.map((question) => {
+        const box = el("input", { type: "text", class: "answer-text", placeholder: "your answer", "aria-label": "answer" });
+        const send = async (answer) => {
+          try {
+            await api(`/v1/runs/${runId}/input`, {
+              method: "POST",
+              headers: { "Content-Type": "application/json" },
+              body: JSON.stringify({ answer, question_id: question.question_id }),
+            });
+          } finally {
+            drawQuestions();
+          }
+        };
+        const form = el(
+          "form",
+          { class: "answer", onsubmit: (e) => { e.preventDefault(); send(box.value); } },
+          box,
+          el("button", { type: "submit", class: "send-answer" }, "Answer"),
+        );
+        const choices = question.choices.map((choice) =>
+          el("button", { type: "button", class: "choice", onclick: () => send(choice) }, choice));
+        return el(
+          "li",
+          { class: "question", "data-question": question.question_id },
+          el("p", {}, el("strong", {}, question.agent), " asks:"),
+          el("pre", { class: "text" }, question.question),
+          ...(choices.length ? [el("p", {}, ...choices)] : []),
+          form,
+        );
+      }),
+    );
+  }
+
   // The header's figures: the stored run's once it has ended, what the events said before.
   function showMeta() {
     const run = current;
@@ -459,7 +497,7 @@ async function runPage(asked) {
       $("run-answer").textContent = failed ? run.error || ""
         : ended ? answer || "" : live.answer ?? "…";
       $("cancel-button").hidden = ended;
-      const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals()]);
+      const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals(), drawQuestions()]);
       drawWaterfall(trace);
       return run;
     })();
@@ -520,9 +558,11 @@ async function runPage(asked) {
       live.calls += 1;
     }
     showMeta();
-    $("run-status").textContent = event.type === "run_finished" ? data.status : "running";
+    $("run-status").textContent = event.type === "run_finished" ? data.status
+      : event.type === "input_requested" ? "input_required" : "running";
     if (event.type === "run_finished") break;
     if (event.type === "approval_requested" || event.type === "approval_decided") drawApprovals();
+    if (event.type === "input_requested" || event.type === "input_provided") drawQuestions();
     if (!timer) timer = setTimeout(() => { timer = null; refresh(); }, 250);
   }
   clearInterval(ticking);
