@@ -111,8 +111,8 @@ class ApprovalDesk:
         assert decision is not None
         # Said at once (the tracker would say it a moment later): a client reading the run
         # right after its answer sees it working.
-        _, waiting, _ = await self.engine.ledger.watch_pending(run.id, -1, 0)
-        await self.store.set_waiting(run.id, waiting)
+        _, now, _ = await self.engine.ledger.watch_pending(run.id, -1, 0)
+        await self.store.set_waiting(run.id, now)
         return {"question_id": question_id, **decision}
 
     async def track(self, run_id: str) -> None:
