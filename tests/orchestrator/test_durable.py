@@ -48,7 +48,13 @@ agents:
         replies:
           - {{tool_calls: [{{name: send_once, arguments: {{path: "{sent}", seconds: 2}}}}]}}
           - {{content: paid}}
+  - name: teller
+    description: Pays from the account the person picks.
+    ask_user: true
 """
+
+
+ASK = "ask the user which account to pay the rent from"
 
 
 def _calls(path: Path, task: str) -> int:
@@ -113,6 +119,12 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
             if kind == "approval_requested":
                 call_id = data["call_id"]
                 break
+        # A question to the person waits for an answer (asked, in the step log) when it dies.
+        asking = (await submit(service.url, {"task": ASK, "agent": "teller"})).json()["id"]
+        async for _, kind, _ in follow(service.url, asking):
+            if kind == "input_requested":
+                break
+        await _recorded(store_url, asking, {"question"})
         assert service._process is not None
         processes = psutil.Process(service._process.pid).children(recursive=True)
         hosts = [p for p in processes if "AgentHost" in p.name()]
@@ -146,6 +158,16 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
         assert fresh["status"] == "succeeded", fresh
         paid = await _answer(service.url, paying)
         payment_events = await all_events(service.url, paying)
+        # The resumed run waits for the same question, not asked again; answered once, it ends.
+        async with httpx.AsyncClient(base_url=service.url) as client:
+            deadline = time.monotonic() + 60
+            while not (waiting := (await client.get(f"/v1/runs/{asking}/input")).json()):
+                assert time.monotonic() < deadline, "the resumed run never waited again"
+                await asyncio.sleep(0.1)
+            answered = await client.post(f"/v1/runs/{asking}/input", json={"answer": "savings"})
+            assert answered.status_code == 200, answered.text
+        told = await _answer(service.url, asking)
+        told_events = await all_events(service.url, asking)
     finally:
         service.stop()
 
@@ -153,6 +175,11 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
     assert paid["status"] == "succeeded", paid
     assert [k for _, k, _ in payment_events].count("approval_requested") == 1
     assert sent.read_text() == "sent\n"
+
+    assert [q["question"] for q in waiting] == [ASK]
+    assert told["status"] == "succeeded" and "- ask_user: savings" in str(told["output"]), told
+    told_kinds = [k for _, k, _ in told_events]
+    assert told_kinds.count("input_requested") == told_kinds.count("input_provided") == 1
 
     assert str(resumed["output"]).replace("report K", "report R") == fresh["output"]
     assert "call 1 for this task" in str(resumed["output"])
