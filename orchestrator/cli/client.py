@@ -152,6 +152,18 @@ class BatonClient:
         )
         return await self._json(answer)  # type: ignore[no-any-return]
 
+    async def cancel(self, run_id: str) -> dict[str, Any]:
+        """Cancel a run."""
+        return await self._json(await self._http.post(f"/v1/runs/{run_id}/cancel"))  # type: ignore[no-any-return]
+
+    async def answer(
+        self, run_id: str, answer: str, question_id: str | None = None
+    ) -> dict[str, Any]:
+        """Answer a question a run asks (`question_id`, or the one it waits on)."""
+        body = {"answer": answer, "question_id": question_id}
+        reply = await self._http.post(f"/v1/runs/{run_id}/input", json=body)
+        return await self._json(reply)  # type: ignore[no-any-return]
+
     async def events(self, run_id: str) -> AsyncIterator[Event]:
         """The run's events until `run_finished`.
 

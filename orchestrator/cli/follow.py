@@ -1,4 +1,7 @@
-"""What `baton run` shows while a run goes: its events, the streamed answer, approvals to give."""
+"""What `baton run` and `baton chat` show while a run goes, and what it asks of the person.
+
+Its events, the streamed answer; approvals to give and questions to answer at the terminal.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +14,29 @@ from typing import Literal
 import typer
 from rich.status import Status
 
-from agents.core.events import ApprovalRequested, Event, ModelDelta
+from agents.core.events import ApprovalRequested, Event, InputRequested, ModelDelta
 from orchestrator.cli.client import ApiError
 from orchestrator.cli.common import progress
 from orchestrator.errors import ServiceError
 
-__all__ = ["Decide", "Display", "follow"]
+__all__ = ["Display", "Person", "follow"]
 
-# Records a person's decision on a pending call (call id, approved, message).
-Decide = Callable[[str, bool, str], Awaitable[object]]
+
+@dataclass(frozen=True)
+class Person:
+    """Where the person's word on a followed run goes.
+
+    Attributes:
+        decide: records a decision on a pending call (call id, approved, message).
+        answer: records an answer to a question (question id, answer; None: no one will
+            answer, the run stops waiting).
+        elsewhere: someone else may answer (a server's API and web UI): without a terminal
+            here, a question is left waiting for them.
+    """
+
+    decide: Callable[[str, bool, str], Awaitable[object]]
+    answer: Callable[[str, str | None], Awaitable[object]]
+    elsewhere: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,10 +98,25 @@ def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
         status.start()
 
 
+def _ask_question(event: InputRequested, status: Status) -> str | None:
+    """An agent asks the person: the answer typed at the terminal (None: there is none)."""
+    if not sys.stdin.isatty():
+        return None
+    status.stop()
+    try:
+        progress().print(f"[yellow]?[/] [bold]{event.agent}[/] asks: {event.question}")
+        if event.choices:
+            progress().print("  (" + " / ".join(event.choices) + ")", markup=False)
+        answer: str = typer.prompt("your answer")
+        return answer
+    finally:
+        status.start()
+
+
 async def follow(
-    events: AsyncIterator[Event | None], status: Status, display: Display, decide: Decide
+    events: AsyncIterator[Event | None], status: Status, display: Display, person: Person
 ) -> None:
-    """Show a run's events as they come, and ask for the approvals it waits for."""
+    """Show a run's events as they come, and ask for the approvals and answers it waits for."""
     text = _Text(status)
     try:
         async for event in events:
@@ -103,6 +135,17 @@ async def follow(
             if isinstance(event, ApprovalRequested):
                 approved, why = _ask_person(event, status)
                 with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
-                    await decide(event.call_id, approved, why)
+                    await person.decide(event.call_id, approved, why)
+            elif isinstance(event, InputRequested):
+                said = _ask_question(event, status)
+                if said is None and person.elsewhere:
+                    progress().print(
+                        "  waiting for the answer: give it on the run's page, or with "
+                        "POST /v1/runs/RUN_ID/input",
+                        markup=False,
+                    )
+                    continue
+                with contextlib.suppress(ServiceError, ApiError):  # answered already: fine
+                    await person.answer(event.call_id, said)
     finally:
         text.end()

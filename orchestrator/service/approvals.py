@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agents.core.events import ApprovalRequested, InputRequested
 from orchestrator.engine import Engine
@@ -72,9 +72,15 @@ class ApprovalDesk:
         return {"call_id": call_id, **decision}
 
     async def answer(
-        self, run: StoredRun, answer: str, question_id: str | None = None
+        self,
+        run: StoredRun,
+        answer: str,
+        question_id: str | None = None,
+        by: Literal["person", "expiry"] = "person",
     ) -> dict[str, Any]:
         """Answer the run's question (`question_id`, or the one it waits on); the first counts.
+
+        `by` expiry: no one will answer (the run stops waiting, the agent is told so).
 
         Raises:
             NotWaitingForInput: the run asks nothing now (over, or answered already), or it
@@ -99,7 +105,7 @@ class ApprovalDesk:
                     questions=[q.call_id for q in waiting],
                 )
             question_id = waiting[0].call_id
-        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, "person")
+        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, by)
         if outcome == "unknown":
             raise QuestionNotFound(run.id, question_id)
         if outcome == "already_decided":

@@ -1,0 +1,280 @@
+"""`baton chat`: a conversation with a team in the terminal, one thread, a run per turn.
+
+Each message is the next turn of the chat's thread (its entry agent sees the earlier turns); the
+answer streams as it is written, each delegation a line as it happens, and questions and
+approvals are asked at the prompt. Ctrl-C cancels the running turn, not the chat. Here (an
+in-process run service, as `baton run`) or on a running service (`--server`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Protocol
+
+import typer
+
+from agents.core.events import Event
+from orchestrator.cli.client import ApiError, BatonClient
+from orchestrator.cli.common import ConfigOption, app, err, load_system, open_store, progress
+from orchestrator.cli.follow import Display, Person, follow
+from orchestrator.errors import ServiceError
+from orchestrator.schemas import RunRequest
+from orchestrator.settings import Settings
+from orchestrator.system.routing import AUTO
+
+if TYPE_CHECKING:
+    from orchestrator.service import RunService
+    from orchestrator.system.config import AgentSystem
+
+__all__ = ["chat"]
+
+HELP = (
+    "/new a new thread · /thread its id · /agent NAME the entry agent · /diagram the last "
+    "turn's · /exit (or Ctrl-D)"
+)
+# The run-ending statuses a turn's line names (a succeeded turn's answer says it all).
+_ENDED = "turn ended"
+
+
+class _Team(Protocol):
+    """Where the chat's turns run: here, or on a service."""
+
+    async def turn(self, thread: str | None, text: str, agent: str | None) -> tuple[str, str]:
+        """Start a turn (of a new thread when `thread` is None); its run's and thread's ids."""
+
+    def events(self, run_id: str) -> AsyncIterator[Event | None]:
+        """The run's events to its end."""
+
+    def person(self, run_id: str) -> Person:
+        """Where the person's answers and decisions on the run go."""
+
+    async def cancel(self, run_id: str) -> None:
+        """Cancel the run."""
+
+    async def status(self, run_id: str) -> tuple[str, str | None]:
+        """The run's status and error (once it has ended)."""
+
+    async def diagram(self, run_id: str) -> str:
+        """The run's sequence diagram (Mermaid)."""
+
+
+@dataclass
+class _HereTeam:
+    """Turns run by an in-process run service (Ray, the store, as `baton run`)."""
+
+    service: RunService
+
+    async def turn(self, thread: str | None, text: str, agent: str | None) -> tuple[str, str]:
+        submission = RunRequest(task=text, agent=agent, stream=True).submission()
+        run, _ = await self.service.threads.continue_or_start(thread or "new", submission)
+        assert run.context_id is not None  # a thread's run: its context is the thread
+        return run.id, run.context_id
+
+    async def events(self, run_id: str) -> AsyncIterator[Event | None]:
+        async for item in self.service.events.follow(await self.service.get(run_id)):
+            yield item[1] if item is not None else None
+
+    def person(self, run_id: str) -> Person:
+        async def decide(call_id: str, approved: bool, why: str) -> object:
+            run = await self.service.get(run_id)
+            return await self.service.approvals.decide(run, call_id, approved, why)
+
+        async def answer(question_id: str, said: str | None) -> object:
+            run = await self.service.get(run_id)
+            if said is None:  # no terminal, and no one else can reach this process's run
+                return await self.service.approvals.answer(run, "", question_id, "expiry")
+            return await self.service.approvals.answer(run, said, question_id)
+
+        return Person(decide, answer)
+
+    async def cancel(self, run_id: str) -> None:
+        await self.service.cancel(run_id)
+
+    async def status(self, run_id: str) -> tuple[str, str | None]:
+        run = await self.service.get(run_id)
+        return run.status.value, run.error
+
+    async def diagram(self, run_id: str) -> str:
+        return (await self.service.views.diagram(await self.service.get(run_id))).text
+
+
+@dataclass
+class _ServerTeam:
+    """Turns run by a Baton service, over its HTTP API."""
+
+    client: BatonClient
+
+    async def turn(self, thread: str | None, text: str, agent: str | None) -> tuple[str, str]:
+        body = RunRequest(task=text, agent=agent, stream=True).model_dump(exclude_none=True)
+        run = await self.client.submit(body, thread or "new")
+        return str(run["id"]), str(run["thread_id"])
+
+    async def events(self, run_id: str) -> AsyncIterator[Event | None]:
+        async for event in self.client.events(run_id):
+            yield event
+
+    def person(self, run_id: str) -> Person:
+        async def decide(call_id: str, approved: bool, why: str) -> object:
+            return await self.client.decide(run_id, call_id, approved, why)
+
+        async def answer(question_id: str, said: str | None) -> object:
+            return await self.client.answer(run_id, said or "", question_id)
+
+        return Person(decide, answer, elsewhere=True)
+
+    async def cancel(self, run_id: str) -> None:
+        await self.client.cancel(run_id)
+
+    async def status(self, run_id: str) -> tuple[str, str | None]:
+        run = await self.client.get(run_id)
+        return str(run["status"]), run.get("error")
+
+    async def diagram(self, run_id: str) -> str:
+        return await self.client.diagram(run_id)
+
+
+@dataclass
+class _Chat:
+    """One chat: its thread, its last turn, and the turn under way."""
+
+    team: _Team
+    agent: str | None
+    thread: str | None = None
+    last: str | None = None  # the last turn's run
+    running: str | None = None  # the run of the turn under way
+
+    async def turn(self, text: str) -> None:
+        self.running, self.thread = await self.team.turn(self.thread, text, self.agent)
+        self.last = self.running
+        with progress().status("thinking…") as status:
+            await follow(
+                self.team.events(self.running),
+                status,
+                Display("progress", "entry"),
+                self.team.person(self.running),
+            )
+        status_, error = await self.team.status(self.running)
+        self.running = None
+        if status_ != "succeeded":
+            err.print(f"{_ENDED} {status_}: {error or 'no detail'}", style="yellow")
+
+    async def cancel(self) -> None:
+        if self.running is not None:
+            run_id, self.running = self.running, None
+            with contextlib.suppress(ServiceError, ApiError):
+                await self.team.cancel(run_id)
+            err.print("turn cancelled", style="yellow")
+
+    def command(self, line: str, runner: asyncio.Runner) -> bool:
+        """Do a /command; False when the chat ends."""
+        word = line.split()[0].lower()
+        if word in ("/exit", "/quit"):
+            return False
+        if word == "/new":
+            self.thread = self.last = None
+            err.print("a new thread: the next message starts it")
+        elif word == "/thread":
+            err.print(self.thread or "no thread yet: the next message starts one")
+        elif word == "/agent":
+            self.agent = line.split()[1] if len(line.split()) > 1 else None
+            err.print(f"the next turns go to {self.agent or 'the entry agent'}")
+        elif word == "/diagram":
+            if self.last is None:
+                err.print("no turn yet")
+            else:
+                print(runner.run(self.team.diagram(self.last)))
+        else:
+            err.print(HELP)
+        return True
+
+
+def _converse(chat: _Chat, runner: asyncio.Runner) -> None:
+    err.print(f"chatting with the team · {HELP}")
+    if chat.thread is not None:
+        err.print(f"thread {chat.thread}")
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            print()
+            return
+        except KeyboardInterrupt:  # at the prompt: a new prompt, as a shell does
+            print()
+            continue
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not chat.command(line, runner):
+                return
+            continue
+        try:
+            runner.run(chat.turn(line))
+        except KeyboardInterrupt:
+            runner.run(chat.cancel())
+        except (ServiceError, ApiError) as exc:
+            err.print(str(exc), style="red")
+
+
+async def _open(
+    stack: AsyncExitStack, settings: Settings, system: AgentSystem | None, server: str | None
+) -> _Team:
+    if server:
+        return _ServerTeam(await stack.enter_async_context(BatonClient(server, settings.api_key)))
+    from orchestrator.cli.run import local_service  # Ray: a slow import
+    from orchestrator.service.run_service import ServiceLimits
+
+    assert system is not None
+    await (await open_store(settings.store_url)).close()  # a clear error before Ray starts
+    limits = ServiceLimits(max_concurrent_runs=1, max_queued_runs=0)
+    with progress().status("starting Ray and the agents…"):
+        service = await stack.enter_async_context(local_service(settings, system, "chat", limits))
+    return _HereTeam(service)
+
+
+@app.command()
+def chat(
+    thread: Annotated[
+        str | None, typer.Option(help="Go on with this thread (default: a new one).")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
+    ] = None,
+    config: ConfigOption = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            help="Chat with a running Baton service at this URL (default: $BATON_SERVER) "
+            "instead of here; its key comes from $BATON_API_KEY."
+        ),
+    ] = None,
+) -> None:
+    """Chat with the team: each message is the next turn of one thread.
+
+    The answer is printed as it is written, each delegation as it happens; an agent's question
+    is asked at the prompt. /new starts a new thread, /thread prints its id, /agent NAME sends
+    the next turns to that agent, /diagram prints the last turn's sequence diagram, /exit (or
+    Ctrl-D) ends; Ctrl-C cancels the turn under way.
+    """
+    settings = Settings()
+    server = server or settings.server
+    system = None if server else load_system(config, settings)
+    if system is not None and agent and agent != AUTO and agent not in system.topology.graph:
+        err.print(
+            f"unknown agent {agent!r}; agents: {', '.join(system.topology.graph)}", style="red"
+        )
+        raise typer.Exit(2)
+    with asyncio.Runner() as runner:
+        stack = AsyncExitStack()
+        try:
+            team = runner.run(_open(stack, settings, system, server))
+            _converse(_Chat(team, agent, thread), runner)
+        except (ServiceError, ApiError) as exc:
+            err.print(str(exc), style="red")
+            raise typer.Exit(2) from None
+        finally:
+            runner.run(stack.aclose())
