@@ -2,8 +2,9 @@
 
 The same tools over streamable HTTP (mounted on the API at `/mcp`, behind the API's keys and an
 Origin check: `orchestrator.api.guards.ProtocolGuard`) and over stdio (`baton mcp`): submit a task
-(and wait a while for its answer, with progress), cancel a run, get a run, get a run's diagram,
-list the agents; a prompt to hand the team a task, whose agent argument completes.
+(and wait a while for its answer, with progress; an agent's question goes to the client's user by
+elicitation), answer a question, cancel a run, get a run, get a run's diagram, list the agents; a
+prompt to hand the team a task, whose agent argument completes.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
     Completion,
     CompletionArgument,
@@ -25,11 +27,19 @@ from mcp.types import (
     PromptReference,
     ResourceTemplateReference,
 )
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
+    InputRequiredResult,
+    InputResponses,
+)
+from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from agents.core.a2a_meta import TRACE_KEYS
-from agents.core.events import AgentStarted, RunFinished
+from agents.core.events import AgentStarted, InputRequested, RunFinished
 from orchestrator import __version__
 from orchestrator.engine.submission import Origin
 from orchestrator.errors import ServiceError
@@ -43,6 +53,15 @@ __all__ = ["build_mcp_server", "mcp_http_app"]
 _MAX_WAIT_S = 600.0
 # How long cancel_run waits for the run to stop before it answers with the run as it stands.
 _CANCEL_WAIT_S = 15.0
+# From this protocol version on, a tool asks its client's user by returning its questions
+# (`InputRequiredResult`) and the client calls it again with the answers: no back channel is
+# needed, so it works on the stateless `/mcp` (the multi-round-trip flow).
+_ROUND_TRIPS = "2026-07-28"
+_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "title": "Your answer"}},
+    "required": ["answer"],
+}
 
 
 def _summary(view: dict[str, Any]) -> dict[str, Any]:
@@ -60,8 +79,15 @@ def _summary(view: dict[str, Any]) -> dict[str, Any]:
     return {k: view[k] for k in keep if k in view}
 
 
-async def _follow(runs: RunService, run: StoredRun, ctx: Context | None) -> None:
-    """Follow a run to its end; each agent's start is a step of progress for `ctx`."""
+async def _follow(
+    runs: RunService, run: StoredRun, ctx: Context | None, answered: Collection[str] = ()
+) -> InputRequested | None:
+    """Follow a run to its end; each agent's start is a step of progress for `ctx`.
+
+    An agent's question is asked through `ctx` where it can be (elicitation in the call); one it
+    cannot ask stops the wait and is returned (the caller hands it to its client otherwise),
+    but for those `answered` already (their ids).
+    """
     started = 0
     if ctx is not None:
         await ctx.report_progress(0, message=f"run {run.id} accepted")
@@ -69,14 +95,114 @@ async def _follow(runs: RunService, run: StoredRun, ctx: Context | None) -> None
         event = item[1] if item is not None else None
         if ctx is None:
             if isinstance(event, RunFinished):
-                return
+                return None
         elif isinstance(event, AgentStarted):
             started += 1
             said = f"{event.caller} → {event.agent}" if event.caller else f"→ {event.agent}"
             await ctx.report_progress(started, message=said)
+        elif isinstance(event, InputRequested) and event.call_id not in answered:
+            if not await _elicit(runs, run, event, ctx):
+                return event
         elif isinstance(event, RunFinished):
             await ctx.report_progress(started + 1, started + 1, f"run {event.status.value}")
-            return
+            return None
+    return None
+
+
+def _asks_by_round_trip(ctx: Context) -> bool:
+    """Whether the client takes a tool's questions as its result and calls again with answers."""
+    version = ctx.protocol_version
+    capabilities = ctx.client_capabilities
+    return (
+        version is not None
+        and is_version_at_least(version, _ROUND_TRIPS)
+        and capabilities is not None
+        and capabilities.elicitation is not None
+    )
+
+
+async def _elicit(runs: RunService, run: StoredRun, asked: InputRequested, ctx: Context) -> bool:
+    """Ask the client's user `asked` in the call (elicitation); False when it cannot be."""
+    capabilities = ctx.client_capabilities
+    if (
+        _asks_by_round_trip(ctx)
+        or capabilities is None
+        or capabilities.elicitation is None
+        or not ctx.session.can_send_request
+    ):
+        return False
+    try:
+        result = await ctx.session.elicit_form(
+            _question(asked), _ANSWER_SCHEMA, ctx.request_context.request_id
+        )
+    except MCPError:
+        return False
+    await _take_answers(runs, run, {asked.call_id: result})
+    return True
+
+
+def _question(asked: InputRequested) -> str:
+    choices = f" ({' / '.join(asked.choices)})" if asked.choices else ""
+    return f"{asked.agent} asks: {asked.question}{choices}"
+
+
+async def _take_answers(
+    runs: RunService, run: StoredRun, answers: InputResponses
+) -> tuple[str, ...]:
+    """Give the run the client's answers (a declined or cancelled question: no answer).
+
+    Returns the questions answered.
+    """
+    for question_id, result in answers.items():
+        if not isinstance(result, ElicitResult):
+            continue
+        said = (result.content or {}).get("answer") if result.action == "accept" else None
+        with contextlib.suppress(ServiceError):  # answered already (or the run is over)
+            if said is None:
+                await runs.approvals.answer(run, "", question_id, "expiry")
+            else:
+                await runs.approvals.answer(run, str(said), question_id)
+    return tuple(answers)
+
+
+async def _wait(
+    runs: RunService,
+    run: StoredRun,
+    ctx: Context,
+    wait_s: float,
+    answered: Collection[str] = (),
+) -> dict[str, Any] | InputRequiredResult:
+    """The run once it ends (within `wait_s`) or asks what this call cannot ask in it.
+
+    A cancellation of the call cancels the run. A question goes back as the tool's result: to a
+    client of the round-trip flow as its input request (it calls again with the answer), to any
+    other in the run's summary (`questions`; `answer_question` answers it).
+    """
+    asked = None
+    if wait_s > 0:
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(wait_s, _MAX_WAIT_S)):
+                    asked = await _follow(runs, run, ctx, answered)
+        except asyncio.CancelledError:
+            # The client cancelled the call (notifications/cancelled): the run with it.
+            await asyncio.shield(runs.cancel(run.id))
+            raise
+    if asked is not None and _asks_by_round_trip(ctx):
+        params = ElicitRequestFormParams(message=_question(asked), requested_schema=_ANSWER_SCHEMA)
+        return InputRequiredResult(
+            input_requests={asked.call_id: ElicitRequest(params=params)}, request_state=run.id
+        )
+    summary = _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
+    waiting = await runs.approvals.questions(await runs.get(run.id))
+    if waiting:
+        summary["status"] = "input_required"  # the ledger says it before the store does
+        summary["questions"] = [
+            {"question_id": q.call_id, "agent": q.agent, "question": q.question,
+             "choices": q.choices}
+            for q in waiting
+        ]  # fmt: skip
+    return summary
 
 
 async def _submit(
@@ -139,11 +265,13 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         agent: str | None = None,
         wait_s: float = 60.0,
         thread: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequiredResult:
         """Give the team a task; wait up to wait_s seconds for the answer.
 
         While it waits, each agent's start is a progress notification (when the client asked
-        for progress), and a cancellation of this call cancels the run.
+        for progress), and a cancellation of this call cancels the run. An agent's question is
+        asked through elicitation when the client offers it; else the run comes back
+        `input_required` with its questions, for answer_question.
 
         Args:
             task: what the team should do.
@@ -154,17 +282,38 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
                 "new" to start one: the team sees the earlier turns.
         """
         runs = await service()
-        run = await _submit(runs, task, agent, ctx.request_context.meta or {}, thread)
-        if wait_s > 0:
-            try:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(min(wait_s, _MAX_WAIT_S)):
-                        await _follow(runs, run, ctx)
-            except asyncio.CancelledError:
-                # The client cancelled the call (notifications/cancelled): the run with it.
-                await asyncio.shield(runs.cancel(run.id))
-                raise
-        return _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
+        answered: tuple[str, ...] = ()
+        if ctx.request_state:  # called again with the answers to the run's questions
+            run = await _run(runs, ctx.request_state)
+            answered = await _take_answers(runs, run, ctx.input_responses or {})
+        else:
+            run = await _submit(runs, task, agent, ctx.request_context.meta or {}, thread)
+        return await _wait(runs, run, ctx, wait_s, answered)
+
+    @server.tool()
+    async def answer_question(
+        run_id: str,
+        answer: str,
+        ctx: Context,
+        question_id: str | None = None,
+        wait_s: float = 60.0,
+    ) -> dict[str, Any] | InputRequiredResult:
+        """Answer a question a run's agent asked (the run is input_required); wait for the run.
+
+        Args:
+            run_id: the run that asks (submit_task's id).
+            answer: what the agent is told.
+            ctx: the call (progress goes to it).
+            question_id: which question (needed only when the run asks several).
+            wait_s: how long to wait for the run to end, as for submit_task.
+        """
+        runs = await service()
+        run = await _run(runs, run_id)
+        try:
+            answered = await runs.approvals.answer(run, answer, question_id)
+        except ServiceError as exc:
+            raise ToolError(exc.message) from None
+        return await _wait(runs, run, ctx, wait_s, (str(answered["question_id"]),))
 
     @server.tool()
     async def cancel_run(run_id: str) -> dict[str, Any]:

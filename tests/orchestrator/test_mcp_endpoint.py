@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import PromptReference
+from mcp.types import ElicitResult, PromptReference
 from opentelemetry.sdk.trace import TracerProvider
 
 from tests.service import KEYS, ServiceProcess, all_events
@@ -47,7 +47,10 @@ def result_json(result: Any) -> dict[str, Any]:
 async def use_team(client: Client) -> None:
     """What an MCP client does with a Baton team: every tool, and one mistake."""
     names = {t.name for t in (await client.list_tools()).tools}
-    assert names == {"submit_task", "cancel_run", "get_run", "get_run_diagram", "list_agents"}
+    assert names == {
+        "submit_task", "answer_question", "cancel_run", "get_run", "get_run_diagram",
+        "list_agents",
+    }  # fmt: skip
     agents = json.loads((await client.call_tool("list_agents", {})).content[0].text)
     assert "analyst" in {a["name"] for a in agents}
 
@@ -174,6 +177,43 @@ async def test_a_waiting_submit_reports_progress_and_its_cancellation_cancels_th
     run_id = said[0].split()[1]
     events = await all_events(api, run_id)
     assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "cancelled"
+
+
+ASK = "ask the user which account to pay the rent from"
+
+
+async def test_an_agents_question_is_asked_through_elicitation(api: str) -> None:
+    asked: list[str] = []
+
+    async def elicitation(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"answer": "savings"})
+
+    async with Client(f"{api}/mcp", elicitation_callback=elicitation) as client:
+        task = {"task": ASK, "agent": "teller"}
+        run = result_json(await client.call_tool("submit_task", task))
+    # The client's user was asked once, and the agent read the answer.
+    assert asked == [f"teller asks: {ASK}"]
+    assert run["status"] == "succeeded" and "- ask_user: savings" in run["output"], run
+    events = await all_events(api, run["id"])
+    kinds = [kind for _, kind, _ in events]
+    assert kinds.count("input_requested") == kinds.count("input_provided") == 1
+
+
+async def test_a_client_without_elicitation_answers_with_answer_question(api: str) -> None:
+    async with Client(f"{api}/mcp") as client:
+        run = result_json(await client.call_tool("submit_task", {"task": ASK, "agent": "teller"}))
+        assert run["status"] == "input_required", run
+        [question] = run["questions"]
+        assert question["question"] == ASK and question["agent"] == "teller"
+        answered = result_json(
+            await client.call_tool("answer_question", {"run_id": run["id"], "answer": "savings"})
+        )
+        assert answered["status"] == "succeeded" and "- ask_user: savings" in answered["output"]
+        again = await client.call_tool(
+            "answer_question", {"run_id": run["id"], "answer": "checking"}
+        )
+        assert again.is_error and "succeeded" in again.content[0].text
 
 
 async def test_cancel_run_the_prompt_and_its_completions(api: str) -> None:
