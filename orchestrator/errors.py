@@ -24,6 +24,7 @@ __all__ = [
     "RunNotFound",
     "ServiceError",
     "ThreadBusy",
+    "ThreadFull",
     "ThreadNotFound",
 ]
 
@@ -72,6 +73,21 @@ class ThreadBusy(ServiceError):
             "multitask_strategy enqueue, interrupt or rollback",
             thread_id=thread_id,
             running=running,
+        )
+
+
+class ThreadFull(ServiceError):
+    """The thread has taken as many turns as a thread may (`BATON_THREAD_MAX_TURNS`)."""
+
+    status = 409
+    code = "thread_full"
+
+    def __init__(self, thread_id: str, max_turns: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} has {max_turns} turns, as many as a thread takes "
+            "(BATON_THREAD_MAX_TURNS): start a new thread",
+            thread_id=thread_id,
+            max_turns=max_turns,
         )
 
 

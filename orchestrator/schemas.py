@@ -8,7 +8,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from agents.core.events import InputRequested
 from agents.core.messages import Refusal, RunStatus, Usage
@@ -376,6 +383,24 @@ class ApprovalDecision(BaseModel):
         max_length=2000,
         description="Told to the model with a denial (and recorded either way).",
     )
+    arguments: dict[str, Any] | None = Field(
+        default=None,
+        description="Approve the call with these arguments instead of the model's (the edit "
+        "is recorded, with who made it); only with approve: true.",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _edits_fit(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value)) > 100_000:
+            raise ValueError("edited arguments are over 100,000 characters of JSON")
+        return value
+
+    @model_validator(mode="after")
+    def _edits_approve(self) -> ApprovalDecision:
+        if self.arguments is not None and not self.approve:
+            raise ValueError("arguments edit a call to approve: they need approve: true")
+        return self
 
 
 class ForkRequest(BaseModel):
@@ -405,10 +430,16 @@ class PendingApproval(BaseModel):
 
 
 class ApprovalResult(BaseModel):
+    """The decision taken."""
+
     call_id: str
     approved: bool
     message: str
     by: Literal["person", "expiry"]
+    who: str = Field(default="", description="Who decided (an API key's name, or the address).")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="The arguments approved instead of the model's, if edited."
+    )
 
 
 class PendingQuestion(BaseModel):
@@ -455,6 +486,7 @@ class InputResult(BaseModel):
     question_id: str
     answer: str
     by: Literal["person", "expiry"]
+    who: str = Field(default="", description="Who answered (an API key's name, or the address).")
 
 
 class ReplicaView(BaseModel):

@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Only the newest this many finished runs are kept (default: all).",
     )
+    thread_max_turns: int = Field(
+        default=1000,
+        ge=1,
+        description="A thread takes at most this many turns; the next is refused (409 "
+        "`thread_full`): start a new thread.",
+    )
     retention_sweep_s: float = Field(
         default=3600.0,
         gt=0,

@@ -369,12 +369,17 @@ class ApprovalDecided(EventBase):
     approved: bool
     message: str = ""
     by: Literal["person", "expiry"]
+    who: str = Field(default="", description="Who decided (an API key's name, a door).")
+    arguments: str | None = Field(
+        default=None, description="The arguments the person approved instead (JSON), if edited."
+    )
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override
     def describe(self) -> str:
         verdict = "approved" if self.approved else "denied"
-        return f"[yellow]![/] {self.tool} {verdict} ({self.by})"
+        edited = " with edited arguments" if self.arguments is not None else ""
+        return f"[yellow]![/] {self.tool} {verdict}{edited} ({self.who or self.by})"
 
 
 class InputRequested(EventBase):
@@ -402,6 +407,7 @@ class InputProvided(EventBase):
     call_id: str
     answer: str = ""
     by: Literal["person", "expiry"]
+    who: str = Field(default="", description="Who answered (an API key's name, a door).")
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override

@@ -58,17 +58,27 @@ class Approvals(Protocol):
         """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
 
     async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+        self,
+        run_id: str,
+        call_id: str,
+        approved: bool,
+        message: str,
+        by: str,
+        who: str = "",
+        arguments: dict[str, Any] | None = None,
     ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call; the first decision counts."""
+        """Approve (with `arguments` instead of the call's, if edited) or deny a pending call.
+
+        The first decision counts; `who` made it.
+        """
 
     async def ask(self, run_id: str, event: InputRequested, again: bool) -> None:
         """Register a question (`event.call_id` is its id) and announce it, unless `again`."""
 
     async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str
+        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
     ) -> tuple[Decision, dict[str, Any] | None]:
-        """Answer a question; the first answer counts."""
+        """Answer a question; the first answer counts (`who` gave it)."""
 
 
 # What a run waits for from a person: an answer to a question, a decision on a call, or nothing.

@@ -253,26 +253,33 @@ class LedgerActor:
         self._changed(call.run_id)
 
     async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+        self,
+        run_id: str,
+        call_id: str,
+        approved: bool,
+        message: str,
+        by: str,
+        who: str = "",
+        arguments: dict[str, Any] | None = None,
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Approve or deny a pending call; the first decision counts.
 
         With a step log, the decision is stored before this returns: a run resumed after a
         crash does not ask again, and the call it approved runs at most once.
         """
-        outcome = self._ledger.decide(run_id, call_id, approved, message, by)
+        outcome = self._ledger.decide(run_id, call_id, approved, message, by, who, arguments)
         await self._record_decision(run_id, call_id, outcome, "approval")
         return outcome
 
     async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str
+        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Answer a question of a run; the first answer counts.
 
         With a step log, the answer is stored before this returns: a run resumed after a crash
         takes it from there and does not ask again.
         """
-        outcome = self._ledger.answer(run_id, call_id, answer, by)
+        outcome = self._ledger.answer(run_id, call_id, answer, by, who)
         await self._record_decision(run_id, call_id, outcome, "answer")
         return outcome
 

@@ -63,11 +63,11 @@ class LedgerClient:
         await self._handle.ask.remote(seal(call))
 
     async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str
+        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Answer a question of a run; the first answer counts."""
         outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.answer.remote(
-            run_id, call_id, answer, by
+            run_id, call_id, answer, by, who
         )
         return outcome
 
@@ -81,11 +81,18 @@ class LedgerClient:
         return decision
 
     async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+        self,
+        run_id: str,
+        call_id: str,
+        approved: bool,
+        message: str,
+        by: str,
+        who: str = "",
+        arguments: dict[str, Any] | None = None,
     ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call; the first decision counts."""
+        """Approve (as edited) or deny a pending call; the first decision counts."""
         outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
-            run_id, call_id, approved, message, by
+            run_id, call_id, approved, message, by, who, arguments
         )
         return outcome
 

@@ -139,9 +139,16 @@ class ToolRunner:
         if isinstance(tool, AskUserTool):
             return await self._questions.ask(inv, call, arguments)
         if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
-            not_approved = await self._approval(inv, call, arguments)
+            not_approved, approved = await self._approval(inv, call, arguments)
             if not_approved is not None:
                 return not_approved
+            if approved is not arguments:  # the person edited them: what the span says too
+                arguments = approved
+                shown = json.dumps(arguments)
+                self.reporter.content(
+                    trace.get_current_span(), attr.GEN_AI_TOOL_CALL_ARGUMENTS, shown
+                )
+                self.reporter.content(trace.get_current_span(), attr.INPUT_VALUE, shown)
         is_delegation = isinstance(tool, DelegateTool)
         if not is_delegation and not getattr(tool, "idempotent", False):
             refused = await self._once(inv, tool, call, key)
@@ -233,11 +240,12 @@ class ToolRunner:
 
     async def _approval(
         self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
-    ) -> ToolOutput | None:
+    ) -> tuple[ToolOutput | None, dict[str, Any]]:
         """Wait for a person to approve the call (or take the decision recorded before).
 
-        Returns None if approved, else what the model is told (a denial is a tool result, so the
-        model can change course).
+        Returns what the model is told of a denial (a tool result, so the model can change
+        course; None if approved), and the arguments to call with: the person's, if they
+        edited them, else the model's.
         """
         key = approval_key(inv.steps, call.id)
         recorded = inv.recorded.get(key)
@@ -245,11 +253,13 @@ class ToolRunner:
             decision: dict[str, Any] = recorded.data
             trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
         elif inv.ctx.replay_only:
-            return ToolOutput(f"error: replay: no decision on {call.name} recorded", True)
+            return ToolOutput(
+                f"error: replay: no decision on {call.name} recorded", True
+            ), arguments
         else:
             asked = await self._ask_person(inv, call, arguments, key)
             if isinstance(asked, ToolOutput):
-                return asked
+                return asked, arguments
             decision = asked
             if self.reporter.logs_steps(inv):
                 # Stored (by the ledger as it was decided; here again in case that write was
@@ -258,7 +268,8 @@ class ToolRunner:
                 if not await self.reporter.commit(inv, key, "approval", step):
                     decision = {**decision, "approved": False, "by": "expiry"}
         if decision["approved"]:
-            return None
+            edited = decision.get("arguments")
+            return None, edited if isinstance(edited, dict) else arguments
         reason = "denied by a person" if decision["by"] == "person" else "approval expired"
         return ToolOutput(
             json.dumps(
@@ -270,7 +281,7 @@ class ToolRunner:
                 }
             ),
             is_error=True,
-        )
+        ), arguments
 
     async def _ask_person(
         self, inv: Invocation, call: ToolCall, arguments: dict[str, Any], key: str
@@ -307,7 +318,12 @@ class ToolRunner:
         assert decision is not None
         span.add_event(
             attr.EVENT_APPROVAL_DECIDED,
-            {"approved": bool(decision["approved"]), "by": str(decision["by"])},
+            {
+                "approved": bool(decision["approved"]),
+                "by": str(decision["by"]),
+                "who": str(decision.get("who") or ""),
+                "edited": "arguments" in decision,
+            },
         )
         return decision
 

@@ -10,6 +10,7 @@ a run's last items).
 from __future__ import annotations
 
 import itertools
+import json
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -240,13 +241,25 @@ class RunLedger:
             self.emit(run_id, event)
 
     def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
+        self,
+        run_id: str,
+        call_id: str,
+        approved: bool,
+        message: str,
+        by: str,
+        who: str = "",
+        arguments: dict[str, Any] | None = None,
     ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call (by a person, or by expiry): the first word counts."""
+        """Approve or deny a pending call (by a person, or by expiry): the first word counts.
+
+        `who` decided; `arguments`: what the person approved instead of the call's own.
+        """
         request, outcome = self._settle(run_id, call_id, ApprovalRequested)
         if request is None:
             return outcome
-        decision = {"approved": approved, "message": message, "by": by}
+        decision: dict[str, Any] = {"approved": approved, "message": message, "by": by, "who": who}
+        if arguments is not None and approved:
+            decision["arguments"] = arguments
         self._keep_decision(run_id, call_id, decision)
         self.emit(
             run_id,
@@ -259,18 +272,20 @@ class RunLedger:
                 approved=approved,
                 message=message,
                 by=by,  # type: ignore[arg-type]
+                who=who,
+                arguments=json.dumps(arguments) if "arguments" in decision else None,
             ),
         )
         return "decided", decision
 
     def answer(
-        self, run_id: str, call_id: str, answer: str, by: str
+        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
     ) -> tuple[Decision, dict[str, Any] | None]:
         """Answer a question of the run (a person, or the expiry): the first answer counts."""
         request, outcome = self._settle(run_id, call_id, InputRequested)
         if request is None:
             return outcome
-        decision = {"answer": answer, "by": by}
+        decision = {"answer": answer, "by": by, "who": who}
         self._keep_decision(run_id, call_id, decision)
         self.emit(
             run_id,
@@ -281,6 +296,7 @@ class RunLedger:
                 call_id=call_id,
                 answer=answer,
                 by=by,  # type: ignore[arg-type]
+                who=who,
             ),
         )
         return "decided", decision

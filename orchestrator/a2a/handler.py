@@ -249,7 +249,7 @@ class BatonRequestHandler(RequestHandler):
         if refusal := nul_refusal(text, "the message's text"):
             raise InvalidParamsError(refusal)
         if message.task_id:
-            return await self._follow_up(service, message.task_id, text)
+            return await self._follow_up(service, message.task_id, text, context)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
         name = self._system.config.name
@@ -290,7 +290,7 @@ class BatonRequestHandler(RequestHandler):
         return run, ()
 
     async def _follow_up(
-        self, service: RunService, task_id: str, text: str
+        self, service: RunService, task_id: str, text: str, context: ServerCallContext
     ) -> tuple[StoredRun, tuple[str, ...]]:
         """A message for an existing task: the answer to its question (`input-required`).
 
@@ -305,7 +305,8 @@ class BatonRequestHandler(RequestHandler):
                 "send a new message (without taskId) in its context"
             )
         try:
-            answered = await service.approvals.answer(run, text)
+            who = f"a2a:{caller_of(context)}"
+            answered = await service.approvals.answer(run, text, who=who)
         except NotWaitingForInput:
             raise UnsupportedOperationError(
                 f"task {run.id} is {run.status.value} and asks for no input: send a new message "

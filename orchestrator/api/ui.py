@@ -1,4 +1,4 @@
-"""The web UI: three pages over the JSON API, their script and style, and Mermaid.
+"""The web UI: four pages over the JSON API, their script and style, and Mermaid.
 
 The npm `mermaid` package renders diagrams in the browser; `make setup` installs it and it is
 served from here: no CDN, nothing vendored, works offline.
@@ -51,7 +51,7 @@ class SecurityHeaders:
 
 
 def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
-    """Serve the pages at `/`, `/runs/{id}` and `/agents`, and their assets."""
+    """Serve the pages at `/`, `/runs/{id}`, `/threads/{id}` and `/agents`, and their assets."""
     pages = WEB / "pages"
 
     @app.get("/", include_in_schema=False)
@@ -61,6 +61,10 @@ def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
     @app.get("/runs/{run_id}", include_in_schema=False)
     async def run_page(run_id: str) -> FileResponse:
         return FileResponse(pages / "run.html")
+
+    @app.get("/threads/{thread_id}", include_in_schema=False)
+    async def thread_page(thread_id: str) -> FileResponse:
+        return FileResponse(pages / "thread.html")
 
     @app.get("/agents", include_in_schema=False)
     async def agents_page() -> FileResponse:

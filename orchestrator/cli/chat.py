@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -32,12 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = ["chat"]
 
+# How long a cancelled turn's display has to let go of its event stream.
+_LET_GO_S = 2.0
+
 HELP = (
     "/new a new thread · /thread its id · /agent NAME the entry agent · /diagram the last "
     "turn's · /exit (or Ctrl-D)"
 )
-# The run-ending statuses a turn's line names (a succeeded turn's answer says it all).
-_ENDED = "turn ended"
 
 
 class _Team(Protocol):
@@ -81,13 +83,13 @@ class _HereTeam:
     def person(self, run_id: str) -> Person:
         async def decide(call_id: str, approved: bool, why: str) -> object:
             run = await self.service.get(run_id)
-            return await self.service.approvals.decide(run, call_id, approved, why)
+            return await self.service.approvals.decide(run, call_id, approved, why, "terminal")
 
         async def answer(question_id: str, said: str | None) -> object:
             run = await self.service.get(run_id)
             if said is None:  # no terminal, and no one else can reach this process's run
                 return await self.service.approvals.answer(run, "", question_id, "expiry")
-            return await self.service.approvals.answer(run, said, question_id)
+            return await self.service.approvals.answer(run, said, question_id, who="terminal")
 
         return Person(decide, answer)
 
@@ -148,21 +150,42 @@ class _Chat:
     running: str | None = None  # the run of the turn under way
 
     async def turn(self, text: str) -> None:
+        """One turn: submitted, followed to its end, or cancelled by Ctrl-C (SIGINT)."""
         self.running, self.thread = await self.team.turn(self.thread, text, self.agent)
-        self.last = self.running
-        with progress().status("thinking…") as status:
-            await follow(
-                self.team.events(self.running),
-                status,
-                Display("progress", "entry"),
-                self.team.person(self.running),
-            )
-        status_, error = await self.team.status(self.running)
+        self.last = run_id = self.running
+        # Ctrl-C sets an event (the loop's own handler) rather than cancelling whatever the
+        # turn awaits: a cancellation landing in the HTTP client's shielded clean-up is lost.
+        interrupted = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        try:
+            with progress().status("thinking…") as status:
+                following = asyncio.ensure_future(
+                    follow(
+                        self.team.events(run_id),
+                        status,
+                        Display("progress", "entry"),
+                        self.team.person(run_id),
+                    )
+                )
+                stop = asyncio.ensure_future(interrupted.wait())
+                await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if not following.done():
+                    following.cancel()
+                    await asyncio.wait({following}, timeout=_LET_GO_S)
+                    await self.cancel()
+                    return
+                following.result()  # its error, if it failed
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        ended, error = await self.team.status(run_id)
         self.running = None
-        if status_ != "succeeded":
-            err.print(f"{_ENDED} {status_}: {error or 'no detail'}", style="yellow")
+        if ended != "succeeded":  # a succeeded turn's answer says it all
+            err.print(f"turn ended {ended}: {error or 'no detail'}", style="yellow")
 
     async def cancel(self) -> None:
+        """Cancel the turn under way (its run), if there is one."""
         if self.running is not None:
             run_id, self.running = self.running, None
             with contextlib.suppress(ServiceError, ApiError):
@@ -213,7 +236,7 @@ def _converse(chat: _Chat, runner: asyncio.Runner) -> None:
             continue
         try:
             runner.run(chat.turn(line))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # between two awaits of the turn, before its handler
             runner.run(chat.cancel())
         except (ServiceError, ApiError) as exc:
             err.print(str(exc), style="red")

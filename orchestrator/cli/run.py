@@ -82,14 +82,16 @@ async def _run_here(
                 yield item[1] if item is not None else None
 
         async def decide(call_id: str, approved: bool, why: str) -> object:
-            return await service.approvals.decide(await service.get(run.id), call_id, approved, why)
+            return await service.approvals.decide(
+                await service.get(run.id), call_id, approved, why, "terminal"
+            )
 
         async def answer(question_id: str, said: str | None) -> object:
             # No terminal and no one else to ask (this process holds the run): stop waiting.
             stored = await service.get(run.id)
             if said is None:
                 return await service.approvals.answer(stored, "", question_id, "expiry")
-            return await service.approvals.answer(stored, said, question_id)
+            return await service.approvals.answer(stored, said, question_id, who="terminal")
 
         with progress().status("starting Ray and the agents…") as status:
             await follow(events(), status, display, Person(decide, answer))

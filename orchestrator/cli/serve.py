@@ -127,6 +127,7 @@ def serve(
         retention_days=settings.retention_days,
         retention_max_runs=settings.retention_max_runs,
         retention_sweep_s=settings.retention_sweep_s,
+        thread_max_turns=settings.thread_max_turns,
     )
 
     def service() -> AbstractAsyncContextManager[RunService]:

@@ -159,9 +159,9 @@ async def _take_answers(
         said = (result.content or {}).get("answer") if result.action == "accept" else None
         with contextlib.suppress(ServiceError):  # answered already (or the run is over)
             if said is None:
-                await runs.approvals.answer(run, "", question_id, "expiry")
+                await runs.approvals.answer(run, "", question_id, "expiry", "mcp")
             else:
-                await runs.approvals.answer(run, str(said), question_id)
+                await runs.approvals.answer(run, str(said), question_id, who="mcp")
     return tuple(answers)
 
 
@@ -310,7 +310,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         runs = await service()
         run = await _run(runs, run_id)
         try:
-            answered = await runs.approvals.answer(run, answer, question_id)
+            answered = await runs.approvals.answer(run, answer, question_id, who="mcp")
         except ServiceError as exc:
             raise ToolError(exc.message) from None
         return await _wait(runs, run, ctx, wait_s, (str(answered["question_id"]),))

@@ -46,9 +46,18 @@ class ApprovalDesk:
         return await self.engine.ledger.questions(run.id)
 
     async def decide(
-        self, run: StoredRun, call_id: str, approved: bool, message: str
+        self,
+        run: StoredRun,
+        call_id: str,
+        approved: bool,
+        message: str,
+        who: str = "",
+        arguments: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Approve or deny a call waiting in a run (whichever instance runs it).
+
+        `who` decides (recorded with the decision); `arguments`: approve the call with these
+        instead of the model's (the edit is recorded).
 
         Raises:
             ApprovalConflict: the run is over, or the call was decided already.
@@ -60,7 +69,7 @@ class ApprovalDesk:
         if not self.ready.is_set():
             raise NotReady("the agents are starting")
         outcome, decision = await self.engine.ledger.decide(
-            run.id, call_id, approved, message, "person"
+            run.id, call_id, approved, message, "person", who, arguments
         )
         if outcome == "unknown":
             raise ApprovalNotFound(run.id, call_id)
@@ -77,6 +86,7 @@ class ApprovalDesk:
         answer: str,
         question_id: str | None = None,
         by: Literal["person", "expiry"] = "person",
+        who: str = "",
     ) -> dict[str, Any]:
         """Answer the run's question (`question_id`, or the one it waits on); the first counts.
 
@@ -105,7 +115,7 @@ class ApprovalDesk:
                     questions=[q.call_id for q in waiting],
                 )
             question_id = waiting[0].call_id
-        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, by)
+        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, by, who)
         if outcome == "unknown":
             raise QuestionNotFound(run.id, question_id)
         if outcome == "already_decided":

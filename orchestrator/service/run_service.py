@@ -58,6 +58,7 @@ class ServiceLimits:
     retention_days: float | None = None
     retention_max_runs: int | None = None
     retention_sweep_s: float = 3600.0
+    thread_max_turns: int = 1000  # a thread's turns; the next is refused (`ThreadFull`)
 
 
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
@@ -130,7 +131,9 @@ class RunService:
             self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
         )
         self.views = RunViews(engine, store, self._ready, lambda: self.executor.startup_error)
-        self.threads = Threads(store, self.executor, self.submit, self.cancel)
+        self.threads = Threads(
+            store, self.executor, self.submit, self.cancel, self.limits.thread_max_turns
+        )
 
     # Life cycle ----------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from orchestrator.engine import Submission
-from orchestrator.errors import ThreadBusy, ThreadNotFound
+from orchestrator.errors import ThreadBusy, ThreadFull, ThreadNotFound
 from orchestrator.service.executor import RunExecutor
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.store.threads import StoredThread
@@ -45,6 +45,7 @@ class Threads:
         executor: the runs executing here (a turn cancelled here is awaited here).
         submit: the service's own submission (admission, idempotency), for each turn.
         cancel: the service's cancellation (here or through another instance).
+        max_turns: the turns a thread takes; the next is refused.
     """
 
     def __init__(
@@ -53,7 +54,9 @@ class Threads:
         executor: RunExecutor,
         submit: Submit,
         cancel: Callable[[str], Awaitable[StoredRun]],
+        max_turns: int = 1000,
     ) -> None:
+        self._max_turns = max_turns
         self._store = store
         self._executor = executor
         self._submit = submit
@@ -94,6 +97,8 @@ class Threads:
         """Submit a turn (`options`: the service's `submit`'s, an idempotency key say)."""
         async with self._lock(thread_id):
             _, turns = await self.get(thread_id)
+            if len(turns) >= self._max_turns:
+                raise ThreadFull(thread_id, self._max_turns)
             under_way = [t.id for t in turns if not t.finished]
             if under_way and strategy == "reject":
                 raise ThreadBusy(thread_id, under_way[-1])

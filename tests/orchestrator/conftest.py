@@ -62,6 +62,8 @@ def api_service(ray_address: str, service_dir: Path) -> Iterator[ServiceProcess]
         # Rate limits are tested on the guarded service; schemathesis would only wait here.
         BATON_RATE_LIMIT_PER_S="10000",
         BATON_RATE_LIMIT_BURST="10000",
+        # A thread's fourth turn is refused (test_threads).
+        BATON_THREAD_MAX_TURNS="3",
     ) as service:
         yield service
 

@@ -217,6 +217,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "desk",
         "refunds",
         "parrot",
+        "teller",
         "lead",
         "clerk",
         "vault",

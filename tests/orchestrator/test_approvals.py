@@ -96,6 +96,8 @@ async def test_an_approved_call_runs_and_the_run_waits_until_then(api: str) -> N
             "approved": True,
             "message": "ok by me",
             "by": "person",
+            "who": "ip:127.0.0.1",  # no API keys: the caller's address
+            "arguments": None,
         }
         # A second decision is too late.
         again = await client.post(
@@ -111,6 +113,29 @@ async def test_an_approved_call_runs_and_the_run_waits_until_then(api: str) -> N
         [stamp] = tool_spans(trace)
         assert "payment 42 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]
         assert (await client.get(f"/v1/runs/{run_id}")).json()["status"] == "succeeded"
+
+
+async def test_an_approval_may_edit_the_arguments_the_call_is_made_with(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run_id, asked, stream = await run_until_asked(client, api, "clerk")
+        url = f"/v1/runs/{run_id}/approvals/{asked['call_id']}"
+        edit = {"text": "payment 40 EUR"}
+        refused = await client.post(url, json={"approve": False, "arguments": edit})
+        assert refused.status_code == 422 and "approve: true" in refused.text
+        decided = await client.post(url, json={"approve": True, "arguments": edit})
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["arguments"] == edit
+        rest = await rest_of(stream)
+        [said] = [data for kind, data in rest if kind == "approval_decided"]
+        # The edit is recorded, with who made it.
+        assert json.loads(said["arguments"]) == edit and said["who"] == "ip:127.0.0.1"
+        trace = (await client.get(f"/v1/runs/{run_id}/trace")).json()
+    [stamp] = tool_spans(trace)
+    # The call was made with the person's arguments, and its span says so.
+    assert "payment 40 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]
+    assert json.loads(stamp["attributes"]["gen_ai.tool.call.arguments"]) == edit
+    [decision] = [e for e in stamp["events"] if e["name"] == "approval_decided"]
+    assert decision["attributes"]["edited"] is True
 
 
 async def test_a_denied_call_goes_back_to_the_model_as_its_result(api: str) -> None:
@@ -200,12 +225,16 @@ def test_the_run_page_shows_a_pending_call_with_approve_and_deny(api: str, page:
     page.goto(f"{api}/runs/{run_id}")
     approval = page.locator("#approvals .approval")
     approval.wait_for(timeout=30_000)
-    assert "stamp" in approval.inner_text() and "payment 42 EUR" in approval.inner_text()
+    assert "stamp" in approval.inner_text()
+    # The arguments are shown to edit: the call is made with the edit.
+    arguments = approval.locator("textarea.arguments")
+    assert "payment 42 EUR" in arguments.input_value()
     assert page.locator("#run-status").inner_text() in ("running", "waiting_for_approval")
+    arguments.fill('{"text": "payment 41 EUR"}')
     page.locator("#approvals .approve").click()
     page.wait_for_selector("body[data-state=finished]", timeout=30_000)
     assert page.locator("#approvals").is_hidden()
     assert page.locator("#run-status").inner_text() == "succeeded"
     trace = httpx.get(f"{api}/v1/runs/{run_id}/trace").json()
     [stamp] = tool_spans(trace)
-    assert "payment 42 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]  # it ran
+    assert "payment 41 EUR at" in stamp["attributes"]["gen_ai.tool.call.result"]  # it ran

@@ -338,8 +338,9 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
     result = await asyncio.wait_for(engine.run("get stuck", deadline_s=1.0), timeout=10)
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert result.error == "stuck did not return within 0.5s after the deadline"
-    # (Abandoned 1.5 s in; the blocked tool would have returned at 8 s.)
-    assert time.monotonic() - began < 6.0
+    # Abandoned 1.5 s in (the deadline, then the grace), its record settled within 5 s more
+    # (its own items never come); the blocked tool would have returned at 8 s.
+    assert time.monotonic() - began < 7.5
     # The run's first event was to ride with the agent's own, stuck with it: it is there.
     events, _ = await engine.ledger.events(result.run_id, 0)
     assert events[0][1].type == "run_started"

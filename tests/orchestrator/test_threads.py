@@ -55,6 +55,10 @@ async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
         # The scripted model answers by its place in the conversation: the third turn had the
         # two before it (without them, every turn would get the first answer).
         assert answers == ["first answer", "second answer", "third answer"]
+        # The service's turn limit (3 here) says so, and what to do.
+        full = await turn(client, thread, "and one more", "parrot")
+        assert full.status_code == 409 and full.json()["error"]["code"] == "thread_full"
+        assert "start a new thread" in full.json()["error"]["message"]
         read = (await client.get(f"/v1/threads/{thread}")).json()
         assert read["metadata"] == {"user": "ada"}
         assert [t["task"] for t in read["turns"]] == [

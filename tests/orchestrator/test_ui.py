@@ -131,6 +131,7 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "desk",
         "refunds",
         "parrot",
+        "teller",
         "lead",
         "clerk",
         "vault",
@@ -198,3 +199,37 @@ def _walk(trace: dict[str, object]) -> list[dict[str, object]]:
         found.append(node)
         todo.extend(node["children"])
     return found
+
+
+def test_a_thread_page_shows_its_turns_live_and_the_run_page_links_to_it(
+    api: str, page: Page
+) -> None:
+    thread = httpx.post(f"{api}/v1/threads", json={}).json()["id"]
+
+    def turn(task: str, agent: str) -> str:
+        answer = httpx.post(f"{api}/v1/threads/{thread}/runs", json={"task": task, "agent": agent})
+        assert answer.status_code == 202, answer.text
+        return str(answer.json()["id"])
+
+    # A turn under way (the dozer takes a minute) is drawn live from its events.
+    dozing = turn("doze off", "dozer")
+    page.goto(f"{api}/threads/{thread}")
+    card = page.locator(f".turn[data-run='{dozing}']")
+    expect(card.locator(".diagram svg").filter(has_text="dozer")).to_have_count(1, timeout=15_000)
+    assert page.locator("body").get_attribute("data-state") == "live"
+    httpx.post(f"{api}/v1/runs/{dozing}/cancel")
+    expect(page.locator(f".turn[data-run='{dozing}'][data-status=cancelled]")).to_have_count(
+        1, timeout=15_000
+    )
+    # A turn submitted meanwhile (here through the API) appears, with its answer and diagram.
+    answered = turn("and now?", "parrot")
+    second = page.locator(f".turn[data-run='{answered}'][data-status=succeeded]")
+    expect(second).to_have_count(1, timeout=15_000)
+    expect(second.locator(".diagram svg").filter(has_text="parrot")).to_have_count(1)
+    assert texts(page, ".turn h2")[0].startswith("Turn 1")
+    assert second.locator("pre.answer").inner_text().endswith("answer")
+    page.wait_for_selector("body[data-state=finished]")
+    # The turn's run page names its thread.
+    page.goto(f"{api}/runs/{answered}")
+    link = page.locator("#thread-link")
+    expect(link).to_have_attribute("href", f"/threads/{thread}")

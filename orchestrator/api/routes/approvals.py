@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from orchestrator.api.deps import CALL_ID, Run, Service
+from orchestrator.api.deps import CALL_ID, Caller, Run, Service
 from orchestrator.api.errors import NOT_FOUND
 from orchestrator.schemas import (
     ApprovalDecision,
@@ -40,13 +40,17 @@ async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]
     },
 )
 async def decide(
-    run: Run, call_id: CALL_ID, body: ApprovalDecision, service: Service
+    run: Run, call_id: CALL_ID, body: ApprovalDecision, service: Service, caller: Caller
 ) -> ApprovalResult:
     """Approve or deny a call waiting in the run; the first decision counts.
 
-    A denial reaches the model as the call's result, with the message.
+    A denial reaches the model as the call's result, with the message. An approval may edit the
+    call's arguments (`arguments`): the call is made with those, and the edit is recorded (the
+    `approval_decided` event, the tool span), with who made it.
     """
-    decided = await service.approvals.decide(run, call_id, body.approve, body.message)
+    decided = await service.approvals.decide(
+        run, call_id, body.approve, body.message, caller, body.arguments
+    )
     return ApprovalResult.model_validate(decided)
 
 
@@ -70,11 +74,11 @@ async def pending_questions(run: Run, service: Service) -> list[PendingQuestion]
         },
     },
 )
-async def answer(run: Run, body: InputAnswer, service: Service) -> InputResult:
+async def answer(run: Run, body: InputAnswer, service: Service, caller: Caller) -> InputResult:
     """Answer the run's question; the first answer counts, and the run goes on with it.
 
     The answer is the agent's `ask_user` result. Without `question_id` it answers the one
     question the run waits on.
     """
-    answered = await service.approvals.answer(run, body.answer, body.question_id)
+    answered = await service.approvals.answer(run, body.answer, body.question_id, who=caller)
     return InputResult.model_validate(answered)

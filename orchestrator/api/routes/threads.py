@@ -76,8 +76,9 @@ async def delete_thread(thread_id: THREAD_ID, service: Service) -> Response:
         **_NOT_FOUND,
         409: {
             "model": ErrorBody,
-            "description": "A run of the thread is under way (strategy `reject`), or the "
-            "Idempotency-Key was reused.",
+            "description": "A run of the thread is under way (strategy `reject`), the thread "
+            "has as many turns as a thread takes (`thread_full`), or the Idempotency-Key was "
+            "reused.",
         },
     },
 )

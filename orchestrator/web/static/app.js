@@ -227,6 +227,9 @@ function lineageTag(run) {
 }
 
 function lineageLine(run) {
+  if (run.thread_id && !run.replay_of) {
+    return ["A turn of ", el("a", { href: `/threads/${run.thread_id}`, id: "thread-link" }, `thread ${run.thread_id.slice(0, 12)}`), "."];
+  }
   if (!run.replay_of) return [];
   const original = el("a", { href: `/runs/${run.replay_of}` }, `run ${run.replay_of.slice(0, 12)}`);
   if (!run.fork) return ["Replay of ", original, ": every step taken from its record, none done again."];
@@ -381,12 +384,26 @@ async function runPage(asked) {
     $("approval-list").replaceChildren(
       ...pending.map((call) => {
         const message = el("input", { type: "text", placeholder: "message (told to the model if denied)", "aria-label": "message" });
+        // The arguments may be edited before approving: the call is then made with the edit.
+        const edit = el("textarea", { class: "text arguments", rows: 4, "aria-label": "arguments" });
+        edit.value = call.arguments;
+        const problem = el("p", { class: "error", hidden: true });
         const decide = (approve) => async () => {
+          const body = { approve, message: message.value };
+          if (approve && edit.value !== call.arguments) {
+            try {
+              body.arguments = JSON.parse(edit.value);
+            } catch (error) {
+              problem.textContent = `the arguments are not JSON: ${error.message}`;
+              problem.hidden = false;
+              return;
+            }
+          }
           try {
             await api(`/v1/runs/${runId}/approvals/${encodeURIComponent(call.call_id)}`, {
               method: "POST",
               headers: { "Content-Type": "application/json" },
-              body: JSON.stringify({ approve, message: message.value }),
+              body: JSON.stringify(body),
             });
           } finally {
             drawApprovals();
@@ -397,7 +414,8 @@ async function runPage(asked) {
           "li",
           { class: "approval", "data-call": call.call_id },
           el("p", {}, el("strong", {}, call.agent), " wants to call ", el("code", {}, call.tool), ` (expires in ${left} s)`),
-          el("pre", { class: "text" }, call.arguments),
+          edit,
+          problem,
           message,
           el("button", { type: "button", class: "approve", onclick: decide(true) }, "Approve"),
           " ",
@@ -487,7 +505,7 @@ async function runPage(asked) {
       $("run-status").replaceWith(Object.assign(statusBadge(run.status), { id: "run-status" }));
       showMeta();
       $("run-lineage").replaceChildren(...lineageLine(run));
-      $("run-lineage").hidden = !run.replay_of;
+      $("run-lineage").hidden = !run.replay_of && !run.thread_id;
       $("run-task").textContent = run.task;
       const ended = FINAL.has(run.status);
       const failed = run.status !== "succeeded" && ended;
@@ -574,6 +592,80 @@ async function runPage(asked) {
   document.body.dataset.compared = compareWith ? "yes" : "no";
 }
 
+// --- Thread page ---------------------------------------------------------------------------
+
+// A conversation: its turns in order, each with its task, its answer and its diagram; a turn
+// under way is drawn live from its events, and turns submitted meanwhile appear.
+async function threadPage(threadId) {
+  const drawn = new Map(); // run id -> the status its card was drawn with
+  const following = new Set();
+
+  function turnCard(turn, index) {
+    const ended = FINAL.has(turn.status);
+    const failed = ended && turn.status !== "succeeded";
+    return el(
+      "section",
+      { class: "card turn", "data-run": turn.run_id, "data-status": turn.status },
+      el("h2", {}, `Turn ${index + 1} `, statusBadge(turn.status), " ",
+        el("a", { href: `/runs/${turn.run_id}`, class: "meta" }, `run ${turn.run_id.slice(0, 12)}`)),
+      el("h3", {}, "Task"),
+      el("pre", { class: "text task" }, turn.task),
+      el("h3", {}, failed ? "Error" : "Answer"),
+      el("pre", { class: "text answer" }, (failed ? turn.error : turn.output) || (ended ? "" : "…")),
+      el("div", { class: "diagram" }),
+    );
+  }
+
+  async function drawTurn(card, runId) {
+    const text = await api(`/v1/runs/${runId}/diagram`);
+    await drawMermaid(card.querySelector(".diagram"), text);
+  }
+
+  async function follow(runId) {
+    if (following.has(runId)) return;
+    following.add(runId);
+    let timer = null;
+    for await (const event of events(`/v1/runs/${runId}/events`)) {
+      if (event.type === "model_delta") continue;
+      if (event.type === "run_finished") break;
+      if (!timer) {
+        timer = setTimeout(() => {
+          timer = null;
+          const card = document.querySelector(`.turn[data-run="${runId}"]`);
+          if (card) drawTurn(card, runId);
+        }, 300);
+      }
+    }
+    clearTimeout(timer);
+    following.delete(runId);
+    await refresh();
+  }
+
+  async function refresh() {
+    const thread = await api(`/v1/threads/${threadId}`);
+    document.title = `Baton · thread ${thread.id.slice(0, 12)}`;
+    $("thread-title").textContent = `Thread ${thread.id.slice(0, 12)}`;
+    const meta = Object.entries(thread.metadata).map(([k, v]) => `${k}: ${v}`).join(" · ");
+    $("thread-meta").textContent = `${thread.turns.length} turn${thread.turns.length === 1 ? "" : "s"}${meta ? ` · ${meta}` : ""}`;
+    const list = $("turns");
+    await Promise.all(thread.turns.map(async (turn, index) => {
+      if (drawn.get(turn.run_id) === turn.status) return;
+      const card = turnCard(turn, index);
+      const old = list.querySelector(`.turn[data-run="${turn.run_id}"]`);
+      if (old) old.replaceWith(card); else list.append(card);
+      drawn.set(turn.run_id, turn.status);
+      await drawTurn(card, turn.run_id);
+      if (!FINAL.has(turn.status)) follow(turn.run_id);
+    }));
+    const live = thread.turns.some((t) => !FINAL.has(t.status));
+    document.body.dataset.state = live ? "live" : "finished";
+  }
+
+  await refresh();
+  // Turns submitted from elsewhere (the API, `baton chat`) appear without a reload.
+  setInterval(() => refresh().catch(() => {}), 3000);
+}
+
 // --- Agents page ---------------------------------------------------------------------------
 
 async function agentsPage() {
@@ -623,6 +715,7 @@ const started =
   page === "runs" ? runsPage()
   : page === "run" ? runPage(location.pathname.split("/").pop())
   : page === "agents" ? agentsPage()
+  : page === "thread" ? threadPage(location.pathname.split("/").pop())
   : Promise.resolve();
 started.catch((error) => {
   const main = document.querySelector("main");
