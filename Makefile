@@ -47,8 +47,11 @@ run: setup ## Validate the default team and run a task on local Ray with the off
 check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
-test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL)
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
+test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL, Chromium)
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not heavy"
+
+test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy
 
 conformance: setup ## The protocols' own test kits against baton serve: the A2A TCK and the MCP conformance suite
 	$(PY) -m tests.conformance.run all

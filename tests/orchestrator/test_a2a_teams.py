@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from orchestrator.cli import app
 from tests.service import ServiceProcess, all_events, submit
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.heavy]
 
 TEAM_A = """
 name: team_a

@@ -12,7 +12,7 @@ import pytest
 
 from tests.service import ServiceProcess, all_events, rss_mib
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
 
 BOUNDS = {
     "BATON_MAX_CONCURRENT_RUNS": "2",

@@ -20,7 +20,7 @@ from orchestrator.store import RunStore
 from tests.service import ServiceProcess
 from tests.testkit import OtlpReceiver
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.heavy]
 
 runner = CliRunner(env={"COLUMNS": "160"})
 

@@ -20,7 +20,7 @@ from orchestrator.engine import Engine
 from tests.service import ServiceProcess, all_events, follow
 from tests.testkit import start, until_written, wait_for_event
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 
 @pytest.fixture(scope="module", autouse=True)

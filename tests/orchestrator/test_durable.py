@@ -16,7 +16,7 @@ import pytest
 from orchestrator.store import RunStore
 from tests.service import ServiceProcess, all_events, follow, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 # Three levels: lead -> middle -> worker. The middle counts parcels (a side effect that must run
 # at most once) while the worker's slow model thinks; every model call that is answered is

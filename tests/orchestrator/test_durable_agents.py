@@ -15,7 +15,7 @@ from agents.ray.pool import PoolOptions
 from orchestrator.store import RunStore
 from tests.orchestrator.test_durable import _recorded
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 
 # An agent with restarts that counts parcels (at most once) and then waits on an idempotent

@@ -21,7 +21,7 @@ from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
 from tests.testkit import config, node, until_written, wait_for_event
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 StartEngine = Callable[..., Engine]
 

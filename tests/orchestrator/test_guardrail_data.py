@@ -26,7 +26,7 @@ from playwright.sync_api import Page
 from tests.service import ServiceProcess
 from tests.testkit import OtlpReceiver
 
-pytestmark = [pytest.mark.ray, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.long, pytest.mark.heavy]
 
 CARD_IN = "4111 1111 1111 1111"
 CARD_OUT = "4000 0000 0000 0002"

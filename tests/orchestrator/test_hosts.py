@@ -24,7 +24,7 @@ from tests.snapshots import tree_text
 from tests.testkit import causal_breaks
 from tracing.sequence import sequence_diagram
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 TASK = "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
 

@@ -16,7 +16,7 @@ from agents.core.messages import RunStatus
 from orchestrator.engine import Engine
 from tests.testkit import config, start
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -14,7 +14,7 @@ import ray
 from tests.openai_server import FakeOpenAI
 from tests.testkit import OtlpReceiver
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.heavy]
 
 KEY = "sk-canary-7fQz2LmN0pXw4RtY"  # the model's API key, written in the YAML
 ENV_SECRET = "canary-env-value-93ab71"  # a forwarded variable's value

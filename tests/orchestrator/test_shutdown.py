@@ -17,7 +17,7 @@ import pytest
 from orchestrator.store import RunStore
 from tests.service import DOZER, ServiceProcess, all_events, follow, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 CONFIG = (
     """

@@ -13,7 +13,7 @@ from tests.fuzzing import finish, schemathesis
 from tests.postgres import fresh_database
 from tests.service import ServiceProcess
 
-pytestmark = [pytest.mark.ray, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.long, pytest.mark.heavy]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from tests.postgres import PostgresServer, own_server
 from tests.service import ServiceProcess, all_events, follow, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tests.postgres import PostgresServer, own_server
 from tests.service import ServiceProcess, all_events, follow, submit
 from tests.tcp_proxy import ProxyProcess
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 # How long the services here wait on their store before answering 503.
 WAIT_S = 2.0

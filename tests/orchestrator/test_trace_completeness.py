@@ -18,7 +18,7 @@ from orchestrator.store import RunStore
 from tests.service import rss_mib
 from tests.testkit import config
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
 FAN = 50  # delegations per step
 STEPS = 4  # delegating steps per run

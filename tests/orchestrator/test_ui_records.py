@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from orchestrator.store import RunStore
 from tests.service import STORY
 
-pytestmark = [pytest.mark.ray, pytest.mark.browser]
+pytestmark = [pytest.mark.ray, pytest.mark.browser, pytest.mark.heavy]
 
 
 def texts(page: Page, selector: str) -> list[str]:
