@@ -8,14 +8,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from agents.core.events import InputRequested
 from agents.core.messages import Refusal, RunStatus, Usage
@@ -372,21 +365,24 @@ class TraceView(BaseModel):
     spans: list[SpanNode] = Field(description="Root spans, each with its subtree.")
 
 
-class ApprovalDecision(BaseModel):
-    """A person's answer to a call waiting for approval."""
-
+class _Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    approve: bool = Field(description="true runs the call; false denies it.")
     message: str = Field(
         default="",
         max_length=2000,
         description="Told to the model with a denial (and recorded either way).",
     )
+
+
+class Approval(_Decision):
+    """A person approves a call waiting in a run, as the model asked it or with edits."""
+
+    approve: Literal[True] = Field(description="true runs the call.")
     arguments: dict[str, Any] | None = Field(
         default=None,
-        description="Approve the call with these arguments instead of the model's (the edit "
-        "is recorded, with who made it); only with approve: true.",
+        description="Make the call with these arguments instead of the model's (the edit is "
+        "recorded, with who made it).",
     )
 
     @field_validator("arguments")
@@ -396,11 +392,16 @@ class ApprovalDecision(BaseModel):
             raise ValueError("edited arguments are over 100,000 characters of JSON")
         return value
 
-    @model_validator(mode="after")
-    def _edits_approve(self) -> ApprovalDecision:
-        if self.arguments is not None and not self.approve:
-            raise ValueError("arguments edit a call to approve: they need approve: true")
-        return self
+
+class Denial(_Decision):
+    """A person denies a call waiting in a run (it is not made; the model is told)."""
+
+    approve: Literal[False] = Field(description="false denies the call.")
+
+
+# A person's answer to a call waiting for approval: `approve` says which (edited arguments come
+# only with an approval, so the schema itself says so).
+ApprovalDecision = Annotated[Approval | Denial, Field(discriminator="approve")]
 
 
 class ForkRequest(BaseModel):

@@ -157,6 +157,20 @@ TELLER = """
     ask_user: true
 """
 
+# The notary (offline) has the scribe keep each note; the scribe remembers its own exchanges in a
+# thread (`memory: thread`), and answers by how many it has had.
+NOTARY = """
+  - name: notary
+    description: Has notes kept.
+    delegates: [scribe]
+  - name: scribe
+    description: Keeps notes.
+    memory: thread
+    model:
+      name: baton/scripted
+      params: {replies: [{content: first note}, {content: second note}, {content: third note}]}
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
 # `dozer` (above) a minute; `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
@@ -189,6 +203,7 @@ agents:
     + DESK
     + PARROT
     + TELLER
+    + NOTARY
     + APPROVAL_AGENTS
 )
 

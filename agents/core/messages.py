@@ -155,6 +155,11 @@ class RunContext(BaseModel):
         default=None,
         description="The thread the run is a turn of (its spans' `gen_ai.conversation.id`).",
     )
+    memories: dict[str, list[dict[str, str]]] = Field(
+        default_factory=dict,
+        description="In a thread, the earlier exchanges of each agent with `memory: thread` "
+        "(its tasks and answers, as chat messages, oldest first).",
+    )
     epoch: int = Field(
         default=0,
         description="How many times the run was resumed; the ledger refuses effects asked for "
@@ -209,7 +214,9 @@ class Delegation(BaseModel):
     )
     history: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="A hand-off: the conversation so far (the receiver continues it).",
+        description="The conversation so far, then the task: a hand-off's (the receiver "
+        "continues it), a thread's earlier turns for the entry agent, an agent's own earlier "
+        "exchanges in the thread for one with `memory: thread`.",
     )
 
 
@@ -267,6 +274,11 @@ class AgentResult(BaseModel):
         "was not blocked): what may be recorded of it anywhere.",
     )
     refusals: list[Refusal] = Field(default_factory=list)
+    task: str | None = Field(
+        default=None,
+        description="The task it was given, kept for an agent with `memory: thread` only (its "
+        "later runs in the thread see it).",
+    )
 
     def total_usage(self) -> Usage:
         """This invocation's usage plus that of every invocation under it."""

@@ -288,6 +288,12 @@ class AgentSpec(AgentCard):
     )
     mcp: tuple[McpServerSpec, ...] = ()
     files: FileToolsSpec | None = None
+    memory: Literal["run", "thread"] = Field(
+        default="run",
+        description="thread: in a thread's runs, the agent sees its own earlier exchanges in "
+        "the thread (each task it was given and its answer), as the entry agent sees the "
+        "earlier turns; run: it starts fresh each time it is called.",
+    )
     ask_user: bool = Field(
         default=False,
         description="It may ask the person who submitted the run a question (the built-in "
@@ -319,7 +325,7 @@ class AgentSpec(AgentCard):
         if self.a2a is not None:
             fields = (
                 "model", "instructions", "tools", "delegates", "handoffs", "mcp", "files",
-                "ask_user",
+                "ask_user", "memory",
             )  # fmt: skip
             own = [k for k in fields if k in self.model_fields_set]
             if own:

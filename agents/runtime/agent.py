@@ -185,6 +185,8 @@ class AgentRuntime:
                     result = await self._work.run(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
+                if self.spec.memory == "thread":  # its later runs in the thread see it
+                    result.task = result.input_kept if result.input_kept is not None else task
                 if result.input_kept is not None:  # what an input guardrail blocked goes nowhere
                     kept = genai.text_messages("user", result.input_kept)
                     reporter.content(span, attr.GEN_AI_INPUT_MESSAGES, kept)

@@ -134,6 +134,10 @@ class DelegateTool:
             ctx=run,
             tokens_left=tokens_left,
         )
+        handoff = bool(history)
+        remembered = run.memories.get(self.target.name)
+        if remembered and not handoff:  # `memory: thread`: its own exchanges, then the task
+            history = [*remembered, {"role": "user", "content": task}]
         delegation = Delegation(
             task=task,
             context=run.enter(self.target.name, inject_context()),
@@ -148,7 +152,7 @@ class DelegateTool:
             _result_text(result),
             is_error=result.status != RunStatus.SUCCEEDED,
             child=result,
-            handoff=bool(history),
+            handoff=handoff,
         )
 
 

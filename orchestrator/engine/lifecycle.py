@@ -233,6 +233,7 @@ class Engine:
             limits=limits,
             step_log=self.logs_steps,
             conversation=turns.thread if turns else None,
+            memories=turns.memories if turns else {},
             stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,

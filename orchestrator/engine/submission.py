@@ -40,10 +40,13 @@ class Turns:
         thread: the thread's id (its spans' `gen_ai.conversation.id`).
         history: the earlier turns as chat messages: each user message and final answer,
             oldest first (the agent's context policy fits them to its model's window).
+        memories: the earlier exchanges of each agent with `memory: thread` (its tasks and
+            answers in the earlier turns), as chat messages, oldest first.
     """
 
     thread: str
     history: tuple[dict[str, str], ...] = ()
+    memories: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

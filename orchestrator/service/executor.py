@@ -285,9 +285,13 @@ class RunExecutor:
         if thread is None:
             return None
         history: list[dict[str, str]] = []
+        remembering = {a.name for a in self.system.config.agents if a.memory == "thread"}
+        memories: dict[str, list[dict[str, str]]] = {}
         for turn in await self._earlier_turns(run_id, thread):
             if not turn.finished:
                 continue
+            if remembering and turn.tree is not None:
+                _remember(turn.tree, remembering, memories)
             if turn.status == RunStatus.SUCCEEDED and turn.output is not None:
                 answer = turn.output
             else:  # what the agent produced is part of it: that it did not finish, and why
@@ -298,7 +302,7 @@ class RunExecutor:
                 {"role": "user", "content": turn.task},
                 {"role": "assistant", "content": answer},
             ]
-        return Turns(thread, tuple(history))
+        return Turns(thread, tuple(history), memories)
 
     async def _close(self, run_id: str, result: RunResult | None, final: RunFinished) -> Closed:
         """Record how the run ended, then announce it (`run_finished`), in that order.
@@ -337,3 +341,22 @@ async def _stop(task: asyncio.Task[None] | None) -> None:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+def _remember(
+    node: dict[str, Any], agents: set[str], memories: dict[str, list[dict[str, str]]]
+) -> None:
+    """Add the exchanges of `agents` in a run's delegation tree (calls in order) to `memories`.
+
+    Each invocation that kept its task (`memory: thread`) and answered is one exchange.
+    """
+    if node.get("agent") in agents and node.get("task") and node.get("output") is not None:
+        if node.get("status") == RunStatus.SUCCEEDED:
+            memories.setdefault(node["agent"], []).extend(
+                [
+                    {"role": "user", "content": str(node["task"])},
+                    {"role": "assistant", "content": str(node["output"])},
+                ]
+            )
+    for child in node.get("children") or ():
+        _remember(child, agents, memories)

@@ -204,6 +204,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         ["coordinator", "analyst"],
         ["coordinator", "sleeper"],
         ["desk", "refunds"],
+        ["notary", "scribe"],
         ["lead", "clerk"],
         ["lead", "vault"],
     ]
@@ -218,6 +219,8 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "refunds",
         "parrot",
         "teller",
+        "notary",
+        "scribe",
         "lead",
         "clerk",
         "vault",

@@ -121,7 +121,7 @@ async def test_an_approval_may_edit_the_arguments_the_call_is_made_with(api: str
         url = f"/v1/runs/{run_id}/approvals/{asked['call_id']}"
         edit = {"text": "payment 40 EUR"}
         refused = await client.post(url, json={"approve": False, "arguments": edit})
-        assert refused.status_code == 422 and "approve: true" in refused.text
+        assert refused.status_code == 422 and "arguments" in refused.text
         decided = await client.post(url, json={"approve": True, "arguments": edit})
         assert decided.status_code == 200, decided.text
         assert decided.json()["arguments"] == edit

@@ -49,6 +49,7 @@ async def test_a_question_waits_for_the_answer_given_over_http(api: str) -> None
         assert answered.status_code == 200, answered.text
         assert answered.json() == {
             "question_id": asked["call_id"], "answer": "savings", "by": "person",
+            "who": "ip:127.0.0.1",  # no API keys: the caller's address
         }  # fmt: skip
         events = await all_events(api, run_id)
         run = (await client.get(f"/v1/runs/{run_id}")).json()

@@ -84,6 +84,21 @@ async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
         assert thread in [t["id"] for t in listed["threads"]]
 
 
+async def test_an_agent_with_thread_memory_sees_its_own_earlier_exchanges(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        said = []
+        for task in ("keep a note of the rent", "keep a note of the gas"):
+            run = (await turn(client, thread, task, "notary")).json()
+            said.append((await ended(api, run["id"]))["output"])
+        # The scribe's second call in the thread saw its first exchange (a scripted model
+        # answers by its place in its conversation); a run outside the thread starts fresh.
+        alone = (await client.post("/v1/runs", json={"task": said[0], "agent": "notary"})).json()
+        fresh = (await ended(api, alone["id"]))["output"]
+    assert "- scribe: first note" in said[0] and "- scribe: second note" in said[1], said
+    assert "- scribe: first note" in fresh
+
+
 def _flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for n in nodes for s in [n, *_flat(n["children"])]]
 

@@ -132,6 +132,8 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "refunds",
         "parrot",
         "teller",
+        "notary",
+        "scribe",
         "lead",
         "clerk",
         "vault",

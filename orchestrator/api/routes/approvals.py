@@ -11,6 +11,7 @@ from fastapi import APIRouter
 from orchestrator.api.deps import CALL_ID, Caller, Run, Service
 from orchestrator.api.errors import NOT_FOUND
 from orchestrator.schemas import (
+    Approval,
     ApprovalDecision,
     ApprovalResult,
     ErrorBody,
@@ -48,8 +49,9 @@ async def decide(
     call's arguments (`arguments`): the call is made with those, and the edit is recorded (the
     `approval_decided` event, the tool span), with who made it.
     """
+    edited = body.arguments if isinstance(body, Approval) else None
     decided = await service.approvals.decide(
-        run, call_id, body.approve, body.message, caller, body.arguments
+        run, call_id, body.approve, body.message, caller, edited
     )
     return ApprovalResult.model_validate(decided)
 
