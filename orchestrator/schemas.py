@@ -400,8 +400,9 @@ class Denial(_Decision):
 
 
 # A person's answer to a call waiting for approval: `approve` says which (edited arguments come
-# only with an approval, so the schema itself says so).
-ApprovalDecision = Annotated[Approval | Denial, Field(discriminator="approve")]
+# only with an approval, so the schema itself says so). A plain union (`anyOf`): schemathesis
+# cannot generate for an OpenAPI discriminator on a boolean.
+ApprovalDecision = Approval | Denial
 
 
 class ForkRequest(BaseModel):
