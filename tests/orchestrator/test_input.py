@@ -4,6 +4,7 @@ person answers, over HTTP or as the next A2A message on the task (the a2a-sdk's 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 
 import httpx
@@ -11,6 +12,7 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 from google.protobuf.struct_pb2 import Struct
+from playwright.sync_api import Page
 
 from tests.service import all_events, follow, submit
 
@@ -131,3 +133,27 @@ async def test_an_a2a_task_asks_for_input_and_the_next_message_on_it_answers(
         (Role.ROLE_AGENT, ASK),
         (Role.ROLE_USER, "savings"),
     ]
+
+
+@pytest.mark.browser
+def test_the_run_page_asks_the_question_and_sends_the_answer(api: str, page: Page) -> None:
+    run_id = httpx.post(f"{api}/v1/runs", json={"task": ASK, "agent": "teller"}).json()["id"]
+    page.goto(f"{api}/runs/{run_id}")
+    question = page.locator("#questions .question")
+    question.wait_for(timeout=30_000)
+    assert "teller" in question.inner_text() and ASK in question.inner_text()
+    question.locator("input.answer-text").fill("checking")
+    question.locator("button.send-answer").click()
+    page.wait_for_selector("body[data-state=finished]", timeout=30_000)
+    assert page.locator("#questions").is_hidden()
+    assert "- ask_user: checking" in page.locator("#run-answer").inner_text()
+    # The diagram draws the question to the client and the answer back.
+    diagram = httpx.get(f"{api}/v1/runs/{run_id}/diagram").text
+    assert f"teller->>Client: ❓ {ASK}" in _by_name(diagram)
+    assert "Client-->>teller: checking" in _by_name(diagram)
+
+
+def _by_name(diagram: str) -> str:
+    """The diagram's arrows with each participant's name for its id (`a3` -> `teller`)."""
+    names = dict(re.findall(r"participant (\w+) as (\S+)", diagram))
+    return re.sub(r"\b(\w\d+)(?=-|:|$)", lambda m: names.get(m.group(1), m.group(1)), diagram)

@@ -381,8 +381,11 @@ async function runPage(asked) {
   async function drawApprovals() {
     const pending = await api(`/v1/runs/${runId}/approvals`);
     $("approvals").hidden = pending.length === 0;
+    // A call already shown keeps its element: what the person is typing or editing stays.
+    const shown = new Map([...$("approval-list").children].map((li) => [li.dataset.call, li]));
     $("approval-list").replaceChildren(
       ...pending.map((call) => {
+        if (shown.has(call.call_id)) return shown.get(call.call_id);
         const message = el("input", { type: "text", placeholder: "message (told to the model if denied)", "aria-label": "message" });
         // The arguments may be edited before approving: the call is then made with the edit.
         const edit = el("textarea", { class: "text arguments", rows: 4, "aria-label": "arguments" });
@@ -429,8 +432,10 @@ async function runPage(asked) {
   async function drawQuestions() {
     const waiting = await api(`/v1/runs/${runId}/input`);
     $("questions").hidden = waiting.length === 0;
+    const shown = new Map([...$("question-list").children].map((li) => [li.dataset.question, li]));
     $("question-list").replaceChildren(
       ...waiting.map((question) => {
+        if (shown.has(question.question_id)) return shown.get(question.question_id);
         const box = el("input", { type: "text", class: "answer-text", placeholder: "your answer", "aria-label": "answer" });
         const send = async (answer) => {
           try {
