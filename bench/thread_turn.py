@@ -7,7 +7,10 @@ would send. Each is timed from submission to its `run_finished` event (SSE), and
 input tokens are read from the run.
 
 Prints the median latency and input tokens of each, and their ratios (turn / plain run): the
-floor is the plain run, measured in the same service, the same minute.
+floor is the plain run, measured in the same service, the same minute. Tokens twice: as the
+offline model reports them (it estimates from the messages' JSON, so each message's keys count),
+and as a real tokenizer counts the messages sent (litellm's `token_counter` for gpt-4o-mini:
+tiktoken's table, with OpenAI's few tokens of overhead a message).
 
 Run: .venv/bin/python bench/thread_turn.py [TURNS, default 30]
 """
@@ -24,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
+import litellm
 import ray
 
 from bench.http_throughput import serve, wait_ready
@@ -43,6 +47,7 @@ async def timed(client: httpx.AsyncClient, path: str, task: str) -> tuple[float,
     began = time.perf_counter()
     answer = await client.post(path, json={"task": task, "agent": "echo"})
     answer.raise_for_status()
+    SUBMITS.setdefault(path.startswith("/v1/threads"), []).append(time.perf_counter() - began)
     run_id = answer.json()["id"]
     async with client.stream("GET", f"/v1/runs/{run_id}/events") as stream:
         async for event in parse_sse(stream.aiter_lines()):
@@ -54,9 +59,21 @@ async def timed(client: httpx.AsyncClient, path: str, task: str) -> tuple[float,
     return took, run
 
 
-async def measure(url: str, turns: int) -> tuple[list[float], list[float], list[int], list[int]]:
-    turn_s, plain_s, turn_tokens, plain_tokens = [], [], [], []
+SUBMITS: dict[bool, list[float]] = {}
+
+
+def counted(messages: list[dict[str, str]]) -> int:
+    """Tokens of the messages as gpt-4o-mini's tokenizer counts a request of them."""
+    return int(litellm.token_counter(model="gpt-4o-mini", messages=messages))
+
+
+async def measure(url: str, turns: int) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {
+        k: []
+        for k in ("turn_s", "plain_s", "turn_tokens", "plain_tokens", "turn_real", "plain_real")
+    }
     history: list[str] = []
+    sent: list[dict[str, str]] = []  # the thread's messages so far
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
         thread = (await client.post("/v1/threads", json={})).json()["id"]
         for n in range(turns):
@@ -65,12 +82,18 @@ async def measure(url: str, turns: int) -> tuple[list[float], list[float], list[
             said = "\n".join([*history, f"user: {task}"])
             took_plain, plain = await timed(client, "/v1/runs", said)
             if n >= 1:  # the first turn has no history
-                turn_s.append(took)
-                plain_s.append(took_plain)
-                turn_tokens.append(int(run["usage"]["input_tokens"]))  # type: ignore[index]
-                plain_tokens.append(int(plain["usage"]["input_tokens"]))  # type: ignore[index]
+                figures["turn_s"].append(took)
+                figures["plain_s"].append(took_plain)
+                figures["turn_tokens"].append(run["usage"]["input_tokens"])  # type: ignore[index]
+                figures["plain_tokens"].append(plain["usage"]["input_tokens"])  # type: ignore[index]
+                figures["turn_real"].append(counted([*sent, {"role": "user", "content": task}]))
+                figures["plain_real"].append(counted([{"role": "user", "content": said}]))
             history += [f"user: {task}", f"assistant: {run['output']}"]
-    return turn_s, plain_s, turn_tokens, plain_tokens
+            sent += [
+                {"role": "user", "content": task},
+                {"role": "assistant", "content": str(run["output"])},
+            ]
+    return figures
 
 
 async def main() -> None:
@@ -85,16 +108,28 @@ async def main() -> None:
         server = serve(config, Path(tmp) / "runs.db", address, port)
         try:
             await wait_ready(url)
-            turn_s, plain_s, turn_tokens, plain_tokens = await measure(url, turns)
+            figures = await measure(url, turns)
         finally:
             server.terminate()
             server.wait(timeout=60)
-    t, p = statistics.median(turn_s), statistics.median(plain_s)
-    tt, pt = statistics.median(turn_tokens), statistics.median(plain_tokens)
-    print(f"thread turns against plain runs with the same history ({len(turn_s)} of each):")
-    print(f"  latency (submit to run_finished): turn {t * 1000:.0f} ms, plain {p * 1000:.0f} ms")
-    print(f"  input tokens: turn {tt:.0f}, plain {pt:.0f}")
-    print(f"  ratio turn / plain: latency {t / p:.2f}x, input tokens {tt / pt:.2f}x")
+    m = {k: statistics.median(v) for k, v in figures.items()}
+    print(f"thread turns against plain runs with the same history ({len(figures['turn_s'])} each):")
+    print(
+        f"  latency (submit to run_finished): turn {m['turn_s'] * 1000:.0f} ms, plain "
+        f"{m['plain_s'] * 1000:.0f} ms: {m['turn_s'] / m['plain_s']:.2f}x"
+    )
+    print(
+        f"  of which the submission (POST): turn {statistics.median(SUBMITS[True]) * 1000:.0f} "
+        f"ms, plain {statistics.median(SUBMITS[False]) * 1000:.0f} ms"
+    )
+    print(
+        f"  input tokens, the offline model's estimate: turn {m['turn_tokens']:.0f}, plain "
+        f"{m['plain_tokens']:.0f}: {m['turn_tokens'] / m['plain_tokens']:.2f}x"
+    )
+    print(
+        f"  input tokens, gpt-4o-mini's tokenizer: turn {m['turn_real']:.0f}, plain "
+        f"{m['plain_real']:.0f}: {m['turn_real'] / m['plain_real']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

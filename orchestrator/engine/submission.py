@@ -60,6 +60,8 @@ class Submission:
     stream: bool = False  # models stream their output: `model_delta` events
     origin: Origin | None = None  # asked by another agent system (A2A)
     thread: str | None = None  # a turn of this thread: its entry agent sees the earlier turns
+    # A turn submitted while others were under way (`enqueue`): it starts once they have ended.
+    waits_for_turns: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.origin, dict):  # read back from the store
@@ -82,6 +84,7 @@ class Submission:
         asked = asdict(self)
         if asked["origin"] is not None:
             del asked["origin"]["trace_context"]
+        del asked["waits_for_turns"]  # how it was queued, not what is asked
         body = json.dumps(asked, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(body.encode()).hexdigest()
 

@@ -188,7 +188,7 @@ class RunExecutor:
     async def _execute(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
         began: float | None = None
         try:
-            if request.thread is not None:  # a turn waits for the turns before it to end
+            if request.thread is not None and request.waits_for_turns:  # after those before it
                 await self._after_earlier_turns(run_id, request.thread)
             async with self._slots:
                 # Timed from its place, not its acceptance: a mean that counted queueing would
@@ -261,16 +261,13 @@ class RunExecutor:
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
             )
 
-    async def _earlier_turns(self, run_id: str, thread: str) -> list[StoredRun]:
-        """The runs of the thread made before this one, oldest first."""
-        turns = await self.store.threads.turns(thread)
-        ids = [t.id for t in turns]
-        return turns[: ids.index(run_id)] if run_id in ids else turns
-
     async def _after_earlier_turns(self, run_id: str, thread: str) -> None:
         """Wait until every run of the thread made before this one has ended."""
         while True:
-            earlier = [t.id for t in await self._earlier_turns(run_id, thread) if not t.finished]
+            states = await self.store.threads.states(thread) or []
+            ids = [i for i, _ in states]
+            before = states[: ids.index(run_id)] if run_id in ids else states
+            earlier = [i for i, ended in before if not ended]
             if not earlier:
                 return
             held = [self.tasks[i] for i in earlier if i in self.tasks]
@@ -287,8 +284,10 @@ class RunExecutor:
         history: list[dict[str, str]] = []
         remembering = {a.name for a in self.system.config.agents if a.memory == "thread"}
         memories: dict[str, list[dict[str, str]]] = {}
-        for turn in await self._earlier_turns(run_id, thread):
-            if not turn.finished:
+        turns = await self.store.threads.records(thread, trees=bool(remembering))
+        ids = [t.id for t in turns]
+        for turn in turns[: ids.index(run_id)] if run_id in ids else turns:
+            if not turn.status.finished:
                 continue
             if remembering and turn.tree is not None:
                 _remember(turn.tree, remembering, memories)

@@ -96,10 +96,12 @@ class Threads:
     ) -> tuple[StoredRun, bool]:
         """Submit a turn (`options`: the service's `submit`'s, an idempotency key say)."""
         async with self._lock(thread_id):
-            _, turns = await self.get(thread_id)
+            turns = await self._store.threads.states(thread_id)
+            if turns is None:
+                raise ThreadNotFound(thread_id)
             if len(turns) >= self._max_turns:
                 raise ThreadFull(thread_id, self._max_turns)
-            under_way = [t.id for t in turns if not t.finished]
+            under_way = [run_id for run_id, ended in turns if not ended]
             if under_way and strategy == "reject":
                 raise ThreadBusy(thread_id, under_way[-1])
             if under_way and strategy in ("interrupt", "rollback"):
@@ -107,8 +109,11 @@ class Threads:
                 if strategy == "rollback":
                     for run_id in under_way:
                         await self._store.threads.remove_run(run_id)
-            # `enqueue`: the executor starts it once the turns before it have ended.
-            return await self._submit(replace(request, thread=thread_id), **options)
+            # `enqueue`: the executor starts it once the turns before it have ended (with none
+            # under way, or those ended above, it need not look).
+            waits = bool(under_way) and strategy == "enqueue"
+            turn = replace(request, thread=thread_id, waits_for_turns=waits)
+            return await self._submit(turn, **options)
 
     async def continue_or_start(
         self, thread: str, request: Submission, **options: Any

@@ -6,10 +6,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from agents.core.messages import RunStatus
 from orchestrator.store.records import StoredRun
 from orchestrator.store.tables import (
     RUNS_TABLE,
@@ -21,7 +22,7 @@ from orchestrator.store.tables import (
     ThreadRow,
 )
 
-__all__ = ["StoredThread", "Threads"]
+__all__ = ["StoredThread", "Threads", "TurnRecord"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,18 @@ class StoredThread:
     id: str
     created_at: float
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What a later turn sees of an earlier one: asked, how it ended, its delegation tree."""
+
+    id: str
+    task: str
+    status: RunStatus
+    output: str | None
+    error: str | None
+    tree: dict[str, Any] | None  # read only when asked for (agents with `memory: thread`)
 
 
 class Threads:
@@ -85,6 +98,47 @@ class Threads:
                 .order_by(RUNS_TABLE.c.created_at, RUNS_TABLE.c.id)
             )
             return [StoredRun.model_validate(row._mapping) for row in rows]
+
+    async def states(self, thread_id: str) -> list[tuple[str, bool]] | None:
+        """The thread's runs, oldest first, each as its id and whether it has ended.
+
+        None: there is no such thread. What a submission and a queued turn need, in one query,
+        without reading (and parsing) whole runs.
+        """
+        runs = RUNS_TABLE.c
+        unfinished = [s.value for s in RunStatus.unfinished()]
+        async with self._sessions() as session:
+            rows = (
+                await session.execute(
+                    select(runs.id, runs.status.not_in(unfinished))
+                    .select_from(
+                        ThreadRow.__table__.outerjoin(RUNS_TABLE, runs.context_id == ThreadRow.id)
+                    )
+                    .where(ThreadRow.id == thread_id)
+                    .order_by(runs.created_at, runs.id)
+                )
+            ).all()
+        if not rows:
+            return None
+        return [(str(run_id), bool(ended)) for run_id, ended in rows if run_id is not None]
+
+    async def records(self, thread_id: str, trees: bool = False) -> list[TurnRecord]:
+        """The thread's runs, oldest first, as a later turn sees them (a few columns only).
+
+        `trees`: with their delegation trees (else None).
+        """
+        runs = RUNS_TABLE.c
+        columns = [runs.id, runs.task, runs.status, runs.output, runs.error]
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(*columns, runs.tree if trees else null())
+                .where(runs.context_id == thread_id)
+                .order_by(runs.created_at, runs.id)
+            )
+            return [
+                TurnRecord(row[0], row[1], RunStatus(row[2]), row[3], row[4], row[5])
+                for row in rows
+            ]
 
     async def delete(self, thread_id: str) -> bool:
         """Remove the thread and its runs, with their events, steps and spans (the keys cascade).
