@@ -81,4 +81,5 @@ bench: setup ## Run the benchmarks and print their figures
 	$(PY) bench/ui_waterfall.py
 	$(PY) bench/step_log.py
 	$(PY) bench/scale_out.py
+	$(PY) bench/thread_turn.py 30
 	$(PY) bench/soak.py 10 10
