@@ -1,0 +1,141 @@
+"""The service in the HTTP API: its agents and their replicas, its health, and the error body."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "AgentView",
+    "AgentsView",
+    "ErrorBody",
+    "ErrorDetail",
+    "Health",
+    "Readiness",
+    "ReplicaView",
+    "ServiceView",
+    "TopologyView",
+]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong, for programs (`code`) and people (`message`)."""
+
+    code: str = Field(description="Stable, machine-readable: `unknown_agent`, `overloaded`...")
+    message: str = Field(description="What is wrong, for people.")
+    details: list[dict[str, Any]] | dict[str, Any] | None = Field(
+        default=None, description="Per-field problems (`field`, `message`), or context."
+    )
+
+
+class ErrorBody(BaseModel):
+    """Every error response has this shape."""
+
+    error: ErrorDetail
+
+
+class ReplicaView(BaseModel):
+    """One replica of an agent, as it answered just now."""
+
+    actor: str
+    state: str = Field(
+        description='"alive"; "restarting: <why it died>" while Baton starts its host again; '
+        '"crash_loop: <why>" for a host left down after dying too often; or "unavailable: <why>".'
+    )
+    node_id: str | None = None
+    node_ip: str | None = None
+    pid: int | None = None
+    shares_with: list[str] = Field(
+        default_factory=list,
+        description="The other agents running in the same actor process (its host).",
+    )
+    inflight: int | None = Field(default=None, description="Delegations it is working on.")
+    invocations: int | None = Field(default=None, description="Delegations it has taken.")
+    restarted: bool | None = Field(default=None, description="Ray restarted it after a failure.")
+    restarts: int | None = Field(
+        default=None, description="Times Baton started its host again after it died (a service's)."
+    )
+    tool_problems: list[str] = Field(
+        default_factory=list,
+        description="MCP servers it could not use, and tools it disabled or skipped.",
+    )
+
+
+class AgentView(BaseModel):
+    """One configured agent and its replicas."""
+
+    name: str
+    description: str
+    capabilities: list[str]
+    model: str = Field(description="Its model; for a remote agent, `a2a URL`.")
+    tools: list[str]
+    delegates: list[str]
+    handoffs: list[str] = Field(
+        default_factory=list, description="Agents it may hand the conversation over to."
+    )
+    guardrails: list[str] = Field(
+        default_factory=list,
+        description='Its checks (the system\'s first), each as "stage: name": "input: no cards", '
+        '"output: ...", "tool calculate arguments: ...".',
+    )
+    output_schema: dict[str, Any] | str | None = Field(
+        default=None, description="The shape of its final answer (JSON Schema or a model path)."
+    )
+    own_actors: str | None = Field(
+        description="Why the agent runs in actors of its own (the `ray:` options it sets); "
+        "null: it shares one actor process, the team's host, with the other agents like it."
+    )
+    replicas: list[ReplicaView]
+
+
+class TopologyView(BaseModel):
+    """Who may delegate to whom."""
+
+    entry: str
+    edges: list[tuple[str, str]]
+    handoffs: list[tuple[str, str]] = Field(
+        default_factory=list, description="The edges along which an agent hands over."
+    )
+    cycles: list[list[str]]
+    max_static_depth: int | None = Field(description="None when a cycle is reachable.")
+    max_depth: int
+
+
+class AgentsView(BaseModel):
+    """The agent system: its agents and topology."""
+
+    system: str
+    agents: list[AgentView]
+    topology: TopologyView
+
+
+class ServiceView(BaseModel):
+    """What this service is: its team, its Baton, and where its runs' traces go."""
+
+    system: str = Field(description="The agent system it serves (its config's `name`).")
+    version: str = Field(description="Baton's version.")
+    instance: str = Field(description="Names this service instance in the run store.")
+    trace_export: str | None = Field(
+        description="Where it exports each run's spans over OTLP/HTTP (null: it does not)."
+    )
+    step_log: bool = Field(
+        description="Whether its runs keep a step log (they resume, replay and fork; not with "
+        "an in-memory store)."
+    )
+
+
+class Health(BaseModel):
+    """The process is up."""
+
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    """Whether the service can run tasks, part by part."""
+
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str] = Field(
+        description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
+        'decide readiness; "tools" reports MCP servers the agents could not use.'
+    )

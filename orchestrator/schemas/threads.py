@@ -1,0 +1,140 @@
+"""Threads in the HTTP API: a conversation's creation, its turns, a turn's submission."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents.core.messages import RunStatus, Usage
+from orchestrator.schemas.runs import RunLinks, RunRequest, run_links
+from orchestrator.store import StoredRun
+
+__all__ = [
+    "ThreadCreate",
+    "ThreadLinks",
+    "ThreadPageView",
+    "ThreadRunSubmission",
+    "ThreadView",
+    "TurnView",
+    "thread_view",
+]
+
+
+class ThreadRunSubmission(RunRequest):
+    """The body of `POST /v1/threads/{id}/runs`: a run, and what to do if one is under way."""
+
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        default="reject",
+        description="If a run of the thread is under way: `reject` (409), `enqueue` (this one "
+        "starts when it ends), `interrupt` (it is cancelled, recorded so, and this one sees what "
+        "it made) or `rollback` (it is cancelled and removed).",
+    )
+
+
+# Metadata values: what every store keeps as JSON as it was given (no NUL, no NaN).
+_META_KEY = r"^[A-Za-z0-9_.:-]+$"
+
+
+_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=_META_KEY)]
+
+
+# (Strict: a string past its length is refused, not read as the number it spells.)
+_MetaValue = (
+    Annotated[str, Field(strict=True, max_length=1000, pattern=r"^[^\u0000]*$")]
+    | Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
+    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    | Annotated[bool, Field(strict=True)]
+    | None
+)
+
+
+class ThreadCreate(BaseModel):
+    """The body of `POST /v1/threads`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: dict[_MetaKey, _MetaValue] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Up to 32 values to keep with the thread (a user id, say).",
+        # Said in the schema as the validation does it: names of that shape, no others.
+        json_schema_extra={
+            "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": _META_KEY},
+            "additionalProperties": False,
+        },
+    )
+
+
+class ThreadLinks(BaseModel):
+    """Where to read a thread and submit its next turn."""
+
+    self: str
+    runs: str
+
+
+class TurnView(BaseModel):
+    """One turn of a thread: a run, what was asked and answered."""
+
+    run_id: str
+    task: str
+    status: RunStatus
+    output: str | None
+    error: str | None
+    usage: Usage
+    created_at: float = Field(description="Unix seconds.")
+    finished_at: float | None
+    links: RunLinks
+
+
+class ThreadView(BaseModel):
+    """A thread (conversation) and, when read alone, its turns in order."""
+
+    id: str
+    created_at: float = Field(description="Unix seconds.")
+    metadata: dict[str, Any]
+    turns: list[TurnView] | None = Field(
+        default=None, description="Its runs, oldest first (not in a list of threads)."
+    )
+    links: ThreadLinks
+
+
+class ThreadPageView(BaseModel):
+    """A page of threads, newest first."""
+
+    threads: list[ThreadView]
+    total: int
+    limit: int
+    offset: int
+
+
+def thread_view(
+    thread_id: str,
+    created_at: float,
+    metadata: dict[str, Any],
+    turns: list[StoredRun] | None = None,
+) -> ThreadView:
+    """A thread as the API answers it; with its turns when they are given."""
+    base = f"/v1/threads/{thread_id}"
+    return ThreadView(
+        id=thread_id,
+        created_at=created_at,
+        metadata=metadata,
+        turns=None
+        if turns is None
+        else [
+            TurnView(
+                run_id=run.id,
+                task=run.task,
+                status=run.status,
+                output=run.output,
+                error=run.error,
+                usage=run.usage,
+                created_at=run.created_at,
+                finished_at=run.finished_at,
+                links=run_links(run.id),
+            )
+            for run in turns
+        ],
+        links=ThreadLinks(self=base, runs=f"{base}/runs"),
+    )
