@@ -79,6 +79,18 @@ async def test_an_answer_to_a_run_that_asks_nothing_is_a_conflict(api: str) -> N
         assert empty.status_code == 422 and "answer" in empty.text
 
 
+async def test_a_question_no_one_answers_ends_the_run_at_its_deadline_saying_so(api: str) -> None:
+    body = {"task": ASK, "agent": "teller", "deadline_s": 3}
+    run_id = (await submit(api, body)).json()["id"]
+    events = await all_events(api, run_id)
+    async with httpx.AsyncClient(base_url=api, timeout=30) as client:
+        run = (await client.get(f"/v1/runs/{run_id}")).json()
+    assert run["status"] == "limit_exceeded", run
+    assert f"while waiting for the user's answer to: {ASK}" in run["error"]
+    [provided] = [data for _, kind, data in events if kind == "input_provided"]
+    assert provided["by"] == "expiry"
+
+
 def _message(text: str, task_id: str = "", **metadata: str) -> SendMessageRequest:
     meta = Struct()
     meta.update(metadata)
