@@ -94,7 +94,13 @@ class Threads:
         strategy: MultitaskStrategy,
         **options: Any,
     ) -> tuple[StoredRun, bool]:
-        """Submit a turn (`options`: the service's `submit`'s, an idempotency key say)."""
+        """Submit a turn (`options`: the service's `submit`'s, an idempotency key say).
+
+        A retry (its idempotency key made a run already) gets that run, whatever is under way.
+        """
+        key = options.get("idempotency_key")
+        if key and await self._store.by_idempotency_key(f"{options.get('principal', '')}:{key}"):
+            return await self._submit(replace(request, thread=thread_id), **options)
         async with self._lock(thread_id):
             turns = await self._store.threads.states(thread_id)
             if turns is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,15 @@ async def new_thread(client: httpx.AsyncClient, **metadata: Any) -> str:
 
 
 async def turn(
-    client: httpx.AsyncClient, thread: str, task: str, agent: str, strategy: str = "reject"
+    client: httpx.AsyncClient,
+    thread: str,
+    task: str,
+    agent: str,
+    strategy: str = "reject",
+    headers: dict[str, str] | None = None,
 ) -> httpx.Response:
     body = {"task": task, "agent": agent, "multitask_strategy": strategy}
-    return await client.post(f"/v1/threads/{thread}/runs", json=body)
+    return await client.post(f"/v1/threads/{thread}/runs", json=body, headers=headers)
 
 
 async def ended(api: str, run_id: str) -> dict[str, Any]:
@@ -114,6 +120,19 @@ async def test_a_burst_of_twenty_to_one_thread_starts_exactly_one(api: str) -> N
         [accepted] = [a.json()["id"] for a in answers if a.status_code == 202]
         await client.post(f"/v1/runs/{accepted}/cancel")
         assert (await ended(api, accepted))["status"] == "cancelled"
+
+
+async def test_a_retried_turn_gets_its_run_while_it_is_under_way(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        key = {"Idempotency-Key": uuid.uuid4().hex}
+        first = await turn(client, thread, "doze", "dozer", headers=key)
+        again = await turn(client, thread, "doze", "dozer", headers=key)
+        # Not "thread_busy": the retry is the same submission, and gets the same run.
+        assert (first.status_code, again.status_code) == (202, 202), again.text
+        assert first.json()["id"] == again.json()["id"]
+        await client.post(f"/v1/runs/{first.json()['id']}/cancel")
+        assert (await ended(api, first.json()["id"]))["status"] == "cancelled"
 
 
 async def test_an_enqueued_turn_starts_when_the_one_before_it_ends(api: str) -> None:
