@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agents.core.events import InputRequested
+from agents.core.storable import nul_refusal
 
 __all__ = [
     "Approval",
@@ -116,12 +117,23 @@ class InputAnswer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    answer: str = Field(max_length=20_000, description="What the agent is told.")
+    answer: str = Field(
+        max_length=20_000,
+        description="What the agent is told (no U+0000).",
+        json_schema_extra={"pattern": "^[^\\u0000]*$"},
+    )
     question_id: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
         description="The question answered (needed only when the run asks several at once).",
     )
+
+    @field_validator("answer")
+    @classmethod
+    def _storable(cls, answer: str) -> str:
+        if refusal := nul_refusal(answer, "the answer"):
+            raise ValueError(refusal)
+        return answer
 
 
 class InputResult(BaseModel):

@@ -67,8 +67,9 @@ class RunRequest(BaseModel):
         max_length=MAX_TASK_CHARS,
         pattern=r"\S",
         description="What the team should do (not blank; no U+0000).",
-        # The document says both rules (the NUL one is checked below, with its place).
-        json_schema_extra={"pattern": "^[^\\u0000]*\\S[^\\u0000]*$"},
+        # The document says both rules (the NUL one is checked below, with its place); the
+        # one character that is not blank is not NUL either (`\S` alone would admit one).
+        json_schema_extra={"pattern": "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"},
     )
     agent: str | None = Field(
         default=None,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.core.events import ApprovalRequested, InputRequested
+from agents.core.storable import nul_refusal
 from orchestrator.engine import Engine
 from orchestrator.errors import (
     ApprovalConflict,
@@ -18,6 +19,7 @@ from orchestrator.errors import (
     NotReady,
     NotWaitingForInput,
     QuestionNotFound,
+    ServiceError,
 )
 from orchestrator.store import RunStore, StoredRun
 
@@ -102,6 +104,8 @@ class ApprovalDesk:
             raise NotWaitingForInput(f"run {run.id!r} is {run.status}", run_id=run.id)
         if not self.ready.is_set():
             raise NotReady("the agents are starting")
+        if refusal := nul_refusal(answer, "the answer"):  # whichever door it came through
+            raise ServiceError(refusal)
         if question_id is None:
             waiting = await self.engine.ledger.questions(run.id)
             if not waiting:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -33,6 +33,10 @@ NEW_THREAD = "new"
 # How long an interrupting or rolling-back submission waits for the run it cancels to end.
 _CANCEL_WAIT_S = 30.0
 _POLL_S = 0.1
+# A submission holds its thread in the store for at most this long (an interrupting one waits
+# for the run it cancels); another waits this long for its turn before it is refused.
+_HOLD_S = _CANCEL_WAIT_S + 15.0
+_HOLD_WAIT_S = 10.0
 
 Submit = Callable[..., Awaitable[tuple[StoredRun, bool]]]
 
@@ -101,7 +105,7 @@ class Threads:
         key = options.get("idempotency_key")
         if key and await self._store.by_idempotency_key(f"{options.get('principal', '')}:{key}"):
             return await self._submit(replace(request, thread=thread_id), **options)
-        async with self._lock(thread_id):
+        async with self._lock(thread_id), self._held(thread_id):
             turns = await self._store.threads.states(thread_id)
             if turns is None:
                 raise ThreadNotFound(thread_id)
@@ -131,6 +135,25 @@ class Threads:
         if thread == NEW_THREAD:
             thread = (await self.create({})).id
         return await self.submit(thread, request, "reject", **options)
+
+    @contextlib.asynccontextmanager
+    async def _held(self, thread_id: str) -> AsyncIterator[None]:
+        """Hold the thread in the store while a submission to it is decided and made.
+
+        One at a time across replicas (the in-process lock orders this instance's own): the
+        next submission, wherever it comes, sees the run this one makes.
+        """
+        deadline = time.monotonic() + _HOLD_WAIT_S
+        while not await self._store.threads.hold(thread_id, _HOLD_S):
+            if await self._store.threads.get(thread_id) is None:
+                raise ThreadNotFound(thread_id)
+            if time.monotonic() > deadline:
+                raise ThreadBusy(thread_id, "another submission to it")
+            await asyncio.sleep(_POLL_S / 5)  # another replica's submission: milliseconds
+        try:
+            yield
+        finally:
+            await self._store.threads.release(thread_id)
 
     async def _end(self, run_ids: list[str]) -> None:
         """Cancel the runs and wait (bounded) until each is recorded as ended."""

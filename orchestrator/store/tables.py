@@ -176,6 +176,9 @@ class ThreadRow(Base):
     created_at: Mapped[float] = mapped_column(Float)
     # (`metadata` is the declarative base's own name.)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    # A submission to the thread holds it until then (`Threads.hold`): one at a time, whichever
+    # replica takes it, so that a thread's multitask strategy sees every run.
+    held_until: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).

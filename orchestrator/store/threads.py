@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, null, select
+from sqlalchemy import delete, func, null, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -98,6 +98,27 @@ class Threads:
                 .order_by(RUNS_TABLE.c.created_at, RUNS_TABLE.c.id)
             )
             return [StoredRun.model_validate(row._mapping) for row in rows]
+
+    async def hold(self, thread_id: str, for_s: float) -> bool:
+        """Hold the thread for a submission (for at most `for_s`); False: another holds it."""
+        now = time.time()
+        async with self._sessions.begin() as session:
+            done = await session.execute(
+                update(ThreadRow)
+                .where(
+                    ThreadRow.id == thread_id,
+                    or_(ThreadRow.held_until.is_(None), ThreadRow.held_until < now),
+                )
+                .values(held_until=now + for_s)
+            )
+            return bool(done.rowcount)  # type: ignore[attr-defined]
+
+    async def release(self, thread_id: str) -> None:
+        """Let the next submission to the thread go ahead."""
+        async with self._sessions.begin() as session:
+            await session.execute(
+                update(ThreadRow).where(ThreadRow.id == thread_id).values(held_until=None)
+            )
 
     async def states(self, thread_id: str) -> list[tuple[str, bool]] | None:
         """The thread's runs, oldest first, each as its id and whether it has ended.

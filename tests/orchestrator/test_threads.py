@@ -16,7 +16,7 @@ import pytest
 
 from agents.core.events import RunStarted
 from orchestrator.store import RunStore
-from tests.service import all_events
+from tests.service import KEYS, ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
@@ -133,6 +133,28 @@ async def test_a_retried_turn_gets_its_run_while_it_is_under_way(api: str) -> No
         assert first.json()["id"] == again.json()["id"]
         await client.post(f"/v1/runs/{first.json()['id']}/cancel")
         assert (await ended(api, first.json()["id"]))["status"] == "cancelled"
+
+
+async def test_a_burst_to_one_thread_through_two_replicas_starts_exactly_one(
+    api: str, guarded: ServiceProcess
+) -> None:
+    async with (
+        httpx.AsyncClient(base_url=api, timeout=60) as here,
+        httpx.AsyncClient(
+            base_url=guarded.url, timeout=60, headers={"Authorization": f"Bearer {KEYS[1]}"}
+        ) as there,
+    ):
+        thread = await new_thread(here)
+        answers = await asyncio.gather(
+            *(turn(client, thread, "doze", "dozer") for client in [here, there] * 4)
+        )
+        codes = Counter(a.status_code for a in answers)
+        # The thread is held in the store while a submission is decided: whichever replica
+        # takes one, the others see its run (the guarded replica may refuse by its rate limit).
+        assert codes[202] == 1 and codes[409] + codes[429] == 7, codes
+        [accepted] = [a.json()["id"] for a in answers if a.status_code == 202]
+        await here.post(f"/v1/runs/{accepted}/cancel")
+        assert (await ended(api, accepted))["status"] == "cancelled"
 
 
 async def test_an_enqueued_turn_starts_when_the_one_before_it_ends(api: str) -> None:
