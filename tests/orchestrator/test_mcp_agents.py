@@ -52,10 +52,11 @@ async def test_an_agent_calls_mcp_tools_and_the_calls_join_the_run_trace(
             model: {scripted(("delegate_to_clerk", {"task": "add and tell the time"}))}
           - name: clerk
             model: {model}
+            # (Started beside the heavy suite's other services: a slow start is not the subject.)
             mcp:
               - {{name: calc, command: {sys.executable}, args: [-m, tests.mcp_server],
-                  cwd: {ROOT}, include: [add], prefix: calc_}}
-              - {{name: time, command: {sys.executable},
+                  cwd: {ROOT}, include: [add], prefix: calc_, connect_timeout_s: 60}}
+              - {{name: time, command: {sys.executable}, connect_timeout_s: 60,
                   args: [-m, mcp_server_time, --local-timezone, UTC]}}
         """,
     )
