@@ -51,7 +51,7 @@ test: lint docs system-deps ## Lint, build the docs, then run the test suite (lo
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not heavy"
 
 test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own
-	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -m heavy
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy
 
 conformance: setup ## The protocols' own test kits against baton serve: the A2A TCK and the MCP conformance suite
 	$(PY) -m tests.conformance.run all

@@ -212,7 +212,7 @@ def test_baton_check_reaches_every_mcp_server_and_keeps_their_stderr_aside(
     )
     calc = (
         f"{{name: calc, command: {sys.executable}, args: [-c, {talkative}], cwd: {ROOT}, "
-        "include: [add, shout]}"
+        "include: [add, shout], connect_timeout_s: 60}"  # (a slow start is not the subject)
     )
     healthy = check(calc)
     assert healthy.returncode == 0, healthy.stderr
