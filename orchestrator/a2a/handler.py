@@ -125,9 +125,12 @@ class BatonRequestHandler(RequestHandler):
         if (
             isinstance(last, TaskStatusUpdateEvent)
             and last.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-            and task.status.state == TaskState.TASK_STATE_WORKING
+            and task.status.state
+            in (TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_INPUT_REQUIRED)
         ):
-            task.status.CopyFrom(last.status)  # the stored status follows a moment later
+            # The question it stopped at, with its text: the stored status and the stored
+            # event follow a moment later.
+            task.status.CopyFrom(last.status)
         return task
 
     async def on_message_send_stream(
