@@ -21,7 +21,7 @@ import typer
 from agents.core.events import Event
 from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_store, progress
-from orchestrator.cli.follow import Display, Person, follow
+from orchestrator.cli.follow import Display, Person, follow, person_here, person_there
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest
 from orchestrator.settings import Settings
@@ -81,17 +81,7 @@ class _HereTeam:
             yield item[1] if item is not None else None
 
     def person(self, run_id: str) -> Person:
-        async def decide(call_id: str, approved: bool, why: str) -> object:
-            run = await self.service.get(run_id)
-            return await self.service.approvals.decide(run, call_id, approved, why, "terminal")
-
-        async def answer(question_id: str, said: str | None) -> object:
-            run = await self.service.get(run_id)
-            if said is None:  # no terminal, and no one else can reach this process's run
-                return await self.service.approvals.answer(run, "", question_id, "expiry")
-            return await self.service.approvals.answer(run, said, question_id, who="terminal")
-
-        return Person(decide, answer)
+        return person_here(self.service, run_id)
 
     async def cancel(self, run_id: str) -> None:
         await self.service.cancel(run_id)
@@ -120,13 +110,7 @@ class _ServerTeam:
             yield event
 
     def person(self, run_id: str) -> Person:
-        async def decide(call_id: str, approved: bool, why: str) -> object:
-            return await self.client.decide(run_id, call_id, approved, why)
-
-        async def answer(question_id: str, said: str | None) -> object:
-            return await self.client.answer(run_id, said or "", question_id)
-
-        return Person(decide, answer, elsewhere=True)
+        return person_there(self.client, run_id)
 
     async def cancel(self, run_id: str) -> None:
         await self.client.cancel(run_id)

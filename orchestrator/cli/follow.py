@@ -9,17 +9,20 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 from rich.status import Status
 
 from agents.core.events import ApprovalRequested, Event, InputRequested, ModelDelta
-from orchestrator.cli.client import ApiError
+from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import progress
 from orchestrator.errors import ServiceError
 
-__all__ = ["Display", "Person", "follow"]
+if TYPE_CHECKING:
+    from orchestrator.service import RunService
+
+__all__ = ["Display", "Person", "follow", "person_here", "person_there"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,38 @@ def _ask_person(event: ApprovalRequested, status: Status) -> tuple[bool, str]:
         return approved, message
     finally:
         status.start()
+
+
+def person_here(service: RunService, run_id: str) -> Person:
+    """The person at this terminal, for a run of an in-process service (`baton run`, `chat`).
+
+    With no terminal there is no one else to ask either (this process holds the run): a
+    question's wait ends at once.
+    """
+
+    async def decide(call_id: str, approved: bool, why: str) -> object:
+        run = await service.get(run_id)
+        return await service.approvals.decide(run, call_id, approved, why, "terminal")
+
+    async def answer(question_id: str, said: str | None) -> object:
+        run = await service.get(run_id)
+        if said is None:
+            return await service.approvals.answer(run, "", question_id, "expiry")
+        return await service.approvals.answer(run, said, question_id, who="terminal")
+
+    return Person(decide, answer)
+
+
+def person_there(client: BatonClient, run_id: str) -> Person:
+    """The person at this terminal, for a run of a service reached over HTTP (`--server`)."""
+
+    async def decide(call_id: str, approved: bool, why: str) -> object:
+        return await client.decide(run_id, call_id, approved, why)
+
+    async def answer(question_id: str, said: str | None) -> object:
+        return await client.answer(run_id, said or "", question_id)
+
+    return Person(decide, answer, elsewhere=True)
 
 
 def _ask_question(event: InputRequested, status: Status) -> str | None:

@@ -29,7 +29,7 @@ from orchestrator.cli.common import (
     progress,
 )
 from orchestrator.cli.discovery import find_server
-from orchestrator.cli.follow import QUIET, Display, Person, follow
+from orchestrator.cli.follow import QUIET, Display, follow, person_here, person_there
 from orchestrator.cli.report import print_run_view
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest, RunView, run_view
@@ -81,20 +81,8 @@ async def _run_here(
             async for item in service.events.follow(run):
                 yield item[1] if item is not None else None
 
-        async def decide(call_id: str, approved: bool, why: str) -> object:
-            return await service.approvals.decide(
-                await service.get(run.id), call_id, approved, why, "terminal"
-            )
-
-        async def answer(question_id: str, said: str | None) -> object:
-            # No terminal and no one else to ask (this process holds the run): stop waiting.
-            stored = await service.get(run.id)
-            if said is None:
-                return await service.approvals.answer(stored, "", question_id, "expiry")
-            return await service.approvals.answer(stored, said, question_id, who="terminal")
-
         with progress().status("starting Ray and the agents…") as status:
-            await follow(events(), status, display, Person(decide, answer))
+            await follow(events(), status, display, person_here(service, run.id))
         view = run_view(await service.get(run.id))
     _say_where_the_trace_went(None, trace_export)
     return view
@@ -111,13 +99,7 @@ async def _run_there(
         try:
             run = await start(client)
 
-            async def decide(call_id: str, approved: bool, why: str) -> object:
-                return await client.decide(run["id"], call_id, approved, why)
-
-            async def answer(question_id: str, said: str | None) -> object:
-                return await client.answer(run["id"], said or "", question_id)
-
-            person = Person(decide, answer, elsewhere=True)
+            person = person_there(client, run["id"])
             with progress().status("running…") as status:
                 await follow(client.events(run["id"]), status, display, person)
             view = RunView.model_validate(await client.get(run["id"]))
