@@ -51,7 +51,10 @@ class SecurityHeaders:
 
 
 def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
-    """Serve the pages at `/`, `/runs/{id}`, `/threads/{id}` and `/agents`, and their assets."""
+    """Serve the pages and their assets.
+
+    `/`, `/runs/{id}`, `/threads`, `/threads/{id}` and `/agents`.
+    """
     pages = WEB / "pages"
 
     @app.get("/", include_in_schema=False)
@@ -61,6 +64,10 @@ def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
     @app.get("/runs/{run_id}", include_in_schema=False)
     async def run_page(run_id: str) -> FileResponse:
         return FileResponse(pages / "run.html")
+
+    @app.get("/threads", include_in_schema=False)
+    async def threads_page() -> FileResponse:
+        return FileResponse(pages / "threads.html")
 
     @app.get("/threads/{thread_id}", include_in_schema=False)
     async def thread_page(thread_id: str) -> FileResponse:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
 from orchestrator.schemas.runs import RunLinks, RunRequest, run_links
 from orchestrator.store import StoredRun
+
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the API's schemas do without it
+    from orchestrator.store.threads import StoredThread
 
 __all__ = [
     "ThreadCreate",
@@ -93,6 +96,9 @@ class ThreadView(BaseModel):
     id: str
     created_at: float = Field(description="Unix seconds.")
     metadata: dict[str, Any]
+    turn_count: int = Field(description="How many runs it has had.")
+    last_turn_at: float | None = Field(description="When its last run was submitted (Unix s).")
+    title: str | None = Field(description="Its first run's task (up to 200 characters).")
     turns: list[TurnView] | None = Field(
         default=None, description="Its runs, oldest first (not in a list of threads)."
     )
@@ -108,18 +114,16 @@ class ThreadPageView(BaseModel):
     offset: int
 
 
-def thread_view(
-    thread_id: str,
-    created_at: float,
-    metadata: dict[str, Any],
-    turns: list[StoredRun] | None = None,
-) -> ThreadView:
+def thread_view(thread: StoredThread, turns: list[StoredRun] | None = None) -> ThreadView:
     """A thread as the API answers it; with its turns when they are given."""
-    base = f"/v1/threads/{thread_id}"
+    base = f"/v1/threads/{thread.id}"
     return ThreadView(
-        id=thread_id,
-        created_at=created_at,
-        metadata=metadata,
+        id=thread.id,
+        created_at=thread.created_at,
+        metadata=thread.metadata,
+        turn_count=thread.turn_count if turns is None else len(turns),
+        last_turn_at=thread.last_turn_at if not turns else turns[-1].created_at,
+        title=thread.first_task if not turns else turns[0].task[:200],
         turns=None
         if turns is None
         else [

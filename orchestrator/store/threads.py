@@ -27,11 +27,17 @@ __all__ = ["StoredThread", "Threads", "TurnRecord"]
 
 @dataclass(frozen=True)
 class StoredThread:
-    """A thread as stored: its id, when it began, the metadata it was given."""
+    """A thread as stored: its id, when it began, the metadata it was given.
+
+    In a list, its turns in brief too: how many, the last one's time, the first one's task.
+    """
 
     id: str
     created_at: float
     metadata: dict[str, Any]
+    turn_count: int = 0
+    last_turn_at: float | None = None
+    first_task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,15 +84,37 @@ class Threads:
 
     async def page(self, *, limit: int, offset: int = 0) -> tuple[list[StoredThread], int]:
         """Threads, newest first, and how many there are."""
+        runs = RUNS_TABLE.c
+        turns = (
+            select(
+                runs.context_id,
+                func.count().label("turn_count"),
+                func.max(runs.created_at).label("last_turn_at"),
+            )
+            .where(runs.context_id.is_not(None))
+            .group_by(runs.context_id)
+            .subquery()
+        )
+        first_task = (
+            select(func.substr(runs.task, 1, 200))
+            .where(runs.context_id == ThreadRow.id)
+            .order_by(runs.created_at, runs.id)
+            .limit(1)
+            .scalar_subquery()
+        )
         async with self._sessions() as session:
-            rows = await session.scalars(
-                select(ThreadRow)
+            rows = await session.execute(
+                select(ThreadRow, turns.c.turn_count, turns.c.last_turn_at, first_task)
+                .outerjoin(turns, turns.c.context_id == ThreadRow.id)
                 .order_by(ThreadRow.created_at.desc(), ThreadRow.id)
                 .limit(limit)
                 .offset(offset)
             )
+            threads = [
+                StoredThread(row.id, row.created_at, row.meta, count or 0, last, task)
+                for row, count, last, task in rows
+            ]
             total = await session.scalar(select(func.count()).select_from(ThreadRow))
-            threads = [StoredThread(r.id, r.created_at, r.meta) for r in rows]
             return threads, int(total or 0)
 
     async def turns(self, thread_id: str) -> list[StoredRun]:

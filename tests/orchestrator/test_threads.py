@@ -87,7 +87,10 @@ async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
         said = [p["content"] for m in sent for p in m["parts"] if "content" in p]
         assert said[:4] == ["remember the number 7", "first answer", "and add 3", "second answer"]
         listed = (await client.get("/v1/threads", params={"limit": 200})).json()
-        assert thread in [t["id"] for t in listed["threads"]]
+        [mine] = [t for t in listed["threads"] if t["id"] == thread]
+        assert (mine["turn_count"], mine["title"]) == (3, "remember the number 7")
+        assert mine["last_turn_at"] == read["turns"][-1]["created_at"] == read["last_turn_at"]
+        assert mine["turns"] is None
 
 
 async def test_an_agent_with_thread_memory_sees_its_own_earlier_exchanges(api: str) -> None:

@@ -203,19 +203,21 @@ def _walk(trace: dict[str, object]) -> list[dict[str, object]]:
     return found
 
 
-def test_a_thread_page_shows_its_turns_live_and_the_run_page_links_to_it(
+def test_a_conversation_started_and_continued_in_the_browser_is_shown_turn_by_turn(
     api: str, page: Page
 ) -> None:
-    thread = httpx.post(f"{api}/v1/threads", json={}).json()["id"]
+    def turns_of(thread: str) -> list[dict]:
+        return list(httpx.get(f"{api}/v1/threads/{thread}").json()["turns"])
 
-    def turn(task: str, agent: str) -> str:
-        answer = httpx.post(f"{api}/v1/threads/{thread}/runs", json={"task": task, "agent": agent})
-        assert answer.status_code == 202, answer.text
-        return str(answer.json()["id"])
-
-    # A turn under way (the dozer takes a minute) is drawn live from its events.
-    dozing = turn("doze off", "dozer")
-    page.goto(f"{api}/threads/{thread}")
+    # Started on the threads page: its first turn (the dozer takes a minute) is drawn live.
+    page.goto(f"{api}/threads")
+    page.wait_for_selector("#agent option[value=dozer]", state="attached")
+    page.fill("#task", "doze off")
+    page.select_option("#agent", "dozer")
+    page.click("#start-button")
+    page.wait_for_url(re.compile(r"/threads/[0-9a-f]{32}$"))
+    thread = page.url.rsplit("/", 1)[1]
+    dozing = turns_of(thread)[0]["run_id"]
     card = page.locator(f".turn[data-run='{dozing}']")
     expect(card.locator(".diagram svg").filter(has_text="dozer")).to_have_count(1, timeout=15_000)
     assert page.locator("body").get_attribute("data-state") == "live"
@@ -223,14 +225,30 @@ def test_a_thread_page_shows_its_turns_live_and_the_run_page_links_to_it(
     expect(page.locator(f".turn[data-run='{dozing}'][data-status=cancelled]")).to_have_count(
         1, timeout=15_000
     )
+    # The next turn from the page's form, to the agent chosen there.
+    page.wait_for_selector("#agent option[value=parrot]", state="attached")
+    page.fill("#task", "and now?")
+    page.select_option("#agent", "parrot")
+    page.click("#send-button")
+    expect(page.locator(".turn")).to_have_count(2, timeout=15_000)
+    assert page.input_value("#task") == ""
+    asked = turns_of(thread)[1]
+    assert (asked["task"], asked["run_id"] != dozing) == ("and now?", True)
     # A turn submitted meanwhile (here through the API) appears, with its answer and diagram.
-    answered = turn("and now?", "parrot")
+    answer = httpx.post(f"{api}/v1/threads/{thread}/runs", json={"task": "more", "agent": "parrot"})
+    assert answer.status_code == 202, answer.text
+    answered = str(answer.json()["id"])
     second = page.locator(f".turn[data-run='{answered}'][data-status=succeeded]")
     expect(second).to_have_count(1, timeout=15_000)
     expect(second.locator(".diagram svg").filter(has_text="parrot")).to_have_count(1)
     assert texts(page, ".turn h2")[0].startswith("Turn 1")
     assert second.locator("pre.answer").inner_text().endswith("answer")
     page.wait_for_selector("body[data-state=finished]")
+    # The threads page lists it: what it began with, how many turns.
+    page.goto(f"{api}/threads")
+    row = page.locator(f"#threads tr[data-thread='{thread}']")
+    expect(row.locator("td.turn-count")).to_have_text("3")
+    expect(row.locator("td.task")).to_have_text("doze off")
     # The turn's run page names its thread.
     page.goto(f"{api}/runs/{answered}")
     link = page.locator("#thread-link")

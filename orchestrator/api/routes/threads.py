@@ -33,7 +33,7 @@ async def create_thread(body: ThreadCreate, service: Service, response: Response
     """Start a conversation; submit its turns to its `runs` link."""
     thread = await service.threads.create(body.metadata)
     response.headers["Location"] = f"/v1/threads/{thread.id}"
-    return thread_view(thread.id, thread.created_at, thread.metadata)
+    return thread_view(thread)
 
 
 @router.get("/threads")
@@ -45,7 +45,7 @@ async def list_threads(
     """Threads, newest first."""
     threads, total = await service.threads.page(limit=limit, offset=offset)
     return ThreadPageView(
-        threads=[thread_view(t.id, t.created_at, t.metadata) for t in threads],
+        threads=[thread_view(t) for t in threads],
         total=total,
         limit=limit,
         offset=offset,
@@ -56,7 +56,7 @@ async def list_threads(
 async def get_thread(thread_id: THREAD_ID, service: Service) -> ThreadView:
     """A thread and its turns, oldest first: each run's task, answer, status and usage."""
     thread, turns = await service.threads.get(thread_id)
-    return thread_view(thread.id, thread.created_at, thread.metadata, turns)
+    return thread_view(thread, turns)
 
 
 @router.delete("/threads/{thread_id}", status_code=204, responses=_NOT_FOUND)

@@ -105,7 +105,7 @@ function askForKey() {
 
 // Every page's header: the brand, the pages (the current one marked), and the form that asks
 // for an API key when the service wants one (hidden until a 401).
-const PAGES = [["runs", "/", "Runs"], ["agents", "/agents", "Agents"]];
+const PAGES = [["runs", "/", "Runs"], ["threads", "/threads", "Threads"], ["agents", "/agents", "Agents"]];
 
 function pageHeader(current) {
   const header = document.querySelector("header.top");
@@ -150,15 +150,7 @@ function showError(container, error) {
 async function runsPage() {
   const limit = 25;
   let offset = 0;
-  try {
-    const agents = await api("/v1/agents");
-    for (const agent of agents.agents) {
-      $("agent").append(el("option", { value: agent.name }, agent.name));
-      $("agent-filter").append(el("option", { value: agent.name }, agent.name));
-    }
-  } catch (error) {
-    $("submit-error").textContent = error.message;
-  }
+  await offerAgents($("submit-error"), $("agent"), $("agent-filter"));
 
   async function load() {
     const query = new URLSearchParams({ limit, offset });
@@ -213,6 +205,81 @@ async function runsPage() {
     } catch (error) {
       $("submit-error").textContent = error.message;
       $("run-button").disabled = false;
+    }
+  });
+  await load();
+  setInterval(() => load().catch(() => {}), 5000);
+}
+
+// The team's agents as options of each select (entry agent, filters).
+async function offerAgents(errorLine, ...selects) {
+  try {
+    const agents = await api("/v1/agents");
+    for (const agent of agents.agents) {
+      for (const select of selects) select.append(el("option", { value: agent.name }, agent.name));
+    }
+  } catch (error) {
+    errorLine.textContent = error.message;
+  }
+}
+
+// A turn of a thread, submitted from a form: the message, the entry agent chosen, and what to do
+// if a turn is under way.
+function submitTurn(threadId, task, agent, strategy = "reject") {
+  const body = { task, multitask_strategy: strategy };
+  if (agent) body.agent = agent;
+  return api(`/v1/threads/${threadId}/runs`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "Idempotency-Key": crypto.randomUUID() },
+    body: JSON.stringify(body),
+  });
+}
+
+// --- Threads page --------------------------------------------------------------------------
+
+async function threadsPage() {
+  const limit = 25;
+  let offset = 0;
+  await offerAgents($("thread-error"), $("agent"));
+
+  async function load() {
+    const page = await api(`/v1/threads?${new URLSearchParams({ limit, offset })}`);
+    const rows = page.threads.map((thread) =>
+      el(
+        "tr",
+        { "data-thread": thread.id },
+        el("td", {}, el("a", { href: `/threads/${thread.id}` }, thread.id.slice(0, 12))),
+        el("td", { class: "task" }, (thread.title || "–").slice(0, 140)),
+        el("td", { class: "turn-count" }, String(thread.turn_count)),
+        el("td", {}, when(thread.created_at)),
+        el("td", {}, thread.last_turn_at ? when(thread.last_turn_at) : "–"),
+        el("td", { class: "meta" }, Object.entries(thread.metadata).map(([k, v]) => `${k}: ${v}`).join(" · ") || "–"),
+      ),
+    );
+    $("threads").tBodies[0].replaceChildren(...rows);
+    const last = Math.min(offset + limit, page.total);
+    $("page-info").textContent = page.total ? `${offset + 1}–${last} of ${page.total}` : "no threads yet";
+    $("prev").disabled = offset === 0;
+    $("next").disabled = last >= page.total;
+  }
+
+  $("prev").addEventListener("click", () => { offset = Math.max(0, offset - limit); load(); });
+  $("next").addEventListener("click", () => { offset += limit; load(); });
+  $("thread-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("thread-error").textContent = "";
+    $("start-button").disabled = true;
+    try {
+      const thread = await api("/v1/threads", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: "{}",
+      });
+      await submitTurn(thread.id, $("task").value, $("agent").value);
+      location.assign(`/threads/${thread.id}`);
+    } catch (error) {
+      $("thread-error").textContent = error.message;
+      $("start-button").disabled = false;
     }
   });
   await load();
@@ -666,6 +733,21 @@ async function threadPage(threadId) {
     document.body.dataset.state = live ? "live" : "finished";
   }
 
+  await offerAgents($("turn-error"), $("agent"));
+  $("turn-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("turn-error").textContent = "";
+    $("send-button").disabled = true;
+    try {
+      await submitTurn(threadId, $("task").value, $("agent").value, $("strategy").value);
+      $("task").value = "";
+      await refresh();
+    } catch (error) {
+      $("turn-error").textContent = error.message;
+    } finally {
+      $("send-button").disabled = false;
+    }
+  });
   await refresh();
   // Turns submitted from elsewhere (the API, `baton chat`) appear without a reload.
   setInterval(() => refresh().catch(() => {}), 3000);
@@ -719,6 +801,7 @@ pageHeader(page);
 const started =
   page === "runs" ? runsPage()
   : page === "run" ? runPage(location.pathname.split("/").pop())
+  : page === "threads" ? threadsPage()
   : page === "agents" ? agentsPage()
   : page === "thread" ? threadPage(location.pathname.split("/").pop())
   : Promise.resolve();
