@@ -106,6 +106,11 @@ class Settings(BaseSettings):
         default=(), description="Accepted bearer keys, comma-separated."
     )
     api_keys_file: Path | None = Field(default=None, description="One accepted key per line.")
+    access_file: Path | None = Field(
+        default=None,
+        description="Keys with a name, a tenant and roles, kept as hashes (YAML; `baton keys "
+        "new` adds one). Read again when it changes.",
+    )
     allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
         description="Origins (scheme://host[:port]) allowed to call /mcp besides loopback ones, "

@@ -48,7 +48,7 @@ from agents.core.a2a_meta import META_AGENT
 from agents.core.messages import RunStatus
 from agents.core.storable import nul_refusal
 from agents.ray.ledger_actor import SETTLE_WAIT_S
-from orchestrator.a2a.push import PushConfigStore, Pusher, caller_of
+from orchestrator.a2a.push import PushConfigStore, Pusher
 from orchestrator.a2a.tasks import (
     EXCHANGED,
     origin_of,
@@ -56,12 +56,15 @@ from orchestrator.a2a.tasks import (
     run_updates,
     stored_task,
 )
+from orchestrator.access import Access
+from orchestrator.access import Role as KeyRole
 from orchestrator.engine.submission import Submission
 from orchestrator.errors import (
     IdempotencyConflict,
     NotWaitingForInput,
     RunNotFound,
     ServiceError,
+    ThreadNotFound,
 )
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
@@ -114,6 +117,7 @@ class BatonRequestHandler(RequestHandler):
         service = await self._current()
         config = params.configuration
         run, answered = await self._submit(service, params, context, stream=False)
+        viewer = _caller(context, "read")
         last = None
         if not config.return_immediately:
             with contextlib.suppress(TimeoutError):
@@ -121,7 +125,7 @@ class BatonRequestHandler(RequestHandler):
                     async for update in self._updates(service, run, answered):
                         last = update
         history = config.history_length if config.HasField("history_length") else None
-        task = await self._task(service, run.id, _history(history))
+        task = await self._task(service, run.id, viewer, _history(history))
         if (
             isinstance(last, TaskStatusUpdateEvent)
             and last.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -139,22 +143,25 @@ class BatonRequestHandler(RequestHandler):
         """Start a run whose models stream; its task, then its updates to the final state."""
         service = await self._current()
         run, answered = await self._submit(service, params, context, stream=True)
-        yield await self._task(service, run.id, None)
+        yield await self._task(service, run.id, _caller(context, "read"), None)
         async for update in self._updates(service, run, answered):
             yield update
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """The task a run is now."""
         history = params.history_length if params.HasField("history_length") else None
-        return await self._task(await self._current(), params.id, _history(history))
+        viewer = _caller(context, "read")
+        return await self._task(await self._current(), params.id, viewer, _history(history))
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
         """Runs, newest first, as tasks (`page_token`: where the page starts).
 
-        Filtered by context, state and the time of the last change, in the store's query.
+        Filtered by the caller's tenant, context, state and the time of the last change, in the
+        store's query.
         """
+        viewer = _caller(context, "read")
         service = await self._current()
         size = params.page_size if params.HasField("page_size") else _PAGE
         if not 1 <= size <= _MAX_PAGE:
@@ -177,6 +184,7 @@ class BatonRequestHandler(RequestHandler):
             status=statuses,
             context_id=params.context_id or None,
             changed_after=after,
+            viewer=viewer,
             limit=size,
             offset=offset,
         )
@@ -197,15 +205,16 @@ class BatonRequestHandler(RequestHandler):
     ) -> Task | None:
         """Cancel the run (wherever it runs); answer its task once it has stopped."""
         service = await self._current()
-        run = await self._run(service, params.id)
+        caller = _caller(context, "submit")
+        run = await self._run(service, params.id, caller)
         if run.finished:
             raise TaskNotCancelableError(f"task {run.id} has ended ({run.status.value})")
-        await service.cancel(run.id)
+        await service.cancel(run.id, caller)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_CANCEL_WAIT_S):
                 async for _ in self._updates(service, run):
                     pass
-        return await self._task(service, run.id, None)
+        return await self._task(service, run.id, caller, None)
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
@@ -215,12 +224,13 @@ class BatonRequestHandler(RequestHandler):
         A task that has ended has nothing to follow (§3.1.6): GetTask reads it.
         """
         service = await self._current()
-        run = await self._run(service, params.id)
+        viewer = _caller(context, "read")
+        run = await self._run(service, params.id, viewer)
         if run.finished:
             raise UnsupportedOperationError(
                 f"task {run.id} has ended ({run.status.value}): read it with GetTask"
             )
-        yield await self._task(service, run.id, None)
+        yield await self._task(service, run.id, viewer, None)
         async for update in self._updates(service, run):
             yield update
 
@@ -277,13 +287,19 @@ class BatonRequestHandler(RequestHandler):
             run, _ = await service.submit(
                 request,
                 idempotency_key=f"a2a:{message.message_id}",
-                principal=f"a2a:{caller_of(context)}",
+                caller=_caller(context, "submit"),
             )
         except IdempotencyConflict:
             raise InvalidParamsError(
                 f"messageId {message.message_id!r} was sent before with another message: "
                 "a new message needs a new messageId",
                 data={"reason": "message_id_reused"},
+            ) from None
+        except ThreadNotFound:
+            raise InvalidParamsError(
+                f"contextId {request.conversation!r} is a conversation this caller cannot "
+                "continue: send the message with another contextId (or none)",
+                data={"reason": "context_not_yours"},
             ) from None
         except ServiceError as exc:
             raise InternalError(f"{exc.code}: {exc.message}") from None
@@ -301,15 +317,15 @@ class BatonRequestHandler(RequestHandler):
         reason: a Baton task takes the one message it started with, and the answers to its
         questions; a new message is a new task, in the same context.
         """
-        run = await self._run(service, task_id)
+        caller = _caller(context, "approve")
+        run = await self._run(service, task_id, caller)
         if run.finished:
             raise UnsupportedOperationError(
                 f"task {run.id} has ended ({run.status.value}): it takes no more messages; "
                 "send a new message (without taskId) in its context"
             )
         try:
-            who = f"a2a:{caller_of(context)}"
-            answered = await service.approvals.answer(run, text, who=who)
+            answered = await service.approvals.answer(run, text, who=f"a2a:{caller.who}")
         except NotWaitingForInput:
             raise UnsupportedOperationError(
                 f"task {run.id} is {run.status.value} and asks for no input: send a new message "
@@ -317,7 +333,7 @@ class BatonRequestHandler(RequestHandler):
             ) from None
         except ServiceError as exc:
             raise InternalError(f"{exc.code}: {exc.message}") from None
-        return await self._run(service, run.id), (str(answered["question_id"]),)
+        return await self._run(service, run.id, caller), (str(answered["question_id"]),)
 
     async def _updates(
         self, service: RunService, run: StoredRun, answered: tuple[str, ...] | None = None
@@ -327,8 +343,10 @@ class BatonRequestHandler(RequestHandler):
         async for update in run_updates(run, followed, answered is not None, answered or ()):
             yield update
 
-    async def _task(self, service: RunService, run_id: str, history: int | None) -> Task:
-        run = await self._run(service, run_id)
+    async def _task(
+        self, service: RunService, run_id: str, viewer: Access, history: int | None
+    ) -> Task:
+        run = await self._run(service, run_id, viewer)
         return stored_task(run, history, exchanged=await self._exchanged(service, run))
 
     async def _exchanged(self, service: RunService, run: StoredRun) -> list[tuple[int, Any]]:
@@ -338,9 +356,9 @@ class BatonRequestHandler(RequestHandler):
         return await service.store.events_of(run.id, EXCHANGED)
 
     @staticmethod
-    async def _run(service: RunService, run_id: str) -> StoredRun:
+    async def _run(service: RunService, run_id: str, viewer: Access) -> StoredRun:
         try:
-            return await service.get(run_id)
+            return await service.get(run_id, viewer)
         except RunNotFound:
             raise TaskNotFoundError(f"no task {run_id!r}") from None
 
@@ -349,7 +367,7 @@ class BatonRequestHandler(RequestHandler):
     ) -> TaskPushNotificationConfig:
         """Register a webhook for a task that has not ended; its updates are pushed there."""
         service = await self._current()
-        run = await self._run(service, params.task_id)
+        run = await self._run(service, params.task_id, _caller(context, "submit"))
         if run.finished:
             raise UnsupportedOperationError(
                 f"task {run.id} has ended ({run.status.value}): there is nothing left to push"
@@ -363,7 +381,7 @@ class BatonRequestHandler(RequestHandler):
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
         """One of the caller's webhooks for a task."""
-        await self._run(await self._current(), params.task_id)
+        await self._run(await self._current(), params.task_id, _caller(context, "read"))
         for config in await self._push_configs.get_info(params.task_id, context):
             if config.id == params.id:
                 return config
@@ -375,7 +393,7 @@ class BatonRequestHandler(RequestHandler):
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
         """The caller's webhooks for a task."""
-        await self._run(await self._current(), params.task_id)
+        await self._run(await self._current(), params.task_id, _caller(context, "read"))
         configs = await self._push_configs.get_info(params.task_id, context)
         return ListTaskPushNotificationConfigsResponse(configs=configs)
 
@@ -383,7 +401,7 @@ class BatonRequestHandler(RequestHandler):
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
         """Forget one of the caller's webhooks for a task."""
-        await self._run(await self._current(), params.task_id)
+        await self._run(await self._current(), params.task_id, _caller(context, "submit"))
         await self._push_configs.delete_info(params.task_id, context, params.id)
 
     async def on_get_extended_agent_card(
@@ -391,6 +409,19 @@ class BatonRequestHandler(RequestHandler):
     ) -> AgentCard:
         """No extended card: the public one says it all."""
         raise ExtendedAgentCardNotConfiguredError("the public card is all there is")
+
+
+def _caller(context: ServerCallContext, role: KeyRole) -> Access:
+    """Who calls (`KeyCheck` named them: the request's `auth`), if they have `role`."""
+    access = context.state.get("auth")
+    if not isinstance(access, Access):
+        raise InvalidRequestError("no caller: this endpoint is served behind baton's key check")
+    if not access.may(role):
+        raise InvalidRequestError(
+            f"this key ({access.who}) lacks the {role!r} role",
+            data={"reason": "forbidden", "role": role},
+        )
+    return access
 
 
 def _history(length: int | None) -> int | None:

@@ -13,9 +13,10 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
 from orchestrator import __version__
+from orchestrator.access import KeyRing
 from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
-from orchestrator.api.guards import BodyLimit, KeyCheck, KeyRing, ProtocolGuard, RateLimiter
+from orchestrator.api.guards import BodyLimit, KeyCheck, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs, threads
 from orchestrator.api.routes import service as service_view
@@ -34,6 +35,7 @@ class ApiOptions:
     """How the API guards itself."""
 
     api_keys: tuple[str, ...] = ()
+    access_file: FilePath | None = None  # keys with tenants and roles (`orchestrator.access`)
     rate_limit_per_s: float = 50.0
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
@@ -51,7 +53,7 @@ def create_app(
 ) -> FastAPI:
     """The Baton HTTP API over the service that `service_factory` opens at start-up."""
     options = options or ApiOptions()
-    keys = KeyRing(options.api_keys)
+    keys = KeyRing(options.api_keys, options.access_file)
     limiter = RateLimiter(options.rate_limit_per_s, options.rate_limit_burst)
 
     async def current_service() -> RunService:
@@ -95,7 +97,8 @@ def create_app(
     errors = dict(COMMON_ERRORS)
     if keys.enabled:
         errors[401] = {"model": ErrorBody, "description": "No valid API key."}
-    guard = [Depends(caller_guard(keys, limiter))]
+        errors[403] = {"model": ErrorBody, "description": "The key lacks the route's role."}
+    guard = [Depends(caller_guard(limiter, keys.enabled))]
     for module in (runs, threads, approvals, agents, service_view):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
     # Operations the document describes and other routes serve (the SSE stream).

@@ -1,14 +1,15 @@
 """The dependencies routes declare: the run service, the caller, a run by id."""
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import Depends, Header, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
-from orchestrator.api.guards import KeyRing, RateLimiter, retry_after
+from orchestrator.access import Access, Role
+from orchestrator.api.guards import RateLimiter, retry_after
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
 from orchestrator.system.routing import AUTO
@@ -16,6 +17,7 @@ from orchestrator.system.routing import AUTO
 __all__ = [
     "CALL_ID",
     "MERMAID",
+    "ROLE_KEY",
     "RUN_ID",
     "Caller",
     "FollowedRun",
@@ -24,10 +26,14 @@ __all__ = [
     "Service",
     "caller_guard",
     "check_agent",
+    "needs",
+    "role_of",
     "service_of",
 ]
 
 MERMAID = "text/vnd.mermaid"
+# A route's role other than its method's, said in the OpenAPI document (`needs`).
+ROLE_KEY = "x-baton-role"
 RUN_ID = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="A run id.")]
 CALL_ID = Annotated[
     str,
@@ -55,65 +61,76 @@ async def _service(request: Request) -> RunService:
 Service = Annotated[RunService, Depends(_service)]
 
 
-def caller_guard(keys: KeyRing, limiter: RateLimiter) -> Callable[..., Any]:
-    """The dependency every /v1 route gets where its router is included: caller and rate.
+def role_of(method: str, route: Any) -> Role:
+    """The role a route needs: its `x-baton-role`, else `read` to read and `submit` to act."""
+    extra = getattr(route, "openapi_extra", None) or {}
+    declared = extra.get(ROLE_KEY)
+    if declared is not None:
+        return cast(Role, declared)
+    return "read" if method in ("GET", "HEAD") else "submit"
 
-    Who is calling is checked when keys are set, and kept as `request.state.principal`; each
-    caller is held to its rate. Without keys, the caller is its address and no key is
-    documented.
+
+def needs(role: Role) -> dict[str, Any]:
+    """A route's `openapi_extra` for a role other than its method's (see `role_of`)."""
+    return {ROLE_KEY: role}
+
+
+def caller_guard(limiter: RateLimiter, keyed: bool) -> Callable[..., Any]:
+    """The dependency every /v1 route gets where its router is included: role and rate.
+
+    `KeyCheck` has named the caller (`request.auth`, an `Access`); here its role is checked
+    against the route's (403 naming both) and it is held to its rate. `keyed`: the service
+    takes keys, and its OpenAPI document says so (a bearer scheme).
     """
 
-    def admit(request: Request, caller: str) -> None:
-        wait = limiter.acquire(caller)
+    async def guard(request: Request) -> None:
+        access = request.scope.get("auth")
+        if not isinstance(access, Access):
+            raise HTTPException(
+                401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"}
+            )
+        role = role_of(request.method, request.scope.get("route"))
+        if not access.may(role):
+            raise HTTPException(403, f"this key ({access.who}) lacks the {role!r} role")
+        wait = limiter.acquire(access.who)
         if wait:
             raise HTTPException(
                 429,
                 "rate limit exceeded; slow down",
                 headers={"Retry-After": retry_after(wait)},
             )
-        request.state.principal = caller
 
-    if not keys.enabled:
-
-        async def anonymous(request: Request) -> None:
-            host = request.client.host if request.client else "unknown"
-            admit(request, f"ip:{host}")
-
-        return anonymous
-
+    if not keyed:
+        return guard
     bearer = HTTPBearer(auto_error=False, description="An API key of this service.")
 
-    async def authorized(
-        request: Request,
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    async def keyed_guard(
+        request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
     ) -> None:
-        principal = keys.principal(credentials.credentials) if credentials else None
-        if principal is None:
-            raise HTTPException(
-                401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"}
-            )
-        admit(request, principal)
+        await guard(request)
 
-    return authorized
+    return keyed_guard
 
 
-async def _caller(request: Request) -> str:
-    return str(request.state.principal)
+async def _caller(request: Request) -> Access:
+    access = request.scope.get("auth")
+    assert isinstance(access, Access)  # `caller_guard` let it in
+    return access
 
 
-# The principal `caller_guard` admitted (an API key's name, or `ip:<address>`).
-Caller = Annotated[str, Depends(_caller)]
+# Who is calling (`KeyCheck` named it, `caller_guard` let it in): its name, tenant and roles.
+Caller = Annotated[Access, Depends(_caller)]
 
 
-async def _existing_run(run_id: RUN_ID, service: Service) -> StoredRun:
-    return await service.get(run_id)
+async def _existing_run(run_id: RUN_ID, service: Service, caller: Caller) -> StoredRun:
+    return await service.get(run_id, caller)
 
 
 Run = Annotated[StoredRun, Depends(_existing_run)]
 
 
-async def _followed_run(run_id: RUN_ID, service: Service) -> StoredRun:
-    return await service.following(run_id)
+async def _followed_run(run_id: RUN_ID, service: Service, caller: Caller) -> StoredRun:
+    return await service.following(run_id, caller)
 
 
 # A run to follow (its events): no read of the store while it is in flight in this service.

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
-import hmac
 import json
 import math
 import time
@@ -17,49 +15,18 @@ from dataclasses import dataclass, field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from orchestrator.access import Access, KeyRing
+
 __all__ = [
     "LOOPBACK_ORIGINS",
     "BodyLimit",
     "KeyCheck",
-    "KeyRing",
     "ProtocolGuard",
     "RateLimiter",
 ]
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-
-
-class KeyRing:
-    """The accepted API keys.
-
-    A presented key is compared with every accepted one in constant time, so neither timing nor
-    which key matched leaks; keys are held only as given, never logged, and callers are named by a
-    hash of their key.
-    """
-
-    def __init__(self, keys: Iterable[str]) -> None:
-        self._keys = [k.encode() for k in keys]
-
-    @property
-    def enabled(self) -> bool:
-        """Whether the service requires API keys."""
-        return bool(self._keys)
-
-    def principal(self, presented: str) -> str | None:
-        """The caller's name (`key:` plus a short hash) when `presented` is accepted."""
-        candidate = presented.encode()
-        matched = False
-        for key in self._keys:  # no early exit: every key is compared
-            matched |= hmac.compare_digest(candidate, key)
-        if not matched:
-            return None
-        return "key:" + hashlib.sha256(candidate).hexdigest()[:16]
-
-    def bearer(self, authorization: str) -> str | None:
-        """The caller's name when an `Authorization` header carries an accepted bearer key."""
-        scheme, _, presented = authorization.partition(" ")
-        return self.principal(presented.strip()) if scheme.lower() == "bearer" else None
 
 
 @dataclass
@@ -191,11 +158,13 @@ class BodyLimit:
 
 
 class KeyCheck:
-    """Refuses a request without a valid key (401) before anything reads its body.
+    """Names the caller of a guarded path, or refuses it (401) before anything reads its body.
 
-    On the guarded paths (`/v1/...`, the protocol endpoints); the routes' own guards then name
-    the caller and apply its rate limit. A caller without a key never has a body read, parsed
-    or drained on its behalf.
+    On the guarded paths (`/v1/...`, the protocol endpoints) the caller's `Access` (its key's
+    name, tenant and roles; without keys, its address with every role) becomes the request's
+    `auth` (`request.auth`, the a2a-sdk's `ServerCallContext.state["auth"]`); the routes' own
+    guards then check its role and apply its rate limit. A caller without a key never has a
+    body read, parsed or drained on its behalf.
     """
 
     def __init__(self, app: ASGIApp, keys: KeyRing, guarded: tuple[str, ...]) -> None:
@@ -211,11 +180,17 @@ class KeyCheck:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer 401 at once."""
-        if scope["type"] == "http" and self.keys.enabled and self._is_guarded(scope):
-            presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            if self.keys.bearer(presented) is None:
-                await _refuse(send, 401, "unauthorized", "a valid API key is required")
-                return
+        if scope["type"] == "http" and self._is_guarded(scope):
+            if self.keys.enabled:
+                presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+                access = await self.keys.bearer(presented)
+                if access is None:
+                    await _refuse(send, 401, "unauthorized", "a valid API key is required")
+                    return
+            else:
+                client = scope.get("client")
+                access = Access(f"ip:{client[0] if client else 'unknown'}")
+            scope["auth"] = access
         await self.app(scope, receive, send)
 
 
@@ -260,15 +235,11 @@ class ProtocolGuard:
             if host not in _LOOPBACK_HOSTS:
                 await _refuse(send, 421, "misdirected", "this service answers on loopback only")
                 return
-            client = scope.get("client")
-            caller = f"ip:{client[0] if client else 'unknown'}"
-        else:
-            principal = self.keys.bearer(headers.get("authorization", ""))
-            if principal is None:
-                await _refuse(send, 401, "unauthorized", "a valid API key is required")
-                return
-            caller = principal
-        wait = self.limiter.acquire(caller)
+        access = scope.get("auth")
+        if not isinstance(access, Access):  # (`KeyCheck` names every caller of these paths)
+            await _refuse(send, 401, "unauthorized", "a valid API key is required")
+            return
+        wait = self.limiter.acquire(access.who)
         if wait:
             await _refuse(send, 429, "rate_limited", "rate limit exceeded; slow down", wait)
             return

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agents.core.gc_policy import settle_after_start
+from orchestrator.access import AccessFile, AccessFileError
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
 from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
@@ -100,10 +101,17 @@ def serve(
     except UnicodeDecodeError:
         err.print(f"BATON_API_KEYS_FILE {settings.api_keys_file} is not UTF-8 text", style="red")
         raise typer.Exit(2) from None
-    if not is_loopback(host) and not keys:
+    if settings.access_file is not None:
+        try:  # its mistakes now, not at the first request
+            AccessFile.read(settings.access_file)
+        except AccessFileError as exc:
+            err.print(f"BATON_ACCESS_FILE {exc}", style="red")
+            raise typer.Exit(2) from None
+    if not is_loopback(host) and not keys and settings.access_file is None:
         err.print(
-            f"refusing to listen on {host} without API keys: set BATON_API_KEYS "
-            "(comma-separated) or BATON_API_KEYS_FILE, or listen on 127.0.0.1",
+            f"refusing to listen on {host} without API keys: set BATON_ACCESS_FILE (`baton keys "
+            "new`), BATON_API_KEYS (comma-separated) or BATON_API_KEYS_FILE, or listen on "
+            "127.0.0.1",
             style="red",
         )
         raise typer.Exit(2)
@@ -145,6 +153,7 @@ def serve(
         service,
         ApiOptions(
             api_keys=keys,
+            access_file=settings.access_file,
             rate_limit_per_s=settings.rate_limit_per_s,
             rate_limit_burst=settings.rate_limit_burst,
             max_body_bytes=settings.max_body_bytes,

@@ -41,6 +41,7 @@ from starlette.applications import Starlette
 from agents.core.a2a_meta import TRACE_KEYS
 from agents.core.events import AgentStarted, InputRequested, RunFinished
 from orchestrator import __version__
+from orchestrator.access import LOCAL, Access, Role
 from orchestrator.engine.submission import Origin
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest, run_view
@@ -122,7 +123,10 @@ def _asks_by_round_trip(ctx: Context) -> bool:
 
 
 async def _elicit(runs: RunService, run: StoredRun, asked: InputRequested, ctx: Context) -> bool:
-    """Ask the client's user `asked` in the call (elicitation); False when it cannot be."""
+    """Ask the client's user `asked` in the call (elicitation); False when it cannot be.
+
+    (Nor when the caller's key may not answer: the question waits for someone who may.)
+    """
     capabilities = ctx.client_capabilities
     if (
         _asks_by_round_trip(ctx)
@@ -132,12 +136,16 @@ async def _elicit(runs: RunService, run: StoredRun, asked: InputRequested, ctx: 
     ):
         return False
     try:
+        who = f"mcp:{_caller(ctx, 'approve').who}"
+    except ToolError:
+        return False
+    try:
         result = await ctx.session.elicit_form(
             _question(asked), _ANSWER_SCHEMA, ctx.request_context.request_id
         )
     except MCPError:
         return False
-    await _take_answers(runs, run, {asked.call_id: result})
+    await _take_answers(runs, run, {asked.call_id: result}, who)
     return True
 
 
@@ -147,7 +155,7 @@ def _question(asked: InputRequested) -> str:
 
 
 async def _take_answers(
-    runs: RunService, run: StoredRun, answers: InputResponses
+    runs: RunService, run: StoredRun, answers: InputResponses, who: str
 ) -> tuple[str, ...]:
     """Give the run the client's answers (a declined or cancelled question: no answer).
 
@@ -159,9 +167,9 @@ async def _take_answers(
         said = (result.content or {}).get("answer") if result.action == "accept" else None
         with contextlib.suppress(ServiceError):  # answered already (or the run is over)
             if said is None:
-                await runs.approvals.answer(run, "", question_id, "expiry", "mcp")
+                await runs.approvals.answer(run, "", question_id, "expiry", who)
             else:
-                await runs.approvals.answer(run, str(said), question_id, who="mcp")
+                await runs.approvals.answer(run, str(said), question_id, who=who)
     return tuple(answers)
 
 
@@ -210,6 +218,7 @@ async def _submit(
     task: str,
     agent: str | None,
     meta: Mapping[str, Any],
+    caller: Access,
     thread: str | None = None,
 ) -> StoredRun:
     """Start a run (a turn of `thread`, if given; `new`: of a new thread).
@@ -226,9 +235,9 @@ async def _submit(
         if carrier:
             request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
         if thread is None:
-            run, _ = await runs.submit(request, principal="mcp")
+            run, _ = await runs.submit(request, caller=caller)
         else:
-            run, _ = await runs.threads.continue_or_start(thread, request, principal="mcp")
+            run, _ = await runs.threads.continue_or_start(thread, request, caller)
     except ValidationError as exc:
         raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
     except ServiceError as exc:
@@ -236,11 +245,27 @@ async def _submit(
     return run
 
 
-async def _run(runs: RunService, run_id: str) -> StoredRun:
+async def _run(runs: RunService, run_id: str, viewer: Access) -> StoredRun:
     try:
-        return await runs.get(run_id)
+        return await runs.get(run_id, viewer)
     except ServiceError as exc:
         raise ToolError(exc.message) from None
+
+
+def _caller(ctx: Context, role: Role) -> Access:
+    """Who calls, if they have `role`.
+
+    Over HTTP, the key `KeyCheck` named; over stdio, the person who started `baton mcp`.
+    """
+    request = ctx.request_context.request
+    if request is None:
+        return LOCAL
+    access = request.scope.get("auth")
+    if not isinstance(access, Access):
+        raise ToolError("no caller: this endpoint is served behind baton's key check")
+    if not access.may(role):
+        raise ToolError(f"this key ({access.who}) lacks the {role!r} role")
+    return access
 
 
 def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
@@ -284,10 +309,14 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         runs = await service()
         answered: tuple[str, ...] = ()
         if ctx.request_state:  # called again with the answers to the run's questions
-            run = await _run(runs, ctx.request_state)
-            answered = await _take_answers(runs, run, ctx.input_responses or {})
+            caller = _caller(ctx, "approve")
+            run = await _run(runs, ctx.request_state, caller)
+            answers = ctx.input_responses or {}
+            answered = await _take_answers(runs, run, answers, f"mcp:{caller.who}")
         else:
-            run = await _submit(runs, task, agent, ctx.request_context.meta or {}, thread)
+            caller = _caller(ctx, "submit")
+            meta = ctx.request_context.meta or {}
+            run = await _submit(runs, task, agent, meta, caller, thread)
         return await _wait(runs, run, ctx, wait_s, answered)
 
     @server.tool()
@@ -308,23 +337,27 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             wait_s: how long to wait for the run to end, as for submit_task.
         """
         runs = await service()
-        run = await _run(runs, run_id)
+        caller = _caller(ctx, "approve")
+        run = await _run(runs, run_id, caller)
         try:
-            answered = await runs.approvals.answer(run, answer, question_id, who="mcp")
+            who = f"mcp:{caller.who}"
+            answered = await runs.approvals.answer(run, answer, question_id, who=who)
         except ServiceError as exc:
             raise ToolError(exc.message) from None
         return await _wait(runs, run, ctx, wait_s, (str(answered["question_id"]),))
 
     @server.tool()
-    async def cancel_run(run_id: str) -> dict[str, Any]:
+    async def cancel_run(run_id: str, ctx: Context) -> dict[str, Any]:
         """Cancel a run that is still going (one that has ended stays as it ended).
 
         Args:
             run_id: the id submit_task returned.
+            ctx: the call.
         """
         runs = await service()
+        caller = _caller(ctx, "submit")
         try:
-            run = await runs.cancel((await _run(runs, run_id)).id)
+            run = await runs.cancel((await _run(runs, run_id, caller)).id, caller)
         except ServiceError as exc:
             raise ToolError(exc.message) from None
         if not run.finished:  # wait (bounded) for it to stop
@@ -357,26 +390,30 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         return None
 
     @server.tool()
-    async def get_run(run_id: str) -> dict[str, Any]:
+    async def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
         """A run's status, answer or error, usage and timings.
 
         Args:
             run_id: the id submit_task returned.
+            ctx: the call.
         """
-        return _summary(run_view(await _run(await service(), run_id)).model_dump(mode="json"))
+        run = await _run(await service(), run_id, _caller(ctx, "read"))
+        return _summary(run_view(run).model_dump(mode="json"))
 
     @server.tool()
     async def get_run_diagram(
-        run_id: str, detail: Literal["agents", "tools", "full"] = "agents"
+        run_id: str, ctx: Context, detail: Literal["agents", "tools", "full"] = "agents"
     ) -> str:
         """A run as a Mermaid sequence diagram (who delegated what to whom, and what came back).
 
         Args:
             run_id: the id submit_task returned.
+            ctx: the call.
             detail: agents only; tools: tool calls too; full: model calls too.
         """
         runs = await service()
-        return (await runs.views.diagram(await _run(runs, run_id), detail)).text
+        run = await _run(runs, run_id, _caller(ctx, "read"))
+        return (await runs.views.diagram(run, detail)).text
 
     @server.tool()
     async def list_agents() -> str:

@@ -185,6 +185,10 @@ class RunView(BaseModel):
     thread_id: str | None = Field(
         default=None, description="The thread (conversation) the run is a turn of."
     )
+    tenant: str = Field(default="default", description="Whose run it is (its keys see it).")
+    submitted_by: str | None = Field(
+        default=None, description="Who submitted it: an API key's name (or `ip:` address)."
+    )
     links: RunLinks
 
 
@@ -303,6 +307,8 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         fork_from=run.fork_from,
         tree=DelegationNode.model_validate(run.tree) if run.tree else None,
         thread_id=run.context_id,
+        tenant=run.tenant,
+        submitted_by=run.submitted_by,
         links=run_links(run.id, prefix),
     )
 

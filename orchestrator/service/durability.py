@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import uuid
 
+from orchestrator.access import LOCAL, Access
 from orchestrator.engine import Engine, Lineage, Submission
-from orchestrator.errors import NotReplayable, NotResumable
+from orchestrator.errors import NotReplayable, NotResumable, RunNotFound
 from orchestrator.service.executor import RunExecutor
 from orchestrator.store import ForkPoint, RunStore, StoredRun
 from tracing.attributes import BATON_STEP
@@ -35,7 +36,12 @@ class DurableRuns:
         self._adopts = adopts_lost_runs
 
     async def replay(
-        self, run_id: str, *, fork: bool = False, from_span: str | None = None
+        self,
+        run_id: str,
+        *,
+        fork: bool = False,
+        from_span: str | None = None,
+        caller: Access = LOCAL,
     ) -> StoredRun:
         """Execute a finished run again from its step log, as a new run linked to it.
 
@@ -44,13 +50,16 @@ class DurableRuns:
         takes the record for as long as its requests are the same, then goes on live: with
         this service's config changed since (an instruction, a model), it is the run as it
         would have gone from the first step the change touches. `from_span` (a fork) names a
-        span of the run (a model call, a tool call, an agent): live from that step on.
+        span of the run (a model call, a tool call, an agent): live from that step on. The new
+        run is the original's tenant's, submitted by `caller`.
 
         Raises:
             NotReplayable: the run has not ended, or runs keep no step log.
             Overloaded: too many runs in flight and queued.
         """
         original = await self._executor.get(run_id)
+        if not caller.sees(original.tenant):
+            raise RunNotFound(run_id)
         run_id = original.id  # (it may have been named by a prefix)
         if not self._engine.logs_steps:
             raise NotReplayable("this service's runs keep no step log (an in-memory store)")
@@ -66,7 +75,13 @@ class DurableRuns:
         new_id = uuid.uuid4().hex
         with self._executor.admission.place():  # a new run like any other: within the bounds
             run = await self._executor.add(
-                new_id, request, replay_of=run_id, fork=fork, fork_from=fork_from
+                new_id,
+                request,
+                replay_of=run_id,
+                fork=fork,
+                fork_from=fork_from,
+                tenant=original.tenant,
+                submitted_by=caller.who,
             )
             lineage = Lineage(replay_of=run_id, fork=fork, fork_from=_log_place(fork_from))
             self._executor.start(new_id, request, lineage)

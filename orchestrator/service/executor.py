@@ -19,9 +19,10 @@ from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.wire import Closed
+from orchestrator.access import DEFAULT_TENANT
 from orchestrator.engine import Engine, Lineage, RunResult, Submission, Turns
 from orchestrator.engine.results import final_event
-from orchestrator.errors import NotReady, RunNotFound
+from orchestrator.errors import NotReady, RunNotFound, ThreadNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.pending_writes import PendingWrites
@@ -121,10 +122,15 @@ class RunExecutor:
     async def add(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
         """Record a new run of this system, owned here (the caller holds an admission place).
 
-        A run in an A2A context makes the context a thread, the first time.
+        A run in an A2A context makes the context a thread of its tenant, the first time; a
+        context another tenant began is `ThreadNotFound` (its turns are not this caller's).
         """
         if request.thread is None and request.conversation is not None:
-            await self.store.threads.ensure(request.conversation)
+            tenant = record.get("tenant", DEFAULT_TENANT)
+            await self.store.threads.ensure(request.conversation, tenant)
+            thread = await self.store.threads.get(request.conversation)
+            if thread is None or thread.tenant != tenant:
+                raise ThreadNotFound(request.conversation)
         return await self.store.add(
             run_id,
             request.task,

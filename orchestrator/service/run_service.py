@@ -20,8 +20,9 @@ from functools import partial
 
 from agents.core.errors import describe_error
 from agents.core.messages import RunStatus
+from orchestrator.access import LOCAL, Access
 from orchestrator.engine import Engine, Submission
-from orchestrator.errors import IdempotencyConflict
+from orchestrator.errors import IdempotencyConflict, RunNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.durability import DurableRuns
@@ -244,9 +245,15 @@ class RunService:
     # Runs ----------------------------------------------------------------------------------
 
     async def submit(
-        self, request: Submission, *, idempotency_key: str | None = None, principal: str = ""
+        self,
+        request: Submission,
+        *,
+        idempotency_key: str | None = None,
+        caller: Access = LOCAL,
     ) -> tuple[StoredRun, bool]:
         """Accept a run, or find the one this idempotency key made; say whether it is new.
+
+        The run is the caller's tenant's, submitted by the caller; its key is the caller's own.
 
         Raises:
             IdempotencyConflict: the key was used with a different request.
@@ -254,7 +261,7 @@ class RunService:
             NotReady: the service is stopping, or its agents did not start.
         """
         digest = request.fingerprint()
-        scoped = f"{principal}:{idempotency_key}" if idempotency_key else None
+        scoped = f"{caller.who}:{idempotency_key}" if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)
             if existing is not None:
@@ -264,7 +271,12 @@ class RunService:
         with self.admission.place():
             try:
                 run = await self.executor.add(
-                    run_id, request, idempotency_key=scoped, request_hash=digest
+                    run_id,
+                    request,
+                    idempotency_key=scoped,
+                    request_hash=digest,
+                    tenant=caller.tenant,
+                    submitted_by=caller.who,
                 )
             except DuplicateIdempotencyKey:
                 # A concurrent twin got there first: it is the run.
@@ -301,8 +313,8 @@ class RunService:
                 logger.warning("run %s was recorded though its store write failed: started", run_id)
                 self._started(stored, request)
 
-    async def following(self, run_id: str) -> StoredRun:
-        """A run to follow, or `RunNotFound`.
+    async def following(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
+        """A run to follow, or `RunNotFound` (also when it is not the viewer's to see).
 
         As accepted, if in flight here or if the stream kept its every event (the store may be
         away); else as stored.
@@ -311,12 +323,12 @@ class RunService:
         if run is not None and (
             run_id in self.executor.tasks or self.events.reader.complete(run_id)
         ):
-            return run
-        return await self.get(run_id)
+            return _seen_by(viewer, run)
+        return await self.get(run_id, viewer)
 
-    async def get(self, run_id: str) -> StoredRun:
-        """A stored run, or `RunNotFound`."""
-        return await self.executor.get(run_id)
+    async def get(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
+        """A stored run, or `RunNotFound` (also when it is another tenant's: no existence leak)."""
+        return _seen_by(viewer, await self.executor.get(run_id))
 
     async def list_runs(
         self,
@@ -325,30 +337,38 @@ class RunService:
         agent: str | None = None,
         context_id: str | None = None,
         changed_after: float | None = None,
+        viewer: Access = LOCAL,
         limit: int,
         offset: int = 0,
     ) -> RunPage:
-        """Stored runs, newest first, filtered as `RunStore.list` says."""
+        """Stored runs the viewer may see, newest first, filtered as `RunStore.list` says."""
         return await self.store.list(
             status=status,
             agent=agent,
             context_id=context_id,
             changed_after=changed_after,
+            tenant=viewer.tenant_filter,
             limit=limit,
             offset=offset,
         )
 
-    async def cancel(self, run_id: str) -> StoredRun:
+    async def cancel(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance.
 
         Another instance cancels it when it next renews its lease. A finished run stays as it is.
         """
-        run = await self.get(run_id)
+        run = await self.get(run_id, viewer)
         if run.finished:
             return run
         if not self.executor.cancel(run.id):
             await self.store.leases.request_cancel(run.id)
         return await self.get(run.id)
+
+
+def _seen_by(viewer: Access, run: StoredRun) -> StoredRun:
+    if not viewer.sees(run.tenant):
+        raise RunNotFound(run.id)
+    return run
 
 
 def _replay(existing: StoredRun, digest: str) -> StoredRun:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
+from orchestrator.access import LOCAL, Access
 from orchestrator.engine import Submission
 from orchestrator.errors import ThreadBusy, ThreadFull, ThreadNotFound
 from orchestrator.service.executor import RunExecutor
@@ -68,25 +69,34 @@ class Threads:
         # One submission at a time per thread in this instance: the strategy sees every run.
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def create(self, metadata: dict[str, Any]) -> StoredThread:
-        """A new, empty thread."""
-        return await self._store.threads.create(uuid.uuid4().hex, metadata)
+    async def create(self, metadata: dict[str, Any], caller: Access = LOCAL) -> StoredThread:
+        """A new, empty thread of the caller's tenant."""
+        return await self._store.threads.create(uuid.uuid4().hex, metadata, caller.tenant)
 
-    async def get(self, thread_id: str) -> tuple[StoredThread, list[StoredRun]]:
-        """A thread and its turns, oldest first; `ThreadNotFound` if there is none."""
+    async def get(
+        self, thread_id: str, viewer: Access = LOCAL
+    ) -> tuple[StoredThread, list[StoredRun]]:
+        """A thread and its turns, oldest first.
+
+        `ThreadNotFound` if there is none, or it is another tenant's (no existence leak).
+        """
         thread = await self._store.threads.get(thread_id)
-        if thread is None:
+        if thread is None or not viewer.sees(thread.tenant):
             raise ThreadNotFound(thread_id)
         return thread, await self._store.threads.turns(thread_id)
 
-    async def page(self, *, limit: int, offset: int) -> tuple[list[StoredThread], int]:
-        """Threads, newest first, and how many there are."""
-        return await self._store.threads.page(limit=limit, offset=offset)
+    async def page(
+        self, *, limit: int, offset: int, viewer: Access = LOCAL
+    ) -> tuple[list[StoredThread], int]:
+        """The threads the viewer may see, newest first, and how many there are."""
+        return await self._store.threads.page(
+            limit=limit, offset=offset, tenant=viewer.tenant_filter
+        )
 
-    async def delete(self, thread_id: str) -> None:
+    async def delete(self, thread_id: str, viewer: Access = LOCAL) -> None:
         """Remove the thread: its runs (cancelled first), their events, steps and spans."""
         async with self._lock(thread_id):
-            _, turns = await self.get(thread_id)
+            _, turns = await self.get(thread_id, viewer)
             await self._end([t.id for t in turns if not t.finished])
             if not await self._store.threads.delete(thread_id):
                 raise ThreadNotFound(thread_id)
@@ -96,17 +106,20 @@ class Threads:
         thread_id: str,
         request: Submission,
         strategy: MultitaskStrategy,
-        **options: Any,
+        *,
+        caller: Access = LOCAL,
+        idempotency_key: str | None = None,
     ) -> tuple[StoredRun, bool]:
-        """Submit a turn (`options`: the service's `submit`'s, an idempotency key say).
+        """Submit a turn (as the service's `submit` does) to a thread the caller may see.
 
         A retry (its idempotency key made a run already) gets that run, whatever is under way.
         """
-        key = options.get("idempotency_key")
-        if key and await self._store.by_idempotency_key(f"{options.get('principal', '')}:{key}"):
+        options = {"caller": caller, "idempotency_key": idempotency_key}
+        key = f"{caller.who}:{idempotency_key}"
+        if idempotency_key and await self._store.by_idempotency_key(key):
             return await self._submit(replace(request, thread=thread_id), **options)
         async with self._lock(thread_id), self._held(thread_id):
-            turns = await self._store.threads.states(thread_id)
+            turns = await self._store.threads.states(thread_id, caller.tenant_filter)
             if turns is None:
                 raise ThreadNotFound(thread_id)
             if len(turns) >= self._max_turns:
@@ -126,15 +139,15 @@ class Threads:
             return await self._submit(turn, **options)
 
     async def continue_or_start(
-        self, thread: str, request: Submission, **options: Any
+        self, thread: str, request: Submission, caller: Access = LOCAL
     ) -> tuple[StoredRun, bool]:
         """Submit a turn of `thread`, or of a new thread when it is `NEW_THREAD`.
 
         Refused while a turn is under way: the CLI's and the MCP tool's way in.
         """
         if thread == NEW_THREAD:
-            thread = (await self.create({})).id
-        return await self.submit(thread, request, "reject", **options)
+            thread = (await self.create({}, caller)).id
+        return await self.submit(thread, request, "reject", caller=caller)
 
     @contextlib.asynccontextmanager
     async def _held(self, thread_id: str) -> AsyncIterator[None]:

@@ -87,6 +87,8 @@ class StoredRun(BaseModel):
     fork: bool = False
     fork_from: ForkPoint | None = None
     context_id: str | None = None
+    tenant: str = "default"
+    submitted_by: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -265,6 +265,8 @@ class RunStore:
         fork: bool = False,
         fork_from: ForkPoint | None = None,
         context_id: str | None = None,
+        tenant: str = "default",
+        submitted_by: str | None = None,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -297,6 +299,8 @@ class RunStore:
             fork=fork,
             fork_from=fork_from.model_dump() if fork_from is not None else None,
             context_id=context_id,
+            tenant=tenant,
+            submitted_by=submitted_by,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))
@@ -508,15 +512,18 @@ class RunStore:
         agent: str | None = None,
         context_id: str | None = None,
         changed_after: float | None = None,
+        tenant: str | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> RunPage:
         """Runs newest first, optionally filtered.
 
         By status (one or several), entry agent, conversation (a run without one is the
-        conversation of its own id) and the time of its last state change.
+        conversation of its own id), the time of its last state change and tenant.
         """
         query = select(RunRow)
+        if tenant is not None:
+            query = query.where(RunRow.tenant == tenant)
         if status is not None:
             query = query.where(RunRow.status.in_([status] if isinstance(status, str) else status))
         if agent is not None:

@@ -83,9 +83,13 @@ class RunRow(Base):
     fork_from: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The conversation the run belongs to (an A2A contextId; None: a conversation of its own).
     context_id: Mapped[str | None] = mapped_column(String(255))
+    # Whose it is (only its tenant's keys see it) and who submitted it (a key's name).
+    tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+    submitted_by: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),
+        Index("ix_runs_tenant_created_at", "tenant", "created_at"),
         Index("ix_runs_status", "status"),
         Index("ix_runs_entry_agent", "entry_agent"),
         Index("ix_runs_owner_status", "owner", "status"),
@@ -170,7 +174,10 @@ class ThreadRow(Base):
     """A conversation: its runs (those whose `context_id` is its id) are its turns, in order."""
 
     __tablename__ = "threads"
-    __table_args__ = (Index("ix_threads_created_at", "created_at"),)
+    __table_args__ = (
+        Index("ix_threads_created_at", "created_at"),
+        Index("ix_threads_tenant_created_at", "tenant", "created_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(255), primary_key=True)
     created_at: Mapped[float] = mapped_column(Float)
@@ -179,6 +186,8 @@ class ThreadRow(Base):
     # A submission to the thread holds it until then (`Threads.hold`): one at a time, whichever
     # replica takes it, so that a thread's multitask strategy sees every run.
     held_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Whose it is: only its tenant's keys see it (and its runs are of the same tenant).
+    tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
 
 
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, null, or_, select, update
+from sqlalchemy import delete, func, null, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -35,6 +35,7 @@ class StoredThread:
     id: str
     created_at: float
     metadata: dict[str, Any]
+    tenant: str = "default"
     turn_count: int = 0
     last_turn_at: float | None = None
     first_task: str | None = None
@@ -58,21 +59,23 @@ class Threads:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
 
-    async def create(self, thread_id: str, metadata: dict[str, Any]) -> StoredThread:
+    async def create(
+        self, thread_id: str, metadata: dict[str, Any], tenant: str = "default"
+    ) -> StoredThread:
         """Record a new thread."""
-        row = ThreadRow(id=thread_id, created_at=time.time(), meta=metadata)
+        row = ThreadRow(id=thread_id, created_at=time.time(), meta=metadata, tenant=tenant)
         async with self._sessions.begin() as session:
             session.add(row)
-        return StoredThread(thread_id, row.created_at, metadata)
+        return StoredThread(thread_id, row.created_at, metadata, tenant)
 
-    async def ensure(self, thread_id: str) -> None:
+    async def ensure(self, thread_id: str, tenant: str = "default") -> None:
         """Record the thread if it is not yet (an A2A context met for the first time)."""
         async with self._sessions.begin() as session:
             bind: Any = session.bind
             dialect: Any = postgresql if bind.dialect.name == "postgresql" else sqlite
             await session.execute(
                 dialect.insert(ThreadRow)
-                .values(id=thread_id, created_at=time.time(), metadata={})
+                .values(id=thread_id, created_at=time.time(), metadata={}, tenant=tenant)
                 .on_conflict_do_nothing()
             )
 
@@ -80,10 +83,14 @@ class Threads:
         """A thread, or None."""
         async with self._sessions() as session:
             row = await session.get(ThreadRow, thread_id)
-            return None if row is None else StoredThread(row.id, row.created_at, row.meta)
+            if row is None:
+                return None
+            return StoredThread(row.id, row.created_at, row.meta, row.tenant)
 
-    async def page(self, *, limit: int, offset: int = 0) -> tuple[list[StoredThread], int]:
-        """Threads, newest first, and how many there are."""
+    async def page(
+        self, *, limit: int, offset: int = 0, tenant: str | None = None
+    ) -> tuple[list[StoredThread], int]:
+        """Threads (of `tenant`, when it is given), newest first, and how many there are."""
         runs = RUNS_TABLE.c
         turns = (
             select(
@@ -102,19 +109,21 @@ class Threads:
             .limit(1)
             .scalar_subquery()
         )
+        mine = ThreadRow.tenant == tenant if tenant is not None else true()
         async with self._sessions() as session:
             rows = await session.execute(
                 select(ThreadRow, turns.c.turn_count, turns.c.last_turn_at, first_task)
                 .outerjoin(turns, turns.c.context_id == ThreadRow.id)
+                .where(mine)
                 .order_by(ThreadRow.created_at.desc(), ThreadRow.id)
                 .limit(limit)
                 .offset(offset)
             )
             threads = [
-                StoredThread(row.id, row.created_at, row.meta, count or 0, last, task)
+                StoredThread(row.id, row.created_at, row.meta, row.tenant, count or 0, last, task)
                 for row, count, last, task in rows
             ]
-            total = await session.scalar(select(func.count()).select_from(ThreadRow))
+            total = await session.scalar(select(func.count()).select_from(ThreadRow).where(mine))
             return threads, int(total or 0)
 
     async def turns(self, thread_id: str) -> list[StoredRun]:
@@ -148,12 +157,15 @@ class Threads:
                 update(ThreadRow).where(ThreadRow.id == thread_id).values(held_until=None)
             )
 
-    async def states(self, thread_id: str) -> list[tuple[str, bool]] | None:
+    async def states(
+        self, thread_id: str, tenant: str | None = None
+    ) -> list[tuple[str, bool]] | None:
         """The thread's runs, oldest first, each as its id and whether it has ended.
 
-        None: there is no such thread. What a submission and a queued turn need, in one query,
-        without reading (and parsing) whole runs.
+        None: there is no such thread (of `tenant`, when it is given). What a submission and a
+        queued turn need, in one query, without reading (and parsing) whole runs.
         """
+        mine = ThreadRow.tenant == tenant if tenant is not None else true()
         runs = RUNS_TABLE.c
         unfinished = [s.value for s in RunStatus.unfinished()]
         async with self._sessions() as session:
@@ -163,7 +175,7 @@ class Threads:
                     .select_from(
                         ThreadRow.__table__.outerjoin(RUNS_TABLE, runs.context_id == ThreadRow.id)
                     )
-                    .where(ThreadRow.id == thread_id)
+                    .where(ThreadRow.id == thread_id, mine)
                     .order_by(runs.created_at, runs.id)
                 )
             ).all()

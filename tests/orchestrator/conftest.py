@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from agents.ray.pool import PoolOptions
+from orchestrator.access import AccessFile, new_key
 from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
 from orchestrator.system.config import load_config
@@ -90,6 +91,46 @@ def guarded(api: str, ray_address: str, service_dir: Path) -> Iterator[ServicePr
         BATON_MAX_QUEUED_RUNS="1",
         # A request's head that takes longer is answered 408 (test_http_bounds).
         BATON_REQUEST_HEAD_TIMEOUT_S="3",
+    ) as service:
+        yield service
+
+
+# Keys of two tenants and of each single role, kept as hashes in an access file: name ->
+# (tenant, roles). `tenanted` is a replica of `api` that takes them.
+ACCESS = {
+    "acme": ("acme", ["submit", "read", "approve"]),
+    "globex": ("globex", ["submit", "read", "approve"]),
+    "reader": ("acme", ["read"]),
+    "submitter": ("acme", ["submit"]),
+    "approver": ("acme", ["approve"]),
+    "root": ("ops", ["admin"]),
+}
+
+
+@pytest.fixture(scope="session")
+def access_keys(service_dir: Path) -> dict[str, str]:
+    """The keys of `ACCESS` (name -> key), their hashes in `service_dir/access.yaml`."""
+    keys, file = {}, AccessFile()
+    for name, (tenant, roles) in ACCESS.items():
+        keys[name], entry = new_key(name, tenant, roles)  # type: ignore[arg-type]
+        file.keys.append(entry)
+    file.write(service_dir / "access.yaml")
+    return keys
+
+
+@pytest.fixture(scope="session")
+def tenanted(
+    api: str, ray_address: str, service_dir: Path, access_keys: dict[str, str]
+) -> Iterator[ServiceProcess]:
+    with _serve(
+        ray_address,
+        service_dir,
+        "tenanted",
+        {"Authorization": f"Bearer {access_keys['acme']}"},
+        store="api",
+        BATON_ACCESS_FILE=str(service_dir / "access.yaml"),
+        BATON_RATE_LIMIT_PER_S="10000",
+        BATON_RATE_LIMIT_BURST="10000",
     ) as service:
         yield service
 

@@ -234,6 +234,9 @@ def test_a_conversation_started_and_continued_in_the_browser_is_shown_turn_by_tu
     assert page.input_value("#task") == ""
     asked = turns_of(thread)[1]
     assert (asked["task"], asked["run_id"] != dozing) == ("and now?", True)
+    expect(
+        page.locator(f".turn[data-run='{asked['run_id']}'][data-status=succeeded]")
+    ).to_have_count(1, timeout=15_000)
     # A turn submitted meanwhile (here through the API) appears, with its answer and diagram.
     answer = httpx.post(f"{api}/v1/threads/{thread}/runs", json={"task": "more", "agent": "parrot"})
     assert answer.status_code == 202, answer.text

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from orchestrator.api.deps import CALL_ID, Caller, Run, Service
+from orchestrator.api.deps import CALL_ID, Caller, Run, Service, needs
 from orchestrator.api.errors import NOT_FOUND
 from orchestrator.schemas import (
     Approval,
@@ -35,6 +35,7 @@ async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]
 
 @router.post(
     "/runs/{run_id}/approvals/{call_id}",
+    openapi_extra=needs("approve"),
     responses={
         **NOT_FOUND,
         409: {"model": ErrorBody, "description": "Decided already, or the run is over."},
@@ -51,7 +52,7 @@ async def decide(
     """
     edited = body.arguments if isinstance(body, Approval) else None
     decided = await service.approvals.decide(
-        run, call_id, body.approve, body.message, caller, edited
+        run, call_id, body.approve, body.message, caller.who, edited
     )
     return ApprovalResult.model_validate(decided)
 
@@ -67,6 +68,7 @@ async def pending_questions(run: Run, service: Service) -> list[PendingQuestion]
 
 @router.post(
     "/runs/{run_id}/input",
+    openapi_extra=needs("approve"),
     responses={
         404: {"model": ErrorBody, "description": "No such run, or no such question in it."},
         409: {
@@ -82,5 +84,5 @@ async def answer(run: Run, body: InputAnswer, service: Service, caller: Caller) 
     The answer is the agent's `ask_user` result. Without `question_id` it answers the one
     question the run waits on.
     """
-    answered = await service.approvals.answer(run, body.answer, body.question_id, who=caller)
+    answered = await service.approvals.answer(run, body.answer, body.question_id, who=caller.who)
     return InputResult.model_validate(answered)

@@ -56,7 +56,7 @@ async def submit(
     """Submit a task. The run starts in the background; follow its `events` link."""
     check_agent(service, body.agent)
     run, created = await service.submit(
-        body.submission(), idempotency_key=idempotency_key or None, principal=caller
+        body.submission(), idempotency_key=idempotency_key or None, caller=caller
     )
     response.headers["Location"] = f"/v1/runs/{run.id}"
     if not created:
@@ -67,13 +67,19 @@ async def submit(
 @router.get("/runs")
 async def list_runs(
     service: Service,
+    caller: Caller,
     status: Annotated[str | None, Query(max_length=32)] = None,
     agent: Annotated[str | None, Query(max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> RunPageView:
-    """Runs, newest first, filtered by status and entry agent."""
-    page = await service.list_runs(status=status, agent=agent, limit=limit, offset=offset)
+    """Runs, newest first, filtered by status and entry agent.
+
+    The caller's tenant's only (an admin's: every tenant's).
+    """
+    page = await service.list_runs(
+        status=status, agent=agent, viewer=caller, limit=limit, offset=offset
+    )
     return run_page_view(page, limit, offset)
 
 
@@ -84,12 +90,12 @@ async def get_run(run: Run) -> RunView:
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202, responses=NOT_FOUND)
-async def cancel_run(run: Run, service: Service) -> RunView:
+async def cancel_run(run: Run, service: Service, caller: Caller) -> RunView:
     """Stop every agent working on the run; it ends `cancelled`, with its spans.
 
     A finished run is returned as it is.
     """
-    return run_view(await service.cancel(run.id))
+    return run_view(await service.cancel(run.id, caller))
 
 
 def _conflict(why: str) -> dict[int | str, dict[str, Any]]:
@@ -115,13 +121,13 @@ async def resume_run(run: Run, service: Service) -> RunView:
     status_code=202,
     responses=_conflict("The run has not ended."),
 )
-async def replay_run(run: Run, service: Service) -> RunView:
+async def replay_run(run: Run, service: Service, caller: Caller) -> RunView:
     """Execute a finished run again from its step log, as a new run (`replay_of` names it).
 
     No model call and no tool call is made; compare the two runs' diagrams (`comparable=true`)
     to see that the record reproduces the run.
     """
-    return run_view(await service.durable.replay(run.id))
+    return run_view(await service.durable.replay(run.id, caller=caller))
 
 
 @router.post(
@@ -129,7 +135,9 @@ async def replay_run(run: Run, service: Service) -> RunView:
     status_code=202,
     responses=_conflict("The run has not ended."),
 )
-async def fork_run(run: Run, service: Service, body: ForkRequest | None = None) -> RunView:
+async def fork_run(
+    run: Run, service: Service, caller: Caller, body: ForkRequest | None = None
+) -> RunView:
     """A new run that follows this one's step log while its requests are the same, then live.
 
     After a config change (an instruction, a model), it is the run as it would have gone.
@@ -137,7 +145,8 @@ async def fork_run(run: Run, service: Service, body: ForkRequest | None = None) 
     change touches.
     """
     from_span = body.from_span if body is not None else None
-    return run_view(await service.durable.replay(run.id, fork=True, from_span=from_span))
+    forked = await service.durable.replay(run.id, fork=True, from_span=from_span, caller=caller)
+    return run_view(forked)
 
 
 @router.get("/runs/{run_id}/trace", responses=NOT_FOUND)
@@ -207,6 +216,7 @@ async def events_document(
 async def compare(
     run: Run,
     service: Service,
+    caller: Caller,
     other: Annotated[
         str,
         Query(
@@ -227,7 +237,7 @@ async def compare(
             f"run {run.id!r} is no replay or fork: say which run to compare it with (?with=)",
             run_id=run.id,
         )
-    before = await service.get(other or str(run.replay_of))
+    before = await service.get(other or str(run.replay_of), caller)
     said = await service.views.differences(run, before)
     return ComparisonView(run_id=run.id, other=before.id, same=not said, differences=said)
 

@@ -29,9 +29,11 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/threads", status_code=201)
-async def create_thread(body: ThreadCreate, service: Service, response: Response) -> ThreadView:
-    """Start a conversation; submit its turns to its `runs` link."""
-    thread = await service.threads.create(body.metadata)
+async def create_thread(
+    body: ThreadCreate, service: Service, caller: Caller, response: Response
+) -> ThreadView:
+    """Start a conversation (of the caller's tenant); submit its turns to its `runs` link."""
+    thread = await service.threads.create(body.metadata, caller)
     response.headers["Location"] = f"/v1/threads/{thread.id}"
     return thread_view(thread)
 
@@ -39,11 +41,12 @@ async def create_thread(body: ThreadCreate, service: Service, response: Response
 @router.get("/threads")
 async def list_threads(
     service: Service,
+    caller: Caller,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> ThreadPageView:
-    """Threads, newest first."""
-    threads, total = await service.threads.page(limit=limit, offset=offset)
+    """The caller's tenant's threads (an admin's: all), newest first."""
+    threads, total = await service.threads.page(limit=limit, offset=offset, viewer=caller)
     return ThreadPageView(
         threads=[thread_view(t) for t in threads],
         total=total,
@@ -53,19 +56,19 @@ async def list_threads(
 
 
 @router.get("/threads/{thread_id}", responses=_NOT_FOUND)
-async def get_thread(thread_id: THREAD_ID, service: Service) -> ThreadView:
+async def get_thread(thread_id: THREAD_ID, service: Service, caller: Caller) -> ThreadView:
     """A thread and its turns, oldest first: each run's task, answer, status and usage."""
-    thread, turns = await service.threads.get(thread_id)
+    thread, turns = await service.threads.get(thread_id, caller)
     return thread_view(thread, turns)
 
 
 @router.delete("/threads/{thread_id}", status_code=204, responses=_NOT_FOUND)
-async def delete_thread(thread_id: THREAD_ID, service: Service) -> Response:
+async def delete_thread(thread_id: THREAD_ID, service: Service, caller: Caller) -> Response:
     """Forget a conversation: its runs, events, steps and spans leave the store.
 
     Its runs under way are cancelled first.
     """
-    await service.threads.delete(thread_id)
+    await service.threads.delete(thread_id, caller)
     return Response(status_code=204)
 
 
@@ -100,7 +103,7 @@ async def submit_turn(
         body.submission(),
         body.multitask_strategy,
         idempotency_key=idempotency_key or None,
-        principal=caller,
+        caller=caller,
     )
     response.headers["Location"] = f"/v1/runs/{run.id}"
     response.headers["Multitask-Strategy"] = body.multitask_strategy

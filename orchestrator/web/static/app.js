@@ -445,8 +445,13 @@ async function runPage(asked) {
   }
 
   // Calls waiting for a person: each with what it would do, and Approve / Deny.
+  // Draws overlap (an event's and the page's first): only the latest request's answer is drawn,
+  // or a stale one (asked before the call waited) would take away the box being typed in.
+  let approvalsAsked = 0;
   async function drawApprovals() {
+    const asked = ++approvalsAsked;
     const pending = await api(`/v1/runs/${runId}/approvals`);
+    if (asked !== approvalsAsked) return;
     $("approvals").hidden = pending.length === 0;
     // A call already shown keeps its element: what the person is typing or editing stays.
     const shown = new Map([...$("approval-list").children].map((li) => [li.dataset.call, li]));
@@ -496,8 +501,11 @@ async function runPage(asked) {
   }
 
   // Questions an agent asks the person (ask_user): each with its suggested answers and a box.
+  let questionsAsked = 0;
   async function drawQuestions() {
+    const asked = ++questionsAsked;
     const waiting = await api(`/v1/runs/${runId}/input`);
+    if (asked !== questionsAsked) return; // (as for approvals)
     $("questions").hidden = waiting.length === 0;
     const shown = new Map([...$("question-list").children].map((li) => [li.dataset.question, li]));
     $("question-list").replaceChildren(
