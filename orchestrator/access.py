@@ -30,10 +30,12 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.core.limits import SpendCap
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -42,9 +44,12 @@ __all__ = [
     "Access",
     "AccessFile",
     "AccessFileError",
+    "AccessFileWatch",
     "KeyEntry",
     "KeyRing",
     "Role",
+    "SpendPolicy",
+    "TenantCaps",
     "new_key",
 ]
 
@@ -93,6 +98,17 @@ class KeyEntry(BaseModel):
     tenant: str = Field(default=DEFAULT_TENANT, pattern=_NAME)
     roles: list[Role] = Field(min_length=1)
     hash: str = Field(pattern=r"^scrypt:\d+:\d+:\d+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$")
+    daily_usd: float | None = Field(default=None, gt=0, description="The key's cap a UTC day.")
+    daily_tokens: int | None = Field(default=None, ge=1)
+
+
+class TenantCaps(BaseModel):
+    """A tenant's spending caps a UTC day (beside the service's defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    daily_usd: float | None = Field(default=None, gt=0)
+    daily_tokens: int | None = Field(default=None, ge=1)
 
 
 class AccessFile(BaseModel):
@@ -101,6 +117,7 @@ class AccessFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     keys: list[KeyEntry] = Field(default_factory=list)
+    tenants: dict[Annotated[str, Field(pattern=_NAME)], TenantCaps] = Field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> AccessFile:
@@ -139,6 +156,43 @@ class AccessFile(BaseModel):
 
 class AccessFileError(ValueError):
     """An access file that cannot be read or says something wrong."""
+
+
+class AccessFileWatch:
+    """An access file, read again when it changes (looked at at most once a second).
+
+    Its first reading raises `AccessFileError` (a service does not start on a wrong file); a
+    later one that fails keeps what was read last (a file being edited by hand).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stamp = self._look()
+        self.current = AccessFile.read(path)
+        self._looked_at = time.monotonic()
+
+    def _look(self) -> tuple[int, int]:
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            return (0, 0)
+        return (info.st_mtime_ns, info.st_size)
+
+    def refresh(self) -> bool:
+        """Read the file again if it changed since; whether it did."""
+        now = time.monotonic()
+        if now - self._looked_at < 1.0:
+            return False
+        self._looked_at = now
+        stamp = self._look()
+        if stamp == self._stamp:
+            return False
+        try:
+            self.current = AccessFile.read(self.path)
+        except AccessFileError:
+            return False
+        self._stamp = stamp
+        return True
 
 
 def _scrypt(key: str, salt: bytes, n: int, r: int, p: int) -> bytes:
@@ -183,36 +237,18 @@ class KeyRing:
 
     def __init__(self, keys: Iterable[str] = (), access_file: Path | None = None) -> None:
         self._plain = [k.encode() for k in keys]
-        self._file = access_file
-        self._entries: dict[str, KeyEntry] = {}
-        self._stamp: tuple[int, int] | None = None
-        self._checked_at = 0.0
+        self._watch = AccessFileWatch(access_file) if access_file is not None else None
+        self._entries = self._by_id()
         self._known: OrderedDict[bytes, Access | None] = OrderedDict()
         self._hashing = asyncio.Semaphore(2)
-        if access_file is not None:
-            self._reload(force=True)
 
     @property
     def enabled(self) -> bool:
         """Whether the service requires API keys."""
-        return bool(self._plain) or self._file is not None
+        return bool(self._plain) or self._watch is not None
 
-    def _reload(self, force: bool = False) -> None:
-        assert self._file is not None
-        now = time.monotonic()
-        if not force and now - self._checked_at < 1.0:
-            return
-        self._checked_at = now
-        try:
-            info = self._file.stat()
-            stamp = (info.st_mtime_ns, info.st_size)
-        except FileNotFoundError:
-            stamp = (0, 0)
-        if stamp == self._stamp:
-            return
-        self._entries = {e.id: e for e in AccessFile.read(self._file).keys}
-        self._stamp = stamp
-        self._known.clear()  # a key removed from the file stops working now
+    def _by_id(self) -> dict[str, KeyEntry]:
+        return {e.id: e for e in self._watch.current.keys} if self._watch is not None else {}
 
     def _plain_access(self, presented: str) -> Access | None:
         candidate = presented.encode()
@@ -226,12 +262,11 @@ class KeyRing:
     async def identify(self, presented: str) -> Access | None:
         """The caller a presented key names, or None when it is not accepted."""
         plain = self._plain_access(presented)
-        if plain is not None or self._file is None:
+        if plain is not None or self._watch is None:
             return plain
-        try:
-            self._reload()
-        except AccessFileError:
-            pass  # a file being edited by hand: the keys read last stay until it reads again
+        if self._watch.refresh():
+            self._entries = self._by_id()
+            self._known.clear()  # a key removed from the file stops working now
         fingerprint = hashlib.sha256(presented.encode()).digest()
         if fingerprint in self._known:
             self._known.move_to_end(fingerprint)
@@ -256,3 +291,49 @@ class KeyRing:
         if scheme.lower() != "bearer":
             return None
         return await self.identify(presented.strip())
+
+
+class SpendPolicy:
+    """The spending caps a run is held to: its tenant's and its key's per UTC day.
+
+    The service's defaults (settings), overridden per tenant (`tenants:`) and per key
+    (`daily_usd`, `daily_tokens` on its entry) by the access file, read again when it changes.
+    """
+
+    def __init__(
+        self,
+        *,
+        tenant_daily_usd: float | None = None,
+        tenant_daily_tokens: int | None = None,
+        key_daily_usd: float | None = None,
+        key_daily_tokens: int | None = None,
+        warn_at: float = 0.8,
+        access_file: Path | None = None,
+    ) -> None:
+        self._tenant = (tenant_daily_usd, tenant_daily_tokens)
+        self._key = (key_daily_usd, key_daily_tokens)
+        self._warn_at = warn_at
+        self._watch = AccessFileWatch(access_file) if access_file is not None else None
+
+    def caps(self, tenant: str, who: str | None) -> tuple[SpendCap, ...]:
+        """The daily caps of a run of `tenant` submitted by `who` (a key's name)."""
+        file = AccessFile()
+        if self._watch is not None:
+            self._watch.refresh()
+            file = self._watch.current
+        found: list[SpendCap] = []
+        own = file.tenants.get(tenant)
+        usd = own.daily_usd if own and own.daily_usd is not None else self._tenant[0]
+        tokens = own.daily_tokens if own and own.daily_tokens is not None else self._tenant[1]
+        if usd is not None or tokens is not None:
+            found.append(
+                SpendCap(scope=f"tenant:{tenant}", usd=usd, tokens=tokens, warn_at=self._warn_at)
+            )
+        entry = next((e for e in file.keys if e.name == who), None)
+        usd = entry.daily_usd if entry and entry.daily_usd is not None else self._key[0]
+        tokens = entry.daily_tokens if entry and entry.daily_tokens is not None else self._key[1]
+        if who and (usd is not None or tokens is not None):
+            found.append(
+                SpendCap(scope=f"key:{who}", usd=usd, tokens=tokens, warn_at=self._warn_at)
+            )
+        return tuple(found)

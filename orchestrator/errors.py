@@ -23,9 +23,11 @@ __all__ = [
     "QuestionNotFound",
     "RunNotFound",
     "ServiceError",
+    "SpendingCapReached",
     "ThreadBusy",
     "ThreadFull",
     "ThreadNotFound",
+    "UnknownTenant",
 ]
 
 
@@ -49,6 +51,16 @@ class RunNotFound(ServiceError):
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no run {run_id!r}", run_id=run_id)
+
+
+class UnknownTenant(ServiceError):
+    """No tenant of this name is the caller's to see."""
+
+    status = 404
+    code = "tenant_not_found"
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(f"no tenant {tenant!r}", tenant=tenant)
 
 
 class ThreadNotFound(ServiceError):
@@ -122,6 +134,18 @@ class Overloaded(ServiceError):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message, retry_after_s=retry_after_s)
         self.retry_after_s = retry_after_s
+
+
+class SpendingCapReached(Overloaded):
+    """The run's tenant or key has spent its daily cap: no run until the next UTC day."""
+
+    code = "spending_cap_reached"
+
+    def __init__(self, reached: str, retry_after_s: float) -> None:
+        super().__init__(
+            f"{reached}; runs start again at the next UTC day (or when the cap is raised)",
+            int(retry_after_s) + 1,
+        )
 
 
 class NotReady(ServiceError):

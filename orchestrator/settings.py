@@ -111,6 +111,24 @@ class Settings(BaseSettings):
         description="Keys with a name, a tenant and roles, kept as hashes (YAML; `baton keys "
         "new` adds one). Read again when it changes.",
     )
+    tenant_daily_usd: float | None = Field(
+        default=None, gt=0, description="Each tenant's spending cap a UTC day, in dollars."
+    )
+    tenant_daily_tokens: int | None = Field(
+        default=None, ge=1, description="Each tenant's spending cap a UTC day, in tokens."
+    )
+    key_daily_usd: float | None = Field(
+        default=None, gt=0, description="Each API key's spending cap a UTC day, in dollars."
+    )
+    key_daily_tokens: int | None = Field(
+        default=None, ge=1, description="Each API key's spending cap a UTC day, in tokens."
+    )
+    spend_warn_at: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="The share of a spending cap at which its runs get a `spend_warning`.",
+    )
     allowed_origins: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
         description="Origins (scheme://host[:port]) allowed to call /mcp besides loopback ones, "

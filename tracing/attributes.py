@@ -54,7 +54,11 @@ __all__ = [
     "BATON_REPLAYED",
     "BATON_RUN_EPOCH",
     "BATON_RUN_ID",
+    "BATON_SPEND_MESSAGE",
+    "BATON_SPEND_SCOPE",
     "BATON_STEP",
+    "BATON_SUBMITTED_BY",
+    "BATON_TENANT",
     "BATON_USAGE_COST",
     "CHAT_SPAN_PREFIX",
     "DELEGATE_TOOL_PREFIX",
@@ -68,6 +72,7 @@ __all__ = [
     "EVENT_INPUT_PROVIDED",
     "EVENT_INPUT_REQUESTED",
     "EVENT_OUTPUT_INVALID",
+    "EVENT_SPEND_WARNING",
     "EVENT_STEP_RULES",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
@@ -162,6 +167,13 @@ EVENT_APPROVAL_REQUESTED = "approval_requested"
 EVENT_APPROVAL_DECIDED = "approval_decided"
 EVENT_INPUT_REQUESTED = "input_requested"
 EVENT_INPUT_PROVIDED = "input_provided"
+# A run, or its tenant or key today, passed the warning share of a spending cap.
+EVENT_SPEND_WARNING = "spend_warning"
+BATON_SPEND_SCOPE = "baton.spend.scope"
+BATON_SPEND_MESSAGE = "baton.spend.message"
+# Whose run it is and who submitted it (an API key's name), on the run's root span.
+BATON_TENANT = "baton.tenant"
+BATON_SUBMITTED_BY = "baton.submitted_by"
 
 # OpenInference's names (Arize Phoenix and other viewers list and show spans by them): a span's
 # input and output as plain text, which the GenAI conventions have no name for, and the kind of

@@ -39,6 +39,7 @@ __all__ = [
     "RemoteUpdate",
     "RunFinished",
     "RunStarted",
+    "SpendWarning",
     "ToolFinished",
     "ToolStarted",
 ]
@@ -121,6 +122,8 @@ class RunStarted(EventBase):
 
     type: Literal["run_started"] = "run_started"
     routing: dict[str, Any] | None = None
+    tenant: str = Field(default="default", description="Whose run it is.")
+    who: str | None = Field(default=None, description="Who submitted it (an API key's name).")
     epoch: int = Field(
         default=0,
         description="0 when the run first starts; 1, 2, ... each time it resumes (its earlier "
@@ -195,6 +198,9 @@ class ModelFinished(EventBase):
     tokens: int
     input_tokens: int
     output_tokens: int
+    cost_usd: float | None = Field(
+        default=None, description="Its price by litellm's map (None: the model is not priced)."
+    )
 
     @override
     def describe(self) -> str:
@@ -417,6 +423,19 @@ class InputProvided(EventBase):
         return f"[yellow]![/] answered: {self.answer[:200]}"
 
 
+class SpendWarning(EventBase):
+    """The run's spending (or its tenant's or key's today) reached the warning share of a cap."""
+
+    type: Literal["spend_warning"] = "spend_warning"
+    scope: str = Field(description="`run`, `tenant:<name>` or `key:<name>`.")
+    message: str
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return f"[yellow]$[/] {self.message}"
+
+
 class RunFinished(EventBase):
     """The run ended: its status, answer or error, usage and duration. Always the last event."""
 
@@ -449,6 +468,7 @@ Event = Annotated[
     | ApprovalDecided
     | InputRequested
     | InputProvided
+    | SpendWarning
     | RunFinished,
     Field(discriminator="type"),
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "MAX_CONTENT_CHARS",
     "Limits",
+    "SpendCap",
     "TraceOptions",
 ]
 
@@ -39,6 +40,12 @@ class Limits(_Strict):
     max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, le=1000)
     deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0)
     token_budget: int | None = Field(default=None, ge=1)
+    cost_budget_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Dollars the whole delegation tree may spend (priced by litellm's map; an "
+        "unpriced model's calls count tokens only).",
+    )
     max_parallel_tools: int = Field(default=DEFAULT_MAX_PARALLEL_TOOLS, ge=1, le=256)
     approval_timeout_s: float = Field(
         default=600.0,
@@ -46,6 +53,24 @@ class Limits(_Strict):
         description="A call waiting for approval is denied after this long (the run's deadline "
         "still applies).",
     )
+
+
+class SpendCap(_Strict):
+    """A ceiling on spending: a run's own, or a tenant's or a key's in a UTC day.
+
+    Checked before each model call of a run it applies to: once spent, the next call is refused
+    and the run ends `budget_exceeded`. At `warn_at` of it, the run is told once (an event).
+    """
+
+    scope: str = Field(description="`run`, `tenant:<name>` or `key:<name>`.")
+    usd: float | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, ge=1)
+    warn_at: float = Field(default=0.8, gt=0, le=1)
+
+    @property
+    def daily(self) -> bool:
+        """Whether it counts a UTC day's spending of its tenant or key (else the run's own)."""
+        return self.scope != "run"
 
 
 class TraceOptions(_Strict):

@@ -155,6 +155,11 @@ class RunContext(BaseModel):
         default=None,
         description="The thread the run is a turn of (its spans' `gen_ai.conversation.id`).",
     )
+    capped: bool = Field(
+        default=False,
+        description="Spending caps hold the run (its own in dollars, its tenant's or key's per "
+        "day): each model call asks the ledger first.",
+    )
     memories: dict[str, list[dict[str, str]]] = Field(
         default_factory=dict,
         description="In a thread, the earlier exchanges of each agent with `memory: thread` "

@@ -39,6 +39,12 @@ class Ledger(Protocol):
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent."""
 
+    async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Whether the run may make another model call under its spending caps.
+
+        None, or the cap it reached; and warnings (scope, message) it was not given yet.
+        """
+
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
 

@@ -13,13 +13,15 @@ from typing import Any, Literal
 
 import ray
 
-from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.events import ApprovalRequested, Event, InputRequested, RunStarted
 from agents.core.gc_policy import settle_after_start
+from agents.core.limits import SpendCap
 from agents.core.ports import Decision, RunState, Waiting
 from agents.core.steps import Step, kept_by_fork
 from agents.ray.handover import open_batch
 from agents.ray.wire import ApprovalCall, Batch, Closed, Commit, RunEnd, RunSettle, seal, unseal
 from agents.runtime.ledger import RunLedger
+from agents.runtime.spend import Spent, utc_day
 from tracing import SpanRecord
 
 __all__ = ["LedgerActor"]
@@ -52,7 +54,11 @@ class LedgerActor:
             from agents.ray.store_writer import StoreWriter  # SQLAlchemy only where it is used
 
             self._writer = StoreWriter(store_url)
-        self._ledger = RunLedger(on_event=self._writer.event if self._writer else None)
+        self._ledger = RunLedger(
+            on_event=self._writer.event if self._writer else None,
+            on_spend=self._writer.spend if self._writer else None,
+        )
+        self._seeding: dict[tuple[str, str], asyncio.Task[None]] = {}
         # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
         # kept as they come (a delegation retried after its actor died reads them).
         self._steps: dict[str, dict[str, dict[str, Step]]] = {}
@@ -109,8 +115,12 @@ class LedgerActor:
         epoch: int = 0,
         record_of: str | None = None,
         live_from: tuple[str, str] | None = None,
+        caps: tuple[SpendCap, ...] = (),
     ) -> None:
         """Start counting a run; `first` is its first event (before any agent's).
+
+        `caps`: its spending caps (the daily ones' counts are read from the store first, the
+        first time this ledger meets their tenant or key in a day).
 
         A run resumed (`epoch` above 0) gets its recorded steps back from the store, and its
         event ids go on from the last one stored. A replay (`record_of`) gets the steps of the
@@ -132,6 +142,12 @@ class LedgerActor:
             self._ledger.resume(run_id, budget, epoch, top)
         else:
             self._ledger.open(run_id, budget)
+        if caps:
+            await self._seed([c.scope for c in caps if c.daily])
+            tenant, who = "default", None
+            if isinstance(first, RunStarted):
+                tenant, who = first.tenant, first.who
+            self._ledger.spend.open(run_id, tenant, who, caps)
         if first is not None:
             self._ledger.emit(run_id, first)
             self._changed(run_id)
@@ -216,6 +232,40 @@ class LedgerActor:
     def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
         return self._ledger.tokens_left(run_id)
+
+    def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Whether the run may make another model call, and its warnings not yet given.
+
+        As `SpendMeter.check` says: None, or the cap it reached.
+        """
+        return self._ledger.spend_check(run_id)
+
+    async def spend_over(self, caps: tuple[SpendCap, ...]) -> str | None:
+        """Why a new run under these caps would be refused now (a daily cap spent), or None."""
+        await self._seed([c.scope for c in caps if c.daily])
+        return self._ledger.spend.over(caps)
+
+    async def _seed(self, scopes: list[str]) -> None:
+        """Read today's spending of these scopes from the store, where this ledger has not."""
+        day = utc_day()
+        waits = []
+        for scope in self._ledger.spend.unseeded(scopes, day):
+            task = self._seeding.get((day, scope))
+            if task is None:  # one read per scope, however many runs open meanwhile
+                task = self._seeding[(day, scope)] = asyncio.create_task(self._read(day, scope))
+            waits.append(task)
+        if waits:
+            await asyncio.gather(*waits)
+
+    async def _read(self, day: str, scope: str) -> None:
+        try:
+            spent = Spent()
+            if self._writer is not None:
+                await self._writer.sync()  # the replies counted so far are in the sums read
+                spent = await self._writer.spent(day, scope)
+            self._ledger.spend.seed(day, scope, spent)
+        finally:
+            self._seeding.pop((day, scope), None)
 
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent."""

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.limits import SpendCap
 from agents.core.ports import Decision, RunState, Waiting
 from agents.core.steps import Step
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
@@ -39,6 +40,18 @@ class LedgerClient:
         """Tokens the run may still spend (None: no budget)."""
         left: int | None = await self._handle.tokens_left.remote(run_id)
         return left
+
+    async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Whether the run may make another model call under its caps, and its new warnings."""
+        found: tuple[str | None, list[tuple[str, str]]] = await self._handle.spend_check.remote(
+            run_id
+        )
+        return found
+
+    async def spend_over(self, caps: tuple[SpendCap, ...]) -> str | None:
+        """Why a new run under these caps would be refused now (a daily cap spent), or None."""
+        said: str | None = await self._handle.spend_over.remote(caps)
+        return said
 
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent (sent without waiting)."""
@@ -122,13 +135,15 @@ class LedgerClient:
         epoch: int = 0,
         record_of: str | None = None,
         live_from: tuple[str, str] | None = None,
+        caps: tuple[SpendCap, ...] = (),
     ) -> None:
         """Start counting a run, with its first event (awaited: it comes before any agent's).
 
         `epoch` above 0: the run resumes; its recorded steps are loaded from the store.
         `record_of`: the run replays that run's steps (`live_from`: a fork from that step).
+        `caps`: its spending caps.
         """
-        await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from)
+        await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from, caps)
 
     async def settle(self, settle: RunSettle) -> list[SpanRecord]:
         """Wait (bounded) until the run's last items are in; its spans (see `RunSettle`)."""

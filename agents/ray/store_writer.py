@@ -1,6 +1,7 @@
 """The ledger's writer: runs' steps, events and ends go to the run store, in batches.
 
-Steps and events as they come; a run's end (the values of its row, and its spans) as it closes.
+Steps and events as they come; a run's end (the values of its row, and its spans) as it closes;
+model replies' spending, added to its day's sums (`spend`).
 
 It runs in the ledger actor (one writer per system, so SQLite sees one writing process for
 them). Writes are batched (group commit): whatever arrived while the previous batch was being
@@ -39,6 +40,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
 from agents.core.storable import stored_json
+from agents.runtime.spend import SpendRow, Spent
 from tracing import SpanRecord
 
 __all__ = ["StoreWriter"]
@@ -79,6 +81,21 @@ _SPANS = table(
     column("resource", JSON),
 )
 _SPAN_COLUMNS = [c.name for c in _SPANS.columns if c.name != "run_id"]
+_SPEND = table(
+    "spend",
+    column("day", String),
+    column("tenant", String),
+    column("who", String),
+    column("agent", String),
+    column("model", String),
+    column("calls", Integer),
+    column("input_tokens", BigInteger),
+    column("output_tokens", BigInteger),
+    column("cost_usd", Float),
+    column("unpriced_calls", Integer),
+)
+_SPEND_KEY = ("day", "tenant", "who", "agent", "model")
+_SPEND_SUMS = ("calls", "input_tokens", "output_tokens", "cost_usd", "unpriced_calls")
 # How a run ended: the columns of its row that its end sets (`RunEnd.record`).
 _RUNS = table(
     "runs",
@@ -133,6 +150,7 @@ class StoreWriter:
         self._events: list[dict[str, Any]] = []
         self._spans: list[dict[str, Any]] = []
         self._ends: list[dict[str, Any]] = []
+        self._spend: dict[tuple[str, ...], dict[str, Any]] = {}  # summed by `_SPEND_KEY`
         self._queued = 0  # items ever queued
         self._written = 0  # items ever handled (stored, or given up on)
         self._wake = asyncio.Event()
@@ -163,6 +181,39 @@ class StoreWriter:
         self._queued += len(spans)
         self._queued_one()
 
+    def spend(self, row: SpendRow) -> None:
+        """Queue a model reply's spending, added to its day's sum.
+
+        The sums are kept by day, tenant, key, agent and model.
+        """
+        key = (row.day, row.tenant, row.who, row.agent, row.model)
+        sums = self._spend.get(key)
+        if sums is None:
+            sums = self._spend[key] = dict(zip(_SPEND_KEY, key, strict=True)) | dict.fromkeys(
+                _SPEND_SUMS, 0
+            )
+        sums["calls"] += 1
+        sums["input_tokens"] += row.input_tokens
+        sums["output_tokens"] += row.output_tokens
+        sums["cost_usd"] += row.cost_usd
+        sums["unpriced_calls"] += int(row.unpriced)
+        self._queued_one()
+
+    async def spent(self, day: str, scope: str) -> Spent:
+        """What a tenant (`tenant:NAME`) or a key (`key:NAME`) spent in a day, as stored."""
+        kind, _, name = scope.partition(":")
+        where = _SPEND.c.tenant if kind == "tenant" else _SPEND.c.who
+        async with self._engine.connect() as connection:
+            tokens, usd = (
+                await connection.execute(
+                    select(
+                        func.coalesce(func.sum(_SPEND.c.input_tokens + _SPEND.c.output_tokens), 0),
+                        func.coalesce(func.sum(_SPEND.c.cost_usd), 0.0),
+                    ).where(_SPEND.c.day == day, where == name)
+                )
+            ).one()
+        return Spent(int(tokens), float(usd))
+
     def _queued_one(self) -> None:
         self._queued += 1
         self._wake.set()
@@ -184,14 +235,16 @@ class StoreWriter:
             events, self._events = self._events, []
             spans, self._spans = self._spans, []
             ends, self._ends = self._ends, []
+            spend, self._spend = list(self._spend.values()), {}
+            replies = sum(row["calls"] for row in spend)
             try:
-                await self._write(steps, events, spans, ends)
+                await self._write(steps, events, spans, ends, spend)
             except Exception:
                 self._failures += 1
-                rows = len(steps) + len(events) + len(spans) + len(ends)
+                rows = len(steps) + len(events) + len(spans) + len(ends) + len(spend)
                 logger.exception("the run store could not be written (%d rows)", rows)
             async with self._progress:
-                self._written += len(steps) + len(events) + len(spans) + len(ends)
+                self._written += len(steps) + len(events) + len(spans) + len(ends) + replies
                 self._progress.notify_all()
 
     async def _write(
@@ -200,6 +253,7 @@ class StoreWriter:
         events: list[dict[str, Any]],
         spans: list[dict[str, Any]],
         ends: list[dict[str, Any]],
+        spend: list[dict[str, Any]],
     ) -> None:
         async with self._engine.begin() as connection:
             for rows, target in ((steps, _STEPS), (events, _EVENTS), (spans, _SPANS)):
@@ -210,6 +264,12 @@ class StoreWriter:
                     )
             if ends:
                 await connection.execute(_UPDATE_RUN, ends)
+            for row in spend:  # a day's sums grow (rows of one batch were summed already)
+                insert = self._insert(_SPEND).values(**row)
+                added = {c: getattr(_SPEND.c, c) + getattr(insert.excluded, c) for c in _SPEND_SUMS}
+                await connection.execute(
+                    insert.on_conflict_do_update(index_elements=list(_SPEND_KEY), set_=added)
+                )
 
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite

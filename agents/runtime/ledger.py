@@ -23,10 +23,13 @@ from agents.core.events import (
     Event,
     InputProvided,
     InputRequested,
+    ModelFinished,
     RunStarted,
 )
+from agents.core.limits import SpendCap
 from agents.core.ports import Decision, RunState, Waiting
 from agents.runtime.causal import CausalOrder
+from agents.runtime.spend import SpendMeter, SpendRow
 from tracing import SpanRecord, agent_span_counts
 from tracing import attributes as attr
 
@@ -66,9 +69,19 @@ class _RunBook:
 class RunLedger:
     """Budgets, events and spans of the runs in flight, keyed by run id."""
 
-    def __init__(self, on_event: Callable[[str, int, Event], None] | None = None) -> None:
-        """`on_event` sees each numbered event (the step log's writer stores them)."""
+    def __init__(
+        self,
+        on_event: Callable[[str, int, Event], None] | None = None,
+        on_spend: Callable[[SpendRow], None] | None = None,
+    ) -> None:
+        """Hold runs' books; `on_event` and `on_spend` see what the store keeps.
+
+        `on_event`: each numbered event (the step log's writer stores them); `on_spend`: each
+        model reply's spending (kept by day, tenant, key, agent and model).
+        """
         self._on_event = on_event
+        self._on_spend = on_spend
+        self.spend = SpendMeter()
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
         self._feed: deque[tuple[str, int, Event]] = deque(maxlen=MAX_FEED)
@@ -111,9 +124,18 @@ class RunLedger:
             book = self._runs[run_id] = _RunBook(budget=None)
         return book
 
-    def open(self, run_id: str, budget: int | None) -> None:
-        """Start counting a run, with its token budget (None: no budget)."""
+    def open(
+        self,
+        run_id: str,
+        budget: int | None,
+        caps: tuple[SpendCap, ...] = (),
+        tenant: str = "default",
+        who: str | None = None,
+    ) -> None:
+        """Start counting a run, with its token budget (None: no budget) and spending caps."""
         self._open_book(run_id).budget = budget
+        if caps:
+            self.spend.open(run_id, tenant, who, caps)
 
     def resume(
         self,
@@ -146,6 +168,7 @@ class RunLedger:
     def close(self, run_id: str) -> None:
         """Stop counting the run; its events stay readable for a while."""
         book = self._runs.pop(run_id, None)
+        self.spend.close(run_id)
         if book is not None:
             book.spans = []  # collected by now; a finished run's spans live in the store
             self._closed[run_id] = book
@@ -192,6 +215,10 @@ class RunLedger:
         if book is None or book.budget is None:
             return None
         return book.budget - book.spent
+
+    def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Whether the run may make another model call under its caps, and its new warnings."""
+        return self.spend.check(run_id)
 
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent."""
@@ -463,6 +490,23 @@ class RunLedger:
         self._feed.append((run_id, seq, event))
         if self._on_event is not None:
             self._on_event(run_id, seq, event)
+        self._count_spending(run_id, event)
+
+    def _count_spending(self, run_id: str, event: Event) -> None:
+        """Each stored event once, in order: a run's start names whose it is, a reply spends."""
+        if isinstance(event, RunStarted):
+            self.spend.open(run_id, event.tenant, event.who)
+        elif isinstance(event, ModelFinished):
+            row = self.spend.record(
+                run_id,
+                event.agent,
+                event.model,
+                event.input_tokens,
+                event.output_tokens,
+                event.cost_usd,
+            )
+            if row is not None and self._on_spend is not None:
+                self._on_spend(row)
 
     def events(self, run_id: str, after: int = 0) -> list[Event]:
         """The run's events held here with ids above `after`."""

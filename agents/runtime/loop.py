@@ -12,6 +12,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from agents.core.events import SpendWarning
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
@@ -157,5 +158,19 @@ class ToolLoop:
                     inv,
                     RunStatus.BUDGET_EXCEEDED,
                     error=f"token budget {ctx.limits.token_budget} spent after {inv.steps} steps",
+                )
+        if ctx.capped and self.ledger is not None:
+            reached, warnings = await self.ledger.spend_check(ctx.run_id)
+            for scope, message in warnings:
+                self.reporter.emit(inv, SpendWarning, scope=scope, message=message)
+                trace.get_current_span().add_event(
+                    attr.EVENT_SPEND_WARNING,
+                    {attr.BATON_SPEND_SCOPE: scope, attr.BATON_SPEND_MESSAGE: message},
+                )
+            if reached is not None:
+                return self.reporter.end(
+                    inv,
+                    RunStatus.BUDGET_EXCEEDED,
+                    error=f"spending cap: {reached}; no model call was made after it",
                 )
         return None

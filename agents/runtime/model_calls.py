@@ -139,6 +139,7 @@ class ModelCaller:
                 tokens=reply.input_tokens + reply.output_tokens,
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
+                cost_usd=reply.cost_usd,
                 **span_ids(span),
             )
         self.reporter.send_finished_spans(inv)

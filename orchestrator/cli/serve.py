@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agents.core.gc_policy import settle_after_start
-from orchestrator.access import AccessFile, AccessFileError
+from orchestrator.access import AccessFile, AccessFileError, SpendPolicy
 from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
 from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
@@ -136,6 +136,14 @@ def serve(
         retention_max_runs=settings.retention_max_runs,
         retention_sweep_s=settings.retention_sweep_s,
         thread_max_turns=settings.thread_max_turns,
+        spending=SpendPolicy(
+            tenant_daily_usd=settings.tenant_daily_usd,
+            tenant_daily_tokens=settings.tenant_daily_tokens,
+            key_daily_usd=settings.key_daily_usd,
+            key_daily_tokens=settings.key_daily_tokens,
+            warn_at=settings.spend_warn_at,
+            access_file=settings.access_file,
+        ),
     )
 
     def service() -> AbstractAsyncContextManager[RunService]:

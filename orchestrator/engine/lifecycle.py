@@ -15,6 +15,7 @@ from ray.exceptions import TaskCancelledError
 from agents.core.errors import DelegationRefused
 from agents.core.events import Event, RunStarted
 from agents.core.guard import check_delegation
+from agents.core.limits import SpendCap
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
 from agents.core.steps import entry_invocation
 from agents.ray.dispatch import RayDispatcher
@@ -37,6 +38,7 @@ from tracing import (
     span_ids,
     workflow_span,
 )
+from tracing import attributes as attr
 
 __all__ = ["Engine"]
 
@@ -195,6 +197,9 @@ class Engine:
         stream: bool = False,
         origin: Origin | None = None,
         turns: Turns | None = None,
+        tenant: str = "default",
+        who: str | None = None,
+        caps: tuple[SpendCap, ...] = (),
     ) -> RunResult:
         """Run `task` to its end; refusals and failures are results, not exceptions.
 
@@ -212,6 +217,10 @@ class Engine:
             stream: models stream their output (`model_delta` events for followers).
             origin: another agent system's delegation this run carries on (A2A).
             turns: the thread the run is a turn of: its entry agent sees the earlier turns.
+            tenant: whose run it is: its spending counts as the tenant's (the day's sums).
+            who: who submitted it (an API key's name): its spending counts as theirs too.
+            caps: its tenant's and key's daily spending caps; the config's (or the request's)
+                `cost_budget_usd` is the run's own.
         """
         self.start()
         lineage, origin = lineage or Lineage(), origin or Origin()
@@ -223,6 +232,8 @@ class Engine:
         if deadline_s is not None:
             overrides["deadline_s"] = deadline_s
         limits = limits.model_copy(update=overrides)
+        if limits.cost_budget_usd is not None:
+            caps = (*caps, SpendCap(scope="run", usd=limits.cost_budget_usd))
         entry, decision = self.choose_entry(task, agent)
         started, clock = time.time(), time.perf_counter()
         ctx = RunContext(
@@ -234,6 +245,7 @@ class Engine:
             step_log=self.logs_steps,
             conversation=turns.thread if turns else None,
             memories=turns.memories if turns else {},
+            capped=bool(caps),
             stream=stream,
             epoch=lineage.epoch,
             replay_only=lineage.replay_only,
@@ -255,14 +267,19 @@ class Engine:
                 conversation=ctx.conversation,
             ) as span:
                 trace_id = span.get_span_context().trace_id
+                span.set_attribute(attr.BATON_TENANT, tenant)
+                if who:
+                    span.set_attribute(attr.BATON_SUBMITTED_BY, who)
                 first = RunStarted(
                     agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
+                    tenant=tenant,
+                    who=who,
                     epoch=lineage.epoch,
                     **span_ids(span),
                 )
                 if limits.token_budget is None and not (
-                    lineage.epoch or lineage.replay_of or lineage.fork_from
+                    caps or lineage.epoch or lineage.replay_of or lineage.fork_from
                 ):
                     # No call of its own (a round trip per run): it rides with the entry
                     # agent's first events, and the ledger orders it before theirs.
@@ -275,6 +292,7 @@ class Engine:
                         lineage.epoch,
                         lineage.replay_of,
                         lineage.fork_from,
+                        caps,
                     )
                 history = list(turns.history) if turns else []
                 tree = await self._dispatch_entry(

@@ -62,6 +62,10 @@ class Submission:
     thread: str | None = None  # a turn of this thread: its entry agent sees the earlier turns
     # A turn submitted while others were under way (`enqueue`): it starts once they have ended.
     waits_for_turns: bool = True
+    # Whose run it is and who submitted it (set by the service from the caller, after the
+    # request's fingerprint: what is asked, not who asks): its spending counts as theirs.
+    tenant: str = "default"
+    submitted_by: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.origin, dict):  # read back from the store
@@ -85,6 +89,7 @@ class Submission:
         if asked["origin"] is not None:
             del asked["origin"]["trace_context"]
         del asked["waits_for_turns"]  # how it was queued, not what is asked
+        del asked["tenant"], asked["submitted_by"]  # who asks (the key is theirs already)
         body = json.dumps(asked, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(body.encode()).hexdigest()
 

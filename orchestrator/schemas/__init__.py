@@ -42,7 +42,9 @@ from orchestrator.schemas.service import (
     Readiness,
     ReplicaView,
     ServiceView,
+    SpendLine,
     TopologyView,
+    UsageView,
 )
 from orchestrator.schemas.threads import (
     ThreadCreate,
@@ -83,6 +85,7 @@ __all__ = [
     "RunView",
     "ServiceView",
     "SpanNode",
+    "SpendLine",
     "ThreadCreate",
     "ThreadLinks",
     "ThreadPageView",
@@ -91,6 +94,7 @@ __all__ = [
     "TopologyView",
     "TraceView",
     "TurnView",
+    "UsageView",
     "run_links",
     "run_page_view",
     "run_view",

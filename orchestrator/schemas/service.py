@@ -15,7 +15,9 @@ __all__ = [
     "Readiness",
     "ReplicaView",
     "ServiceView",
+    "SpendLine",
     "TopologyView",
+    "UsageView",
 ]
 
 
@@ -139,3 +141,26 @@ class Readiness(BaseModel):
         description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
         'decide readiness; "tools" reports MCP servers the agents could not use.'
     )
+
+
+class SpendLine(BaseModel):
+    """What one key's runs spent with one agent and model in the day."""
+
+    tenant: str
+    key: str = Field(description="The API key's name (or `ip:` address, `local`).")
+    agent: str
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    unpriced_calls: int = Field(description="Calls of models litellm has no price for.")
+
+
+class UsageView(BaseModel):
+    """A UTC day's spending: per tenant, key, agent and model, and in total."""
+
+    day: str = Field(description="YYYY-MM-DD (UTC).")
+    tenant: str | None = Field(description="The tenant asked about (None: every tenant).")
+    lines: list[SpendLine]
+    total: SpendLine = Field(description="The sums of the lines (its names are `*`).")

@@ -71,6 +71,7 @@ class DurableRuns:
         self._executor.refuse_new()
         fork_from = await self._step_of(run_id, from_span) if from_span else None
         options = {**(original.options or {}), "agent": original.entry_agent}
+        options |= {"tenant": original.tenant, "submitted_by": caller.who}
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
         with self._executor.admission.place():  # a new run like any other: within the bounds
@@ -80,8 +81,6 @@ class DurableRuns:
                 replay_of=run_id,
                 fork=fork,
                 fork_from=fork_from,
-                tenant=original.tenant,
-                submitted_by=caller.who,
             )
             lineage = Lineage(replay_of=run_id, fork=fork, fork_from=_log_place(fork_from))
             self._executor.start(new_id, request, lineage)
@@ -124,7 +123,8 @@ class DurableRuns:
 
     def resume_run(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
-        request = Submission(task=run.task, **(run.options or {}))
+        whose = {"tenant": run.tenant, "submitted_by": run.submitted_by}
+        request = Submission(task=run.task, **{**(run.options or {}), **whose})
         lineage = Lineage(
             epoch=run.resumes,
             replay_of=run.replay_of,

@@ -19,7 +19,7 @@ from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.wire import Closed
-from orchestrator.access import DEFAULT_TENANT
+from orchestrator.access import SpendPolicy
 from orchestrator.engine import Engine, Lineage, RunResult, Submission, Turns
 from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound, ThreadNotFound
@@ -74,6 +74,7 @@ class RunExecutor:
         admission: Admission,
         ready: asyncio.Event,
         max_concurrent_runs: int,
+        spending: SpendPolicy | None = None,
     ) -> None:
         self.system = system
         self.engine = engine
@@ -83,6 +84,7 @@ class RunExecutor:
         self.approvals = approvals
         self.pending_writes = pending_writes
         self.admission = admission
+        self.spending = spending or SpendPolicy()
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._config = system.public_config(engine.redactor)
@@ -126,10 +128,9 @@ class RunExecutor:
         context another tenant began is `ThreadNotFound` (its turns are not this caller's).
         """
         if request.thread is None and request.conversation is not None:
-            tenant = record.get("tenant", DEFAULT_TENANT)
-            await self.store.threads.ensure(request.conversation, tenant)
+            await self.store.threads.ensure(request.conversation, request.tenant)
             thread = await self.store.threads.get(request.conversation)
-            if thread is None or thread.tenant != tenant:
+            if thread is None or thread.tenant != request.tenant:
                 raise ThreadNotFound(request.conversation)
         return await self.store.add(
             run_id,
@@ -140,6 +141,8 @@ class RunExecutor:
             owner=self.owner,
             options=request.options(),
             context_id=request.conversation,
+            tenant=request.tenant,
+            submitted_by=request.submitted_by,
             **record,
         )
 
@@ -247,6 +250,9 @@ class RunExecutor:
                 origin=request.origin,
                 lineage=lineage,
                 turns=turns,
+                tenant=request.tenant,
+                who=request.submitted_by,
+                caps=self.spending.caps(request.tenant, request.submitted_by),
             )
             if self.stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(

@@ -15,14 +15,14 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from agents.core.errors import describe_error
 from agents.core.messages import RunStatus
-from orchestrator.access import LOCAL, Access
+from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
-from orchestrator.errors import IdempotencyConflict, RunNotFound
+from orchestrator.errors import IdempotencyConflict, RunNotFound, SpendingCapReached
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.durability import DurableRuns
@@ -60,6 +60,7 @@ class ServiceLimits:
     retention_max_runs: int | None = None
     retention_sweep_s: float = 3600.0
     thread_max_turns: int = 1000  # a thread's turns; the next is refused (`ThreadFull`)
+    spending: SpendPolicy = field(default_factory=SpendPolicy)  # tenants' and keys' daily caps
 
 
 # How long the start waits for the event stream's place in the ledger's feed (a round trip).
@@ -126,6 +127,7 @@ class RunService:
             ),
             ready=self._ready,
             max_concurrent_runs=limits.max_concurrent_runs,
+            spending=limits.spending,
         )
         self.admission = self.executor.admission
         self.durable = DurableRuns(
@@ -261,11 +263,13 @@ class RunService:
             NotReady: the service is stopping, or its agents did not start.
         """
         digest = request.fingerprint()
+        request = replace(request, tenant=caller.tenant, submitted_by=caller.who)
         scoped = f"{caller.who}:{idempotency_key}" if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)
             if existing is not None:
                 return _replay(existing, digest), False
+        await self._check_spending(request)
         run_id = uuid.uuid4().hex
         self.executor.refuse_new()
         with self.admission.place():
@@ -275,8 +279,6 @@ class RunService:
                     request,
                     idempotency_key=scoped,
                     request_hash=digest,
-                    tenant=caller.tenant,
-                    submitted_by=caller.who,
                 )
             except DuplicateIdempotencyKey:
                 # A concurrent twin got there first: it is the run.
@@ -298,6 +300,15 @@ class RunService:
                 return confirmed, True
             self._started(run, request)
         return run, True
+
+    async def _check_spending(self, request: Submission) -> None:
+        """Refuse a run whose tenant or key spent its daily cap (it could not make a call)."""
+        caps = self.executor.spending.caps(request.tenant, request.submitted_by)
+        if not caps or not self.ready:
+            return
+        reached = await self.engine.ledger.spend_over(caps)
+        if reached is not None:
+            raise SpendingCapReached(reached, _seconds_to_next_utc_day())
 
     def _started(self, run: StoredRun, request: Submission) -> None:
         self.executor.start(run.id, request)
@@ -363,6 +374,10 @@ class RunService:
         if not self.executor.cancel(run.id):
             await self.store.leases.request_cancel(run.id)
         return await self.get(run.id)
+
+
+def _seconds_to_next_utc_day() -> float:
+    return 86400 - time.time() % 86400
 
 
 def _seen_by(viewer: Access, run: StoredRun) -> StoredRun:

@@ -63,6 +63,7 @@ from orchestrator.store.tables import (
     PushConfigRow,
     RunRow,
     SpanRow,
+    SpendRow,
     StepRow,
     ThreadRow,
 )
@@ -504,6 +505,31 @@ class RunStore:
                     delete(ThreadRow).where(ThreadRow.created_at < older_than, ~turns)
                 )
         return removed
+
+    async def spending(self, day: str, tenant: str | None = None) -> list[dict[str, Any]]:
+        """A UTC day's spending (of `tenant`, when given), as the ledger summed it.
+
+        One row per tenant, key, agent and model.
+        """
+        query = select(SpendRow).where(SpendRow.day == day)
+        if tenant is not None:
+            query = query.where(SpendRow.tenant == tenant)
+        query = query.order_by(SpendRow.tenant, SpendRow.who, SpendRow.agent, SpendRow.model)
+        async with self._sessions() as session:
+            return [
+                {
+                    "tenant": r.tenant,
+                    "key": r.who,
+                    "agent": r.agent,
+                    "model": r.model,
+                    "calls": r.calls,
+                    "input_tokens": r.input_tokens,
+                    "output_tokens": r.output_tokens,
+                    "cost_usd": r.cost_usd,
+                    "unpriced_calls": r.unpriced_calls,
+                }
+                for r in await session.scalars(query)
+            ]
 
     async def list(
         self,

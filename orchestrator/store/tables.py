@@ -27,6 +27,7 @@ __all__ = [
     "EventRow",
     "RunRow",
     "SpanRow",
+    "SpendRow",
     "StepRow",
     "ThreadRow",
 ]
@@ -188,6 +189,28 @@ class ThreadRow(Base):
     held_until: Mapped[float | None] = mapped_column(Float, nullable=True)
     # Whose it is: only its tenant's keys see it (and its runs are of the same tenant).
     tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+
+
+class SpendRow(Base):
+    """What model replies spent in a UTC day, summed by tenant, key, agent and model.
+
+    Written by the ledger with each reply (`agents.ray.store_writer`); read by the caps (today's
+    sums of a tenant or a key) and `GET /v1/usage`.
+    """
+
+    __tablename__ = "spend"
+    __table_args__ = (Index("ix_spend_day_who", "day", "who"),)
+
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    who: Mapped[str] = mapped_column(String(255), primary_key=True)
+    agent: Mapped[str] = mapped_column(String(255), primary_key=True)
+    model: Mapped[str] = mapped_column(String(255), primary_key=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    unpriced_calls: Mapped[int] = mapped_column(Integer, default=0)
 
 
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).

@@ -170,6 +170,7 @@ NEEDS = {
     ("GET", "/v1/agents"): "read",
     ("GET", "/v1/agents/diagram"): "read",
     ("GET", "/v1/service"): "read",
+    ("GET", "/v1/usage"): "read",
     ("POST", "/v1/runs"): "submit",
     ("GET", "/v1/runs"): "read",
     ("GET", "/v1/runs/{run_id}"): "read",

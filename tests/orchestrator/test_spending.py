@@ -1,0 +1,168 @@
+"""Spending caps: a tenant's daily cap holds across two replicas sharing PostgreSQL under a
+burst, passed by no more than the calls under way when it is reached; runs past it end
+`budget_exceeded` with what they did kept, and new ones are refused until the next day."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from agents.core.limits import SpendCap
+from agents.runtime.spend import SpendMeter, Spent, utc_day
+from orchestrator.access import AccessFile, new_key
+from tests.postgres import fresh_database
+from tests.service import ServiceProcess, all_events
+
+pytestmark = [pytest.mark.anyio]
+
+# Six model calls a run (five tool calls, then the answer), each a little longer than the last.
+TEAM = """
+name: spenders
+entry: spender
+agents:
+  - name: spender
+    description: Stamps five times, then answers.
+    tools: [tests.testkit:stamp]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: stamp, arguments: {text: one}}]}
+          - {tool_calls: [{name: stamp, arguments: {text: two}}]}
+          - {tool_calls: [{name: stamp, arguments: {text: three}}]}
+          - {tool_calls: [{name: stamp, arguments: {text: four}}]}
+          - {tool_calls: [{name: stamp, arguments: {text: five}}]}
+          - {content: stamped five times}
+"""
+BURST = 12
+
+
+def test_a_cap_warns_once_then_stops_the_next_call_and_counts_the_day_from_the_store() -> None:
+    meter = SpendMeter()
+    day = utc_day()
+    cap = SpendCap(scope="tenant:acme", tokens=100, warn_at=0.5)
+    meter.seed(day, "tenant:acme", Spent(tokens=30))  # spent today before this ledger began
+    meter.open("r1", "acme", "ci", (cap,))
+    assert meter.check("r1") == (None, [])
+    meter.record("r1", "a", "m", 15, 10, None)  # 55 of 100: past half
+    reached, warnings = meter.check("r1")
+    assert reached is None and [s for s, _ in warnings] == ["tenant:acme"]
+    assert "55 tokens: passed 50% of its cap of 100" in warnings[0][1]
+    row = meter.record("r1", "a", "m", 40, 10, 0.002)
+    assert row is not None and (row.tenant, row.who, row.cost_usd) == ("acme", "ci", 0.002)
+    reached, warnings = meter.check("r1")  # 105: spent, and warned only once
+    assert warnings == [] and reached is not None and "tenant acme today" in reached
+    # A run's own dollar cap counts only its own calls; a new run of the tenant is refused.
+    meter.open("r2", "acme", "ops", (SpendCap(scope="run", usd=0.01),))
+    meter.record("r2", "a", "m", 1, 1, 0.02)
+    assert "the run spent $0.0200: reached its cap of $0.01" in str(meter.check("r2")[0])
+    assert meter.over((cap,)) is not None and meter.over((SpendCap(scope="run", usd=1),)) is None
+
+
+@pytest.fixture(scope="module")
+def capped(
+    ray_address: str, tmp_path_factory: pytest.TempPathFactory, postgres_url: str
+) -> Iterator[tuple[ServiceProcess, ServiceProcess, dict[str, str], Path]]:
+    folder = tmp_path_factory.mktemp("spending")
+    (folder / "team.yaml").write_text(TEAM)
+    keys, access = {}, AccessFile()
+    for name, tenant in (("acme-ci", "acme"), ("calib", "calib")):
+        keys[name], entry = new_key(name, tenant, ["submit", "read"])
+        access.keys.append(entry)
+    access.write(folder / "access.yaml")
+    store = fresh_database(postgres_url, "spending")
+    a, b = (
+        ServiceProcess(
+            folder / "team.yaml",
+            store,
+            ray_address,
+            folder / f"{name}.log",
+            BATON_INSTANCE_ID=f"spending-{name}",
+            BATON_ACCESS_FILE=str(folder / "access.yaml"),
+            BATON_SPEND_WARN_AT="0.5",
+            BATON_RATE_LIMIT_PER_S="10000",
+            BATON_RATE_LIMIT_BURST="10000",
+        )
+        for name in ("a", "b")
+    )
+    a.start(headers={"Authorization": f"Bearer {keys['calib']}"})
+    b.start(headers={"Authorization": f"Bearer {keys['calib']}"})
+    yield a, b, keys, folder
+    a.stop()
+    b.stop()
+
+
+Ran = tuple[dict[str, Any], list[tuple[int, str, dict[str, Any]]]]
+
+
+async def _run(url: str, key: str) -> Ran | None:
+    """A run to its end, with its events; None: refused, its tenant's cap spent already."""
+    auth = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=auth) as client:
+        made = await client.post("/v1/runs", json={"task": "stamp"})
+        if made.status_code == 429:
+            assert made.json()["error"]["code"] == "spending_cap_reached", made.text
+            return None
+        assert made.status_code == 202, made.text
+        run_id = made.json()["id"]
+        events = await all_events(url, run_id, Authorization=auth["Authorization"])
+        return (await client.get(f"/v1/runs/{run_id}")).json(), events
+
+
+@pytest.mark.ray
+@pytest.mark.heavy
+async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
+    capped: tuple[ServiceProcess, ServiceProcess, dict[str, str], Path],
+) -> None:
+    a, b, keys, folder = capped
+    # What one run spends, call by call (another tenant's run, uncapped).
+    calibration = await _run(a.url, keys["calib"])
+    assert calibration is not None
+    run, events = calibration
+    calls = [d["tokens"] for _, kind, d in events if kind == "model_finished"]
+    assert run["status"] == "succeeded" and len(calls) == 6
+    whole, largest = sum(calls), max(calls)
+    # acme may spend three runs' worth today (the access file is read again as it changes).
+    cap = 3 * whole
+    access = yaml.safe_load((folder / "access.yaml").read_text())
+    access["tenants"] = {"acme": {"daily_tokens": cap}}
+    (folder / "access.yaml").write_text(yaml.safe_dump(access))
+
+    # A burst of twelve runs, half through each replica (those submitted once the cap is spent
+    # are refused).
+    answers = await asyncio.gather(
+        *(_run((a, b)[i % 2].url, keys["acme-ci"]) for i in range(BURST))
+    )
+    ended = [x for x in answers if x is not None]
+    statuses = [r["status"] for r, _ in ended]
+    stopped = [r for r, _ in ended if r["status"] == "budget_exceeded"]
+    assert stopped and "succeeded" in statuses, statuses
+    assert all("spending cap: tenant acme today spent" in r["error"] for r in stopped)
+    # What they did before is kept: their tree, and the usage of those stopped mid-way.
+    assert all(r["tree"] for r in stopped)
+    assert any(r["usage"]["model_calls"] >= 1 for r in stopped), stopped
+    warned = [e for _, evs in ended for _, kind, e in evs if kind == "spend_warning"]
+    assert warned and all(e["scope"] == "tenant:acme" for e in warned)
+
+    # Past the cap by no more than the calls under way when it was reached: at most one a run.
+    auth = {"Authorization": f"Bearer {keys['acme-ci']}"}
+    async with httpx.AsyncClient(base_url=b.url, timeout=30, headers=auth) as client:
+        usage = (await client.get("/v1/usage")).json()
+        spent = usage["total"]["input_tokens"] + usage["total"]["output_tokens"]
+        assert cap <= spent <= cap + BURST * largest < BURST * whole, (spent, cap, largest)
+        assert {line["tenant"] for line in usage["lines"]} == {"acme"}
+        assert {line["key"] for line in usage["lines"]} == {"acme-ci"}
+        assert usage["total"]["calls"] == sum(r["usage"]["model_calls"] for r, _ in ended)
+        # A new run cannot make a call today: refused at once, with when to come back.
+        refused = await client.post("/v1/runs", json={"task": "stamp"})
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "spending_cap_reached"
+        assert 0 < int(refused.headers["Retry-After"]) <= 86401
+        other = await client.get("/v1/usage", params={"tenant": "calib"})
+        assert other.status_code == 404
