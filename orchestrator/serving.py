@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from agents.ray.pool import PoolOptions
 from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
@@ -20,6 +21,9 @@ from orchestrator.settings import Settings
 from orchestrator.store import DEFAULT_POOL_SIZE, DEFAULT_STORE_WAIT_S, RunStore, absolute_store_url
 from orchestrator.system.config import AgentSystem
 from tracing import OtlpExport, configure_tracing
+
+if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
+    from orchestrator.service.metrics import ServiceMetrics
 
 __all__ = ["agent_env", "open_service", "open_service_from_settings", "pool_options"]
 
@@ -49,6 +53,7 @@ def open_service_from_settings(
     export: OtlpExport | None = None,
     limits: ServiceLimits | None = None,
     detached: bool = False,
+    metrics: ServiceMetrics | None = None,
 ) -> contextlib.AbstractAsyncContextManager[RunService]:
     """`open_service` as the settings (environment) say: store, Ray address, actors' options."""
     return open_service(
@@ -61,6 +66,7 @@ def open_service_from_settings(
         owner=owner,
         export=export,
         limits=limits,
+        metrics=metrics,
     )
 
 
@@ -76,6 +82,7 @@ async def open_service(
     owner: str,
     export: OtlpExport | None = None,
     limits: ServiceLimits | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> AsyncIterator[RunService]:
     """Open the store, join Ray, and run a `RunService` until the block ends.
 
@@ -89,6 +96,7 @@ async def open_service(
         owner: names this instance in the store (stable across its restarts).
         export: where finished runs' spans go besides the store (an OTLP backend).
         limits: admission bounds, lease and heartbeat periods.
+        metrics: the service's instruments (`/metrics`, OTLP), closed with it.
     """
     store = await RunStore.open(store_url, pool_size=store_pool_size, wait_s=store_wait_s)
     ray_connection = Connection()
@@ -98,7 +106,7 @@ async def open_service(
         if ray_connection.token is not None:
             configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
         engine = Engine(system, options, export=export)
-        service = RunService(system, engine, store, owner=owner, limits=limits)
+        service = RunService(system, engine, store, owner=owner, limits=limits, metrics=metrics)
         await service.start()
         try:
             yield service
@@ -108,6 +116,8 @@ async def open_service(
         await store.close()
         if export is not None:
             await asyncio.to_thread(export.shutdown)  # send what is queued
+        if metrics is not None:
+            await asyncio.to_thread(metrics.close)
         # No process of ours left behind. On this thread, which made every Ray call: Ray's core
         # worker ends the process (status 1) if another thread touches it while it shuts down.
         ray_connection.close()

@@ -5,7 +5,7 @@ Imports neither agents nor orchestrator.
 
 from tracing import genai
 from tracing.collector import SpanCollector, configure_tracing
-from tracing.export import OtlpExport, otlp_export_from_env, readable_span
+from tracing.export import OtlpExport, otlp_export_from_env, otlp_metrics_from_env, readable_span
 from tracing.propagation import extract_context, inject_context
 from tracing.records import SpanRecord, agent_span_counts, span_record
 from tracing.redaction import (
@@ -50,6 +50,7 @@ __all__ = [
     "is_secret_name",
     "lost_agent_span",
     "otlp_export_from_env",
+    "otlp_metrics_from_env",
     "readable_span",
     "record_content",
     "secret_values_from_env",

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -23,7 +24,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from tracing.records import SpanRecord
 
-__all__ = ["OtlpExport", "otlp_export_from_env", "readable_span"]
+__all__ = ["OtlpExport", "otlp_export_from_env", "otlp_metrics_from_env", "readable_span"]
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +125,22 @@ def otlp_export_from_env(environ: Mapping[str, str]) -> OtlpExport | None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OtlpExport(OTLPSpanExporter(), destination=_destination(environ))
+
+
+def otlp_metrics_from_env(environ: Mapping[str, str]) -> MetricExporter | None:
+    """An OTLP/HTTP metric exporter when an OTLP endpoint is configured, else None.
+
+    On with `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, unless
+    `OTEL_METRICS_EXPORTER` is `none` (the exporter reads the other `OTEL_*` variables).
+    """
+    names = ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not any(environ.get(name) for name in names):
+        return None
+    if environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() == "none":
+        return None
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter()
 
 
 def _destination(environ: Mapping[str, str]) -> str:

@@ -19,6 +19,7 @@ from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyCheck, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, health, runs, threads
+from orchestrator.api.routes import metrics as metrics_view
 from orchestrator.api.routes import service as service_view
 from orchestrator.api.ui import SecurityHeaders, mount_ui
 from orchestrator.render import default_mermaid_dist
@@ -90,7 +91,7 @@ def create_app(
     )
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     # Outside the body limit: a caller without a key has no body read (nor drained) at all.
-    app.add_middleware(KeyCheck, keys=keys, guarded=("/v1", MCP_PATH, A2A_RPC_PATH))
+    app.add_middleware(KeyCheck, keys=keys, guarded=("/v1", MCP_PATH, A2A_RPC_PATH, "/metrics"))
     app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
     app.include_router(health.router)
@@ -101,6 +102,8 @@ def create_app(
     guard = [Depends(caller_guard(limiter, keys.enabled))]
     for module in (runs, threads, approvals, agents, service_view):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
+    # Prometheus' scrape: every tenant's figures, so an admin's (any key without tenants).
+    app.include_router(metrics_view.router, dependencies=guard)
     # Operations the document describes and other routes serve (the SSE stream).
     described = APIRouter()
     described.include_router(runs.documented, prefix="/v1", dependencies=guard, responses=errors)

@@ -19,9 +19,11 @@ from agents.core.errors import ConfigError
 from orchestrator.cli.report import print_issues
 from orchestrator.settings import Settings
 from orchestrator.system.config import AgentSystem, default_config_path, load_config
-from tracing import OtlpExport, otlp_export_from_env
+from tracing import OtlpExport, otlp_export_from_env, otlp_metrics_from_env
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricExporter
+
     from orchestrator.store import RunStore
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "err",
     "load_system",
     "open_export",
+    "open_metric_export",
     "open_store",
     "otlp_export_asked",
     "progress",
@@ -120,6 +123,11 @@ def open_export() -> OtlpExport | None:
     except ValueError as exc:
         err.print(f"cannot export traces: {exc}", style="red")
         raise typer.Exit(2) from None
+
+
+def open_metric_export() -> MetricExporter | None:
+    """The OTLP metric exporter the standard `OTEL_EXPORTER_OTLP_*` variables ask for, if any."""
+    return otlp_metrics_from_env(os.environ)
 
 
 async def open_store(url: str) -> RunStore:

@@ -13,7 +13,14 @@ import typer
 
 from agents.core.gc_policy import settle_after_start
 from orchestrator.access import AccessFile, AccessFileError, SpendPolicy
-from orchestrator.cli.common import ConfigOption, app, err, load_system, open_export
+from orchestrator.cli.common import (
+    ConfigOption,
+    app,
+    err,
+    load_system,
+    open_export,
+    open_metric_export,
+)
 from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
 from orchestrator.settings import Settings, is_loopback
@@ -122,6 +129,7 @@ def serve(
     from orchestrator.api import ApiOptions, create_app
     from orchestrator.api.server import DrainingServer, bounded_http
     from orchestrator.service import ServiceLimits
+    from orchestrator.service.metrics import ServiceMetrics
     from orchestrator.serving import open_service_from_settings
 
     configure_tracing("orchestrator", keys)  # the keys are secrets: never in a log or span
@@ -146,14 +154,19 @@ def serve(
         ),
     )
 
+    owner = settings.instance_id or f"{socket.gethostname()}:{port}"
+    metric_export = open_metric_export()
+
     def service() -> AbstractAsyncContextManager[RunService]:
+        metrics = ServiceMetrics(owner, metric_export)
         return open_service_from_settings(
             settings,
             system,
-            owner=settings.instance_id or f"{socket.gethostname()}:{port}",
+            owner=owner,
             export=export,
             limits=limits,
             detached=True,
+            metrics=metrics,
         )
 
     api = create_app(

@@ -13,7 +13,7 @@ import contextvars
 import logging
 import time
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.core.errors import describe_error
 from agents.core.events import RunFinished
@@ -29,6 +29,9 @@ from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
 from orchestrator.store import RunStore, StoredRun, end_values
 from orchestrator.system import AgentSystem
+
+if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
+    from orchestrator.service.metrics import ServiceMetrics
 
 __all__ = ["STOPPED", "STOPPING", "RunExecutor"]
 
@@ -75,6 +78,7 @@ class RunExecutor:
         ready: asyncio.Event,
         max_concurrent_runs: int,
         spending: SpendPolicy | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.system = system
         self.engine = engine
@@ -85,6 +89,7 @@ class RunExecutor:
         self.pending_writes = pending_writes
         self.admission = admission
         self.spending = spending or SpendPolicy()
+        self.metrics = metrics
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._config = system.public_config(engine.redactor)
@@ -145,6 +150,11 @@ class RunExecutor:
             submitted_by=request.submitted_by,
             **record,
         )
+
+    @property
+    def running(self) -> set[str]:
+        """The runs executing here now (the others of `tasks` wait for a slot)."""
+        return self._running
 
     def start(self, run_id: str, request: Submission, lineage: Lineage | None = None) -> None:
         """Execute a run in the background (a new one: its events are watched from now on)."""
@@ -267,7 +277,10 @@ class RunExecutor:
             # touches a finished run.)
             await _stop(tracker)
             entry = result.entry_agent if result else (request.agent or self.system.entry)
-            closed = await self._close(run_id, result, final_event(result, entry, error))
+            final = final_event(result, entry, error)
+            closed = await self._close(run_id, result, final)
+            if self.metrics is not None:
+                self.metrics.ended(final.status.value, request.tenant, final.usage)
             events = closed.events
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)

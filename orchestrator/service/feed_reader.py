@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from agents.core.events import Event, RunFinished
 from agents.ray.ledger_client import LedgerClient
@@ -45,6 +45,13 @@ class FeedReader:
         # Every event so far of each watched run, and the watched runs that ended, oldest first.
         self._history: dict[str, list[tuple[int, Event]]] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
+        # Sees every stored event of every run as it comes (the service's metrics).
+        self.on_event: Callable[[str, Event], None] | None = None
+
+    @property
+    def followers(self) -> int:
+        """How many followers have a run's news coming now."""
+        return sum(len(queues) for queues in self._followers.values())
 
     def start(self, ledger: LedgerClient) -> None:
         """Start reading the feed (once the ledger is up)."""
@@ -138,6 +145,8 @@ class FeedReader:
                 self._everyone(None)
                 self._placed.set()
             for run_id, seq, event in items:
+                if seq and self.on_event is not None:
+                    self.on_event(run_id, event)
                 for queue in self._followers.get(run_id, ()):
                     queue.put_nowait((seq, event))
                 if seq and run_id in self._history:

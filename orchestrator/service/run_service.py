@@ -10,19 +10,27 @@ instance sharing the store can tell a run whose owner died from one still going.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TYPE_CHECKING
 
 from agents.core.errors import describe_error
+from agents.core.events import Event
 from agents.core.messages import RunStatus
 from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
-from orchestrator.errors import IdempotencyConflict, RunNotFound, SpendingCapReached
+from orchestrator.errors import (
+    IdempotencyConflict,
+    Overloaded,
+    RunNotFound,
+    SpendingCapReached,
+)
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.durability import DurableRuns
@@ -35,6 +43,9 @@ from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.store.unavailable import store_unavailable
 from orchestrator.system import AgentSystem
+
+if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
+    from orchestrator.service.metrics import ServiceMetrics
 
 __all__ = ["RunService", "ServiceLimits"]
 
@@ -97,6 +108,7 @@ class RunService:
         *,
         owner: str,
         limits: ServiceLimits | None = None,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.system = system
         self.engine = engine
@@ -128,8 +140,22 @@ class RunService:
             ready=self._ready,
             max_concurrent_runs=limits.max_concurrent_runs,
             spending=limits.spending,
+            metrics=metrics,
         )
         self.admission = self.executor.admission
+        self.metrics = metrics
+        if metrics is not None:
+            tasks, running = self.executor.tasks, self.executor.running
+            metrics.watch(
+                lambda: (len(tasks) - len(running), len(running)),
+                lambda: self.events.reader.followers,
+            )
+
+            def saw(run_id: str, event: Event) -> None:
+                if run_id in tasks:  # this replica's runs only: the replicas' figures add up
+                    metrics.saw(event)
+
+            self.events.reader.on_event = saw
         self.durable = DurableRuns(
             self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
         )
@@ -272,7 +298,7 @@ class RunService:
         await self._check_spending(request)
         run_id = uuid.uuid4().hex
         self.executor.refuse_new()
-        with self.admission.place():
+        with self._counting_refusals(), self.admission.place():
             try:
                 run = await self.executor.add(
                     run_id,
@@ -308,7 +334,19 @@ class RunService:
             return
         reached = await self.engine.ledger.spend_over(caps)
         if reached is not None:
+            if self.metrics is not None:
+                self.metrics.refused(SpendingCapReached.code)
             raise SpendingCapReached(reached, _seconds_to_next_utc_day())
+
+    @contextlib.contextmanager
+    def _counting_refusals(self) -> Iterator[None]:
+        """Count a submission the admission bounds refuse (`overloaded`)."""
+        try:
+            yield
+        except Overloaded as exc:
+            if self.metrics is not None:
+                self.metrics.refused(exc.code)
+            raise
 
     def _started(self, run: StoredRun, request: Submission) -> None:
         self.executor.start(run.id, request)
