@@ -48,10 +48,10 @@ check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml
 
 test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL, Chromium)
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not heavy"
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not heavy" --durations=15
 
 test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy --durations=15
 
 conformance: setup ## The protocols' own test kits against baton serve: the A2A TCK and the MCP conformance suite
 	$(PY) -m tests.conformance.run all

@@ -40,7 +40,7 @@ agents:
           - {tool_calls: [{name: stamp, arguments: {text: five}}]}
           - {content: stamped five times}
 """
-BURST = 12
+BURST = 8
 
 
 def test_a_cap_warns_once_then_stops_the_next_call_and_counts_the_day_from_the_store() -> None:

@@ -32,4 +32,4 @@ def test_every_operation_answers_as_documented_on_postgresql(
     on_postgres: str, tmp_path: Path
 ) -> None:
     # (Fewer cases than test_api's: what differs here is the store, not the operations.)
-    finish([schemathesis(on_postgres, tmp_path / "pg", "--phases", "fuzzing", max_examples=10)])
+    finish([schemathesis(on_postgres, tmp_path / "pg", "--phases", "fuzzing", max_examples=6)])
