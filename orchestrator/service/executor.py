@@ -278,9 +278,9 @@ class RunExecutor:
             await _stop(tracker)
             entry = result.entry_agent if result else (request.agent or self.system.entry)
             final = final_event(result, entry, error)
-            closed = await self._close(run_id, result, final)
-            if self.metrics is not None:
+            if self.metrics is not None:  # (before its end is announced: a follower finds it)
                 self.metrics.ended(final.status.value, request.tenant, final.usage)
+            closed = await self._close(run_id, result, final)
             events = closed.events
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
