@@ -134,7 +134,7 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
     access["tenants"] = {"acme": {"daily_tokens": cap}}
     (folder / "access.yaml").write_text(yaml.safe_dump(access))
 
-    # A burst of twelve runs, half through each replica (those submitted once the cap is spent
+    # A burst of eight runs, half through each replica (those submitted once the cap is spent
     # are refused).
     answers = await asyncio.gather(
         *(_run((a, b)[i % 2].url, keys["acme-ci"]) for i in range(BURST))
