@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import os
@@ -73,6 +74,14 @@ class Access:
     def may(self, role: Role) -> bool:
         """Whether the caller has `role` (an admin has every role)."""
         return role in self.roles or "admin" in self.roles
+
+    def lacks(self, role: Role) -> str | None:
+        """Why the caller may not do what needs `role`, as every door says it (None: it may)."""
+        return None if self.may(role) else f"this key ({self.who}) lacks the {role!r} role"
+
+    def own(self, key: str) -> str:
+        """An idempotency key as the caller's own (another caller's same key is another)."""
+        return f"{self.who}:{key}"
 
     @property
     def tenant_filter(self) -> str | None:
@@ -161,8 +170,9 @@ class AccessFileError(ValueError):
 class AccessFileWatch:
     """An access file, read again when it changes (looked at at most once a second).
 
-    Its first reading raises `AccessFileError` (a service does not start on a wrong file); a
-    later one that fails keeps what was read last (a file being edited by hand).
+    One per service, shared by its key ring and its spending policy. Its first reading raises
+    `AccessFileError` (a service does not start on a wrong file); a later one that fails keeps
+    what was read last (a file being edited by hand).
     """
 
     def __init__(self, path: Path) -> None:
@@ -178,21 +188,17 @@ class AccessFileWatch:
             return (0, 0)
         return (info.st_mtime_ns, info.st_size)
 
-    def refresh(self) -> bool:
-        """Read the file again if it changed since; whether it did."""
+    def refresh(self) -> AccessFile:
+        """The file as it is now (read again if it changed since); a new object when it did."""
         now = time.monotonic()
-        if now - self._looked_at < 1.0:
-            return False
-        self._looked_at = now
-        stamp = self._look()
-        if stamp == self._stamp:
-            return False
-        try:
-            self.current = AccessFile.read(self.path)
-        except AccessFileError:
-            return False
-        self._stamp = stamp
-        return True
+        if now - self._looked_at >= 1.0:
+            self._looked_at = now
+            stamp = self._look()
+            if stamp != self._stamp:
+                with contextlib.suppress(AccessFileError):
+                    self.current = AccessFile.read(self.path)
+                    self._stamp = stamp
+        return self.current
 
 
 def _scrypt(key: str, salt: bytes, n: int, r: int, p: int) -> bytes:
@@ -235,10 +241,11 @@ class KeyRing:
 
     _REMEMBER = 4096  # keys that matched (or did not), by their SHA-256
 
-    def __init__(self, keys: Iterable[str] = (), access_file: Path | None = None) -> None:
+    def __init__(self, keys: Iterable[str] = (), access: AccessFileWatch | None = None) -> None:
         self._plain = [k.encode() for k in keys]
-        self._watch = AccessFileWatch(access_file) if access_file is not None else None
-        self._entries = self._by_id()
+        self._watch = access
+        self._read = AccessFile()  # the file `_entries` were built from
+        self._entries: dict[str, KeyEntry] = {}
         self._known: OrderedDict[bytes, Access | None] = OrderedDict()
         self._hashing = asyncio.Semaphore(2)
 
@@ -246,9 +253,6 @@ class KeyRing:
     def enabled(self) -> bool:
         """Whether the service requires API keys."""
         return bool(self._plain) or self._watch is not None
-
-    def _by_id(self) -> dict[str, KeyEntry]:
-        return {e.id: e for e in self._watch.current.keys} if self._watch is not None else {}
 
     def _plain_access(self, presented: str) -> Access | None:
         candidate = presented.encode()
@@ -264,8 +268,9 @@ class KeyRing:
         plain = self._plain_access(presented)
         if plain is not None or self._watch is None:
             return plain
-        if self._watch.refresh():
-            self._entries = self._by_id()
+        current = self._watch.refresh()
+        if current is not self._read:
+            self._read, self._entries = current, {e.id: e for e in current.keys}
             self._known.clear()  # a key removed from the file stops working now
         fingerprint = hashlib.sha256(presented.encode()).digest()
         if fingerprint in self._known:
@@ -308,19 +313,16 @@ class SpendPolicy:
         key_daily_usd: float | None = None,
         key_daily_tokens: int | None = None,
         warn_at: float = 0.8,
-        access_file: Path | None = None,
+        access: AccessFileWatch | None = None,
     ) -> None:
         self._tenant = (tenant_daily_usd, tenant_daily_tokens)
         self._key = (key_daily_usd, key_daily_tokens)
         self._warn_at = warn_at
-        self._watch = AccessFileWatch(access_file) if access_file is not None else None
+        self._watch = access
 
     def caps(self, tenant: str, who: str | None) -> tuple[SpendCap, ...]:
         """The daily caps of a run of `tenant` submitted by `who` (a key's name)."""
-        file = AccessFile()
-        if self._watch is not None:
-            self._watch.refresh()
-            file = self._watch.current
+        file = self._watch.refresh() if self._watch is not None else AccessFile()
         found: list[SpendCap] = []
         own = file.tenants.get(tenant)
         usd = own.daily_usd if own and own.daily_usd is not None else self._tenant[0]

@@ -42,6 +42,7 @@ __all__ = [
     "SpendWarning",
     "ToolFinished",
     "ToolStarted",
+    "model_attributes",
 ]
 
 # Spans rebuilt from events, by span id (see `apply`).
@@ -171,7 +172,7 @@ class ModelStarted(EventBase):
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
-        model = _model_attributes(self.model)
+        model = model_attributes(self.model)
         self._open(spans, trace_id, attr.chat_span_name(model[attr.GEN_AI_REQUEST_MODEL]), **model)
 
 
@@ -211,7 +212,7 @@ class ModelFinished(EventBase):
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:
-        model = _model_attributes(self.model)
+        model = model_attributes(self.model)
         if self.span_id not in spans:  # its start was not seen: the span is whole here
             self._open(spans, trace_id, attr.chat_span_name(model[attr.GEN_AI_REQUEST_MODEL]))
         record = self._close(spans)
@@ -476,7 +477,7 @@ Event = Annotated[
 EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
 
-def _model_attributes(model: str) -> dict[str, str]:
+def model_attributes(model: str) -> dict[str, str]:
     """A configured `provider/model` as a live model call's span names it (`tracing.chat_span`)."""
     provider, sep, name = model.partition("/")
     if not sep:

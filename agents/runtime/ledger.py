@@ -26,7 +26,6 @@ from agents.core.events import (
     ModelFinished,
     RunStarted,
 )
-from agents.core.limits import SpendCap
 from agents.core.ports import Decision, RunState, Waiting
 from agents.runtime.causal import CausalOrder
 from agents.runtime.spend import SpendMeter, SpendRow
@@ -124,18 +123,9 @@ class RunLedger:
             book = self._runs[run_id] = _RunBook(budget=None)
         return book
 
-    def open(
-        self,
-        run_id: str,
-        budget: int | None,
-        caps: tuple[SpendCap, ...] = (),
-        tenant: str = "default",
-        who: str | None = None,
-    ) -> None:
-        """Start counting a run, with its token budget (None: no budget) and spending caps."""
+    def open(self, run_id: str, budget: int | None) -> None:
+        """Start counting a run, with its token budget (None: no budget)."""
         self._open_book(run_id).budget = budget
-        if caps:
-            self.spend.open(run_id, tenant, who, caps)
 
     def resume(
         self,

@@ -416,11 +416,8 @@ def _caller(context: ServerCallContext, role: KeyRole) -> Access:
     access = context.state.get("auth")
     if not isinstance(access, Access):
         raise InvalidRequestError("no caller: this endpoint is served behind baton's key check")
-    if not access.may(role):
-        raise InvalidRequestError(
-            f"this key ({access.who}) lacks the {role!r} role",
-            data={"reason": "forbidden", "role": role},
-        )
+    if refusal := access.lacks(role):
+        raise InvalidRequestError(refusal, data={"reason": "forbidden", "role": role})
     return access
 
 

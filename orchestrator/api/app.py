@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import Route
 
 from orchestrator import __version__
-from orchestrator.access import KeyRing
+from orchestrator.access import AccessFileWatch, KeyRing
 from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyCheck, ProtocolGuard, RateLimiter
@@ -36,7 +36,7 @@ class ApiOptions:
     """How the API guards itself."""
 
     api_keys: tuple[str, ...] = ()
-    access_file: FilePath | None = None  # keys with tenants and roles (`orchestrator.access`)
+    access: AccessFileWatch | None = None  # keys with tenants and roles (`orchestrator.access`)
     rate_limit_per_s: float = 50.0
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
@@ -54,7 +54,7 @@ def create_app(
 ) -> FastAPI:
     """The Baton HTTP API over the service that `service_factory` opens at start-up."""
     options = options or ApiOptions()
-    keys = KeyRing(options.api_keys, options.access_file)
+    keys = KeyRing(options.api_keys, options.access)
     limiter = RateLimiter(options.rate_limit_per_s, options.rate_limit_burst)
 
     async def current_service() -> RunService:

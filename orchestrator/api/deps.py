@@ -89,9 +89,9 @@ def caller_guard(limiter: RateLimiter, keyed: bool) -> Callable[..., Any]:
             raise HTTPException(
                 401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"}
             )
-        role = role_of(request.method, request.scope.get("route"))
-        if not access.may(role):
-            raise HTTPException(403, f"this key ({access.who}) lacks the {role!r} role")
+        refusal = access.lacks(role_of(request.method, request.scope.get("route")))
+        if refusal is not None:
+            raise HTTPException(403, refusal)
         wait = limiter.acquire(access.who)
         if wait:
             raise HTTPException(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agents.core.gc_policy import settle_after_start
-from orchestrator.access import AccessFile, AccessFileError, SpendPolicy
+from orchestrator.access import AccessFileError, AccessFileWatch, SpendPolicy
 from orchestrator.cli.common import (
     ConfigOption,
     app,
@@ -108,13 +108,14 @@ def serve(
     except UnicodeDecodeError:
         err.print(f"BATON_API_KEYS_FILE {settings.api_keys_file} is not UTF-8 text", style="red")
         raise typer.Exit(2) from None
+    access = None
     if settings.access_file is not None:
         try:  # its mistakes now, not at the first request
-            AccessFile.read(settings.access_file)
+            access = AccessFileWatch(settings.access_file)
         except AccessFileError as exc:
             err.print(f"BATON_ACCESS_FILE {exc}", style="red")
             raise typer.Exit(2) from None
-    if not is_loopback(host) and not keys and settings.access_file is None:
+    if not is_loopback(host) and not keys and access is None:
         err.print(
             f"refusing to listen on {host} without API keys: set BATON_ACCESS_FILE (`baton keys "
             "new`), BATON_API_KEYS (comma-separated) or BATON_API_KEYS_FILE, or listen on "
@@ -150,7 +151,7 @@ def serve(
             key_daily_usd=settings.key_daily_usd,
             key_daily_tokens=settings.key_daily_tokens,
             warn_at=settings.spend_warn_at,
-            access_file=settings.access_file,
+            access=access,
         ),
     )
 
@@ -174,7 +175,7 @@ def serve(
         service,
         ApiOptions(
             api_keys=keys,
-            access_file=settings.access_file,
+            access=access,
             rate_limit_per_s=settings.rate_limit_per_s,
             rate_limit_burst=settings.rate_limit_burst,
             max_body_bytes=settings.max_body_bytes,

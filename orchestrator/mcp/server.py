@@ -263,8 +263,8 @@ def _caller(ctx: Context, role: Role) -> Access:
     access = request.scope.get("auth")
     if not isinstance(access, Access):
         raise ToolError("no caller: this endpoint is served behind baton's key check")
-    if not access.may(role):
-        raise ToolError(f"this key ({access.who}) lacks the {role!r} role")
+    if refusal := access.lacks(role):
+        raise ToolError(refusal)
     return access
 
 

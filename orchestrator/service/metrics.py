@@ -26,7 +26,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from agents.core.events import Event, ModelFinished
+from agents.core.events import Event, ModelFinished, model_attributes
 from agents.core.messages import Usage
 from tracing import attributes as attr
 
@@ -132,11 +132,10 @@ class ServiceMetrics:
         """Count a model call of a run owned here, from its `model_finished` event."""
         if not isinstance(event, ModelFinished):
             return
-        provider, slash, model = event.model.partition("/")
         common = {
             attr.GEN_AI_OPERATION_NAME: attr.OP_CHAT,
-            attr.GEN_AI_PROVIDER_NAME: provider if slash else "unknown",
-            attr.GEN_AI_REQUEST_MODEL: model if slash else provider,
+            attr.GEN_AI_PROVIDER_NAME: "unknown",  # (a model named without its provider)
+            **model_attributes(event.model),
             attr.GEN_AI_AGENT_NAME: event.agent,
         }
         self._tokens.record(event.input_tokens, {**common, "gen_ai.token.type": "input"})

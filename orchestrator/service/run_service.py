@@ -290,7 +290,7 @@ class RunService:
         """
         digest = request.fingerprint()
         request = replace(request, tenant=caller.tenant, submitted_by=caller.who)
-        scoped = f"{caller.who}:{idempotency_key}" if idempotency_key else None
+        scoped = caller.own(idempotency_key) if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)
             if existing is not None:

@@ -115,8 +115,7 @@ class Threads:
         A retry (its idempotency key made a run already) gets that run, whatever is under way.
         """
         options = {"caller": caller, "idempotency_key": idempotency_key}
-        key = f"{caller.who}:{idempotency_key}"
-        if idempotency_key and await self._store.by_idempotency_key(key):
+        if idempotency_key and await self._store.by_idempotency_key(caller.own(idempotency_key)):
             return await self._submit(replace(request, thread=thread_id), **options)
         async with self._lock(thread_id), self._held(thread_id):
             turns = await self._store.threads.states(thread_id, caller.tenant_filter)

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from orchestrator.access import AccessFile, AccessFileError, KeyRing, new_key
+from orchestrator.access import AccessFile, AccessFileError, AccessFileWatch, KeyRing, new_key
 from tests.service import ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -38,7 +38,7 @@ async def test_a_key_is_checked_against_its_hash_and_a_revoked_one_stops_at_once
     text = path.read_text()
     assert key not in text and key.split("_")[2] not in text  # only hashes are kept
     assert path.stat().st_mode & 0o077 == 0
-    ring = KeyRing(access_file=path)
+    ring = KeyRing(access=AccessFileWatch(path))
     found = await ring.bearer(f"Bearer {key}")
     assert found is not None
     assert (found.who, found.tenant, sorted(found.roles)) == ("ci", "acme", ["read", "submit"])

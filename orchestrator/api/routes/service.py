@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from agents.runtime.spend import utc_day
 from orchestrator import __version__
 from orchestrator.api.deps import Caller, Service
 from orchestrator.errors import UnknownTenant
@@ -52,7 +52,7 @@ async def usage(
     if tenant is not None and not caller.sees(tenant):
         raise UnknownTenant(tenant)
     asked = tenant if tenant is not None else caller.tenant_filter
-    day = day or time.strftime("%Y-%m-%d", time.gmtime())
+    day = day or utc_day()
     lines = [SpendLine(**row) for row in await service.store.spending(day, asked)]
     total = SpendLine(
         tenant=asked or "*",
