@@ -21,24 +21,25 @@ from tests.service import ServiceProcess, all_events
 
 pytestmark = [pytest.mark.anyio]
 
-# Six model calls a run (five tool calls, then the answer), each a little longer than the last.
+# Six model calls a run (five tool calls, then the answer), each a little longer than the last;
+# each tool call waits 0.4 s, so that the runs of a burst overlap however slowly they arrive.
 TEAM = """
 name: spenders
 entry: spender
 agents:
   - name: spender
-    description: Stamps five times, then answers.
-    tools: [tests.testkit:stamp]
+    description: Waits five times, then answers.
+    tools: [tests.testkit:slow_step]
     model:
       name: baton/scripted
       params:
         replies:
-          - {tool_calls: [{name: stamp, arguments: {text: one}}]}
-          - {tool_calls: [{name: stamp, arguments: {text: two}}]}
-          - {tool_calls: [{name: stamp, arguments: {text: three}}]}
-          - {tool_calls: [{name: stamp, arguments: {text: four}}]}
-          - {tool_calls: [{name: stamp, arguments: {text: five}}]}
-          - {content: stamped five times}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 0.4}}]}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 0.4}}]}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 0.4}}]}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 0.4}}]}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 0.4}}]}
+          - {content: waited five times}
 """
 BURST = 8
 
