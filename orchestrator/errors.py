@@ -148,6 +148,18 @@ class SpendingCapReached(Overloaded):
         )
 
 
+class ProviderGateClosed(Overloaded):
+    """The entry agent's model is held at its provider gate past the run's deadline.
+
+    So is each of its fallbacks: the run could not make its first call in time.
+    """
+
+    code = "provider_gate_closed"
+
+    def __init__(self, why: str, retry_after_s: float) -> None:
+        super().__init__(why, int(retry_after_s) + 1)
+
+
 class NotReady(ServiceError):
     """The service cannot take this now (starting, or stopping)."""
 

@@ -32,6 +32,10 @@ class FakeOpenAI:
     Streamed, text comes a word at a time and a tool call in three pieces (its id and name in
     the first only), usage in a last chunk when asked for (`stream_options.include_usage`), as
     OpenAI sends them; `cut_stream_after` chunks, the connection drops mid-stream.
+
+    As a provider over its rate limit: the first `busy_first` requests (every one with
+    `busy_always`) are answered 429 with `Retry-After: retry_after` (when set). `arrivals`
+    holds each request's arrival (monotonic seconds), refused ones too.
     """
 
     def __init__(
@@ -41,8 +45,14 @@ class FakeOpenAI:
         *,
         reject_after_tool: bool = False,
         cut_stream_after: int | None = None,
+        busy_first: int = 0,
+        busy_always: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []
+        self.refused: list[float] = []
+        self._lock = threading.Lock()
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -50,6 +60,9 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if fake.arrived():
+                    self._busy()
+                    return
                 fake.requests.append(
                     {
                         "path": self.path,
@@ -67,6 +80,18 @@ class FakeOpenAI:
                 reply = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def _busy(self) -> None:
+                reply = json.dumps(
+                    {"error": {"message": "Rate limit reached", "type": "requests"}}
+                ).encode()
+                self.send_response(429)
+                self.send_header("Content-Type", "application/json")
+                if fake.retry_after is not None:
+                    self.send_header("Retry-After", f"{fake.retry_after:g}")
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
@@ -90,6 +115,7 @@ class FakeOpenAI:
 
         self.tool, self.arguments, self.reject_after_tool = tool, arguments, reject_after_tool
         self.cut_stream_after = cut_stream_after
+        self.busy_first, self.busy_always, self.retry_after = busy_first, busy_always, retry_after
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -98,6 +124,16 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def arrived(self) -> bool:
+        """Count a request's arrival; whether it is refused as over the rate limit."""
+        with self._lock:
+            now = time.monotonic()
+            self.arrivals.append(now)
+            busy = self.busy_always or len(self.arrivals) <= self.busy_first
+            if busy:
+                self.refused.append(now)
+            return busy
 
     def respond(self, body: dict, authorization: str, echo: str = "") -> tuple[int, dict]:
         """The answer; a rejection quotes the key, the request (`echo`) and the tool result.

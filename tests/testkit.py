@@ -315,6 +315,7 @@ async def local_trace(
         {a.name: system.topology.delegates(a.name) for a in agents},
         system.config.tracing,
         events,  # type: ignore[arg-type]
+        system.config.gates,
     )
     collector = configure_tracing("test")
     first = entry or system.entry

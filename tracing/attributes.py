@@ -41,12 +41,16 @@ __all__ = [
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
+    "BATON_GATE",
+    "BATON_GATE_REASON",
+    "BATON_GATE_WAITED",
     "BATON_GUARDRAIL",
     "BATON_GUARDRAIL_STAGE",
     "BATON_HOST_ACTOR",
     "BATON_HOST_CAUSE",
     "BATON_HOST_RESTARTS",
     "BATON_HOST_STATE",
+    "BATON_MODEL_USED",
     "BATON_PROCESS_ROLE",
     "BATON_QUESTION_ID",
     "BATON_RAY_NODE_ID",
@@ -71,9 +75,12 @@ __all__ = [
     "EVENT_HOOK_VETO",
     "EVENT_INPUT_PROVIDED",
     "EVENT_INPUT_REQUESTED",
+    "EVENT_MODEL_FALLBACK",
+    "EVENT_MODEL_RETRY",
     "EVENT_OUTPUT_INVALID",
     "EVENT_SPEND_WARNING",
     "EVENT_STEP_RULES",
+    "GATE_WAIT_SPAN",
     "GEN_AI_AGENT_DESCRIPTION",
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
@@ -170,6 +177,16 @@ EVENT_INPUT_PROVIDED = "input_provided"
 # A run, or its tenant or key today, passed the warning share of a spending cap.
 EVENT_SPEND_WARNING = "spend_warning"
 BATON_SPEND_SCOPE = "baton.spend.scope"
+# A model call held at a provider gate (`agents.models.gated`): its own span under the call's,
+# what held it and for how long; retries and fallbacks are events on the call's span, and the
+# model that answered after a fallback an attribute there.
+GATE_WAIT_SPAN = "baton.gate.wait"
+BATON_GATE = "baton.gate"
+BATON_GATE_WAITED = "baton.gate.waited_s"
+BATON_GATE_REASON = "baton.gate.reason"
+EVENT_MODEL_RETRY = "baton.model.retry"
+EVENT_MODEL_FALLBACK = "baton.model.fallback"
+BATON_MODEL_USED = "baton.model.used"
 BATON_SPEND_MESSAGE = "baton.spend.message"
 # Whose run it is and who submitted it (an API key's name), on the run's root span.
 BATON_TENANT = "baton.tenant"

@@ -236,6 +236,10 @@ class _Builder:
 
     def step(self, agent: Any, chat: _Node | None, tools: list[_Node]) -> _Chunk:
         chunk = _Chunk()
+        if chat is not None and not self.comparable:
+            held = self.held(agent, chat)
+            chunk.add(held)
+            chunk.shape = hash(tuple(map(str, held.elements)))  # steps held alike fold alike
         if chat is not None and self.detail == "full":
             model = self.who("model", chat.model)
             chunk.add(self.arrow(agent, model, _Arrow.SEND, "chat", chat.span))
@@ -253,6 +257,26 @@ class _Builder:
         elif branches:
             chunk.add(branches[0][1])
         chunk.shape = hash((chunk.shape, tuple(c.shape for _, c in branches)))
+        return chunk
+
+    def held(self, agent: Any, chat: _Node) -> _Chunk:
+        """What held a model call back: waits at provider gates and fallbacks, as notes.
+
+        Not where runs are compared: they would differ by the load of the moment.
+        """
+        chunk = _Chunk()
+        for wait in (c for c in chat.children if c.name == attr.GATE_WAIT_SPAN):
+            gate, seconds = wait.attrs.get(attr.BATON_GATE), wait.attrs.get(attr.BATON_GATE_WAITED)
+            said = "closed" if wait.failed else f"waited {float(seconds or 0):.1f}s"
+            chunk.add(
+                self.note(agent, f"⏳ gate {gate} {said}: {wait.attrs.get(attr.BATON_GATE_REASON)}")
+            )
+        for event in chat.span.get("events") or []:
+            ea = event.get("attributes") or {}
+            if event.get("name") == attr.EVENT_MODEL_FALLBACK:
+                chunk.add(
+                    self.note(agent, f"↪ {ea.get('from')} → {ea.get('to')}: {ea.get('reason')}")
+                )
         return chunk
 
     def tool(self, agent: Any, node: _Node) -> _Chunk:

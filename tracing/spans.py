@@ -36,6 +36,7 @@ __all__ = [
     "agent_span",
     "chat_span",
     "end_workflow",
+    "gate_wait_span",
     "host_wait_span",
     "lost_agent_span",
     "record_content",
@@ -331,6 +332,28 @@ def host_wait_span(agent: str, actor_id: str, run_id: str) -> Iterator[Span]:
         },
     ) as span:
         yield span
+
+
+def gate_wait_span(gate: str, started_ns: int, waited_s: float, why: str, passed: bool) -> None:
+    """Record a wait at a provider gate, once it is over (`baton.gate.wait`).
+
+    Under the current span (the model call's); a wait that ended without a lease is an error
+    (the call went to a fallback, or failed).
+    """
+    span = _tracer.start_span(
+        attr.GATE_WAIT_SPAN,
+        kind=SpanKind.INTERNAL,
+        start_time=started_ns,
+        attributes={
+            attr.BATON_GATE: gate,
+            attr.BATON_GATE_WAITED: round(waited_s, 3),
+            attr.BATON_GATE_REASON: why,
+        },
+    )
+    if not passed:
+        span.set_attribute(attr.ERROR_TYPE, "gate_closed")
+        span.set_status(Status(StatusCode.ERROR, why))
+    span.end(end_time=started_ns + int(waited_s * 1e9))
 
 
 def host_came_back(span: Span, state: str, restarts: int, cause: str | None) -> None:

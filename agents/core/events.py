@@ -202,12 +202,20 @@ class ModelFinished(EventBase):
     cost_usd: float | None = Field(
         default=None, description="Its price by litellm's map (None: the model is not priced)."
     )
+    answered_by: str | None = Field(
+        default=None,
+        description="The fallback model that answered, when `model` (the one asked) did not.",
+    )
+    gate_wait_s: float = Field(
+        default=0.0, description="Seconds the call waited at provider gates (`gates:`)."
+    )
 
     @override
     def describe(self) -> str:
+        fallback = f" (answered by {self.answered_by})" if self.answered_by else ""
         return (
             f"[dim]…[/] {self.agent} step {self.step}: {self.tool_calls} tool calls, "
-            f"{self.tokens} tokens"
+            f"{self.tokens} tokens{fallback}"
         )
 
     @override

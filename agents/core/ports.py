@@ -15,6 +15,7 @@ __all__ = [
     "Approvals",
     "Decision",
     "EventSink",
+    "Gates",
     "Ledger",
     "RunState",
     "SpanSource",
@@ -47,6 +48,24 @@ class Ledger(Protocol):
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
+
+
+class Gates(Protocol):
+    """The cluster's provider gates, as a model call sees them (`agents.runtime.gates`)."""
+
+    async def take(
+        self, gate: str, tokens: int, hold_s: float, max_wait_s: float
+    ) -> tuple[str | None, float, str]:
+        """Wait up to `max_wait_s` for a lease on `gate` for a call of about `tokens`.
+
+        The lease (None: none within the wait), the seconds waited, and what held the call.
+        """
+
+    def release(self, lease: str, used_tokens: int | None) -> None:
+        """The call ended (its reply used `used_tokens`; None: it failed)."""
+
+    def pause(self, gate: str, seconds: float, why: str) -> None:
+        """Let no call through `gate` for `seconds` (a provider's `Retry-After`)."""
 
 
 class Approvals(Protocol):

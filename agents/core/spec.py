@@ -47,6 +47,23 @@ class ModelSpec(_Strict):
 
     name: str = Field(default=OFFLINE_MODEL, min_length=1)
     params: dict[str, Any] = Field(default_factory=dict)
+    fallbacks: tuple[ModelSpec, ...] = Field(
+        default=(),
+        description="Models tried in order when this one keeps failing (a rate limit, an "
+        "overload, a lost connection, after its gate's retries) or when its gate would hold "
+        "the call past `max_wait_s`. Each is a model string or a `{name, params}` mapping.",
+    )
+
+    @field_validator("fallbacks", mode="before")
+    @classmethod
+    def _fallbacks_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    def every(self) -> tuple[ModelSpec, ...]:
+        """This model and its fallbacks, in the order they are tried."""
+        return (self, *self.fallbacks)
 
 
 class Timeouts(_Strict):
@@ -360,7 +377,9 @@ class AgentSpec(AgentCard):
         servers and its A2A peer are given (`env:`, `headers:`), and the query values of their
         URLs.
         """
-        found = secret_values_in(self.model.params)
+        found: set[str] = set()
+        for model in self.model.every():
+            found |= secret_values_in(model.params)
         names: list[str] = []
         for server in self.mcp:
             names += [*server.env, *server.headers.values()]

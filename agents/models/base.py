@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "BUILTIN_PREFIX",
     "CHANGES_STATE",
+    "Busy",
     "ModelClient",
     "ModelIdentity",
     "ModelReply",
@@ -61,6 +62,10 @@ class ModelReply:
     cost_usd: float | None = None  # None: litellm has no price for this model
     finish_reason: str | None = None
     response_model: str | None = None  # the model that answered, as the provider names it
+    # Set by a gated model (`agents.models.gated`): the fallback that answered instead of the
+    # model asked (its model string), and how long the call waited at provider gates.
+    fallback: str | None = None
+    gate_wait_s: float = 0.0
 
     def as_message(self) -> dict[str, Any]:
         """The reply as the assistant message of the conversation (OpenAI's shape)."""
@@ -75,6 +80,16 @@ class ModelReply:
                 for c in self.tool_calls
             ]
         return message
+
+
+@dataclass(frozen=True)
+class Busy:
+    """A call the provider refused for load or lost (429, 503, 529, a dropped connection).
+
+    Worth asking again; `retry_after_s`: how long the provider said to wait (`Retry-After`).
+    """
+
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,13 @@ class ModelClient(abc.ABC):
     def supports_json_schema(self) -> bool:
         """Whether the model takes a JSON Schema for its answer (`response_format`)."""
         return False
+
+    def busy(self, error: BaseException) -> Busy | None:
+        """Whether `error` (raised by `complete`) says the provider is busy.
+
+        Not that the request is wrong (None: asking again would fail the same way).
+        """
+        return None
 
     @abc.abstractmethod
     async def complete(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email.utils
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -12,10 +14,12 @@ import agents.models.litellm_env  # noqa: F401  (litellm reads these settings at
 
 # isort: split
 import litellm
+import litellm.exceptions as litellm_errors
 
 from agents.core.spec import ModelSpec
 from agents.models.base import (
     BUILTIN_PREFIX,
+    Busy,
     ModelClient,
     ModelIdentity,
     ModelReply,
@@ -27,10 +31,17 @@ from agents.models.safety import check_model_allowed
 from agents.models.tokenizer import defer_default_tokenizer
 from agents.models.unlogged import unlogged
 
-__all__ = ["LiteLLMClient", "configure_litellm"]
+__all__ = ["LiteLLMClient", "configure_litellm", "retry_after"]
 
 
 _configured = False
+
+_BUSY = (
+    litellm_errors.RateLimitError,
+    litellm_errors.ServiceUnavailableError,
+    litellm_errors.InternalServerError,
+    litellm_errors.APIConnectionError,
+)
 
 
 def configure_litellm() -> None:
@@ -87,6 +98,14 @@ class LiteLLMClient(ModelClient):
             return name.startswith(BUILTIN_PREFIX) or litellm.supports_response_schema(model=name)
         except Exception:  # a model litellm does not know
             return False
+
+    @override
+    def busy(self, error: BaseException) -> Busy | None:
+        # A refusal for load (429, 503), an overload (Anthropic's 529 is an internal error to
+        # litellm) or a connection lost: asking again may work; any other error would repeat.
+        if isinstance(error, _BUSY):
+            return Busy(retry_after(error))
+        return None
 
     @override
     async def complete(
@@ -206,3 +225,33 @@ def _identity(spec: ModelSpec) -> ModelIdentity:
     elif provider in _DEFAULT_HOSTS:
         server = (_DEFAULT_HOSTS[provider], 443)
     return ModelIdentity(model, _CONVENTION_NAMES.get(provider, provider), server)
+
+
+def retry_after(error: BaseException) -> float | None:
+    """Seconds the provider said to wait before asking again, if it said.
+
+    Its `Retry-After` (seconds or a date), or OpenAI's `retry-after-ms`, from the headers of the
+    response a litellm error carries.
+    """
+    headers = getattr(error, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(error, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return max(float(headers["retry-after-ms"]) / 1000, 0.0)
+        value = headers.get("retry-after")
+    except (TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:  # an HTTP date
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)

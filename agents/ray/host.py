@@ -25,7 +25,9 @@ from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
 from agents.models import safety
 from agents.models.base import tool_schema
+from agents.models.gated import ModelMaker
 from agents.ray.dispatch import RayDispatcher, SystemRef
+from agents.ray.gate_actor import RayGates
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import HostCall, HostReply, seal, unseal
 from agents.runtime.agent import AgentRuntime
@@ -115,6 +117,7 @@ class AgentHost:
         trace: what spans record.
         env: the config's forwarded variables; their values are secrets.
         forbid_remote_models: the agents may call only built-in models and servers on loopback.
+        gates: the cluster's provider gates, when the system has any.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class AgentHost:
         trace: TraceOptions,
         env: dict[str, str] | None = None,
         forbid_remote_models: bool = False,
+        gates: RayGates | None = None,
     ) -> None:
         if forbid_remote_models:
             safety.forbid_remote_models()
@@ -170,10 +174,13 @@ class AgentHost:
         for spec in specs:
             tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
             # (A remote agent, `a2a:`, is one whose work is a message to another system.)
+            models = ModelMaker(
+                LiteLLMClient, gates, gates.specs if gates else (), spec.timeouts.model
+            )
             runtime = AgentRuntime(
                 spec=spec,
-                model=LiteLLMClient(spec.model),
-                models=LiteLLMClient,
+                model=models(spec.model),
+                models=models,
                 tools=tools,
                 hidden_tools=hidden,
                 ledger=ledger,

@@ -18,10 +18,12 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 
+from agents.core.gate_spec import GateSpec
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
 from agents.core.spec import AgentSpec, RayOptions, SupervisionOptions
 from agents.ray.dispatch import RayDispatcher, SystemRef
+from agents.ray.gate_actor import GATES_ACTOR, GateActor, RayGates
 from agents.ray.host import AgentHost
 from agents.ray.ledger_actor import LedgerActor
 from agents.ray.ledger_client import LedgerClient
@@ -74,6 +76,7 @@ class AgentPool:
     placement: list[dict[str, Any]]
     plan: list[Host]
     supervisor: Any | None = None
+    gates: RayGates | None = None  # the cluster's provider gates, when the system has any
 
     @property
     def ledger(self) -> LedgerClient:
@@ -193,6 +196,7 @@ def start_pool(
     trace: TraceOptions | None = None,
     shared_replicas: int = 1,
     supervision: SupervisionOptions | None = None,
+    gates: tuple[GateSpec, ...] = (),
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -204,6 +208,7 @@ def start_pool(
         trace: what the agents' spans record.
         shared_replicas: replicas of the shared host (see `SharedHostOptions`).
         supervision: how detached hosts that die are created again (`SupervisionOptions`).
+        gates: the system's provider gates (declared in the cluster's gates actor).
     """
     namespace, detached = options.namespace, options.detached
     plan = plan_hosts(agents, shared_replicas)
@@ -225,6 +230,7 @@ def start_pool(
         resources={HEAD_NODE_RESOURCE: 0.001},
         max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
     ).remote(options.store_url)
+    gate_port = _open_gates(gates, namespace, detached)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
     recipes = {
@@ -245,6 +251,7 @@ def start_pool(
                     trace or TraceOptions(),
                     dict(options.env),
                     options.forbid_remote_models,
+                    gate_port,
                 ),
             )
             for i in range(host.ray.replicas)
@@ -278,4 +285,21 @@ def start_pool(
         placement=placement,
         plan=plan,
         supervisor=supervisor,
+        gates=gate_port,
     )
+
+
+def _open_gates(specs: tuple[GateSpec, ...], namespace: str, detached: bool) -> RayGates | None:
+    """Find (or create) the cluster's gates actor and declare `specs` there (None: no gates)."""
+    if not specs:
+        return None
+    handle = GateActor.options(  # type: ignore[attr-defined]
+        name=GATES_ACTOR,
+        namespace=namespace,
+        get_if_exists=True,
+        lifetime="detached" if detached else None,
+        resources={HEAD_NODE_RESOURCE: 0.001},  # as the ledger: the node that stays
+        max_restarts=-1,  # a new, empty book beats none: its windows start again
+    ).remote()
+    ray.get(handle.declare.remote(list(specs)), timeout=READY_TIMEOUT_S)
+    return RayGates(handle, specs)

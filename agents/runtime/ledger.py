@@ -490,7 +490,7 @@ class RunLedger:
             row = self.spend.record(
                 run_id,
                 event.agent,
-                event.model,
+                event.answered_by or event.model,
                 event.input_tokens,
                 event.output_tokens,
                 event.cost_usd,

@@ -9,12 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from agents.core.gate_spec import GateSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
 from agents.models.client import LiteLLMClient
+from agents.models.gated import ModelMaker
 from agents.runtime.agent import AgentRuntime
+from agents.runtime.gates import GateKeeper
 from agents.runtime.handoff import invoke_here
 from agents.tools.delegate import build_tools
 from tracing import inject_context
@@ -41,6 +44,7 @@ class LocalTeam:
         delegates: for each agent, the agents it may delegate to.
         trace: what spans record.
         events: where the agents' progress events go.
+        gates: provider gates, held in this process.
     """
 
     def __init__(
@@ -49,18 +53,21 @@ class LocalTeam:
         delegates: Mapping[str, list[str]],
         trace: TraceOptions | None = None,
         events: EventSink | None = None,
+        gates: tuple[GateSpec, ...] = (),
     ) -> None:
         self.runtimes: dict[str, AgentRuntime] = {}
+        self.gates = GateKeeper(gates)
         dispatcher = LocalDispatcher(self.runtimes)
         roster = [a.card() for a in agents]
         for spec in agents:
             tools, hidden = build_tools(
                 spec, roster, list(delegates.get(spec.name, [])), dispatcher
             )
+            models = ModelMaker(LiteLLMClient, self.gates, gates, spec.timeouts.model)
             self.runtimes[spec.name] = AgentRuntime(
                 spec=spec,
-                model=LiteLLMClient(spec.model),
-                models=LiteLLMClient,
+                model=models(spec.model),
+                models=models,
                 tools=tools,
                 hidden_tools=hidden,
                 events=events,

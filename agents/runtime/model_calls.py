@@ -140,6 +140,8 @@ class ModelCaller:
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
                 cost_usd=reply.cost_usd,
+                answered_by=reply.fallback,
+                gate_wait_s=round(reply.gate_wait_s, 3),
                 **span_ids(span),
             )
         self.reporter.send_finished_spans(inv)

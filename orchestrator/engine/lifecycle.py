@@ -114,6 +114,7 @@ class Engine:
                 trace=config.tracing,
                 shared_replicas=config.shared_host.replicas,
                 supervision=config.supervision,
+                gates=config.gates,
             )
             self._ledger = self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)

@@ -5,7 +5,8 @@
   calls only, so that the replicas' figures add up);
 - `baton.runs` (ended, by status and tenant), `baton.runs.active` (queued and running here),
   `baton.admission.refusals` (by reason: overloaded, spending cap), `baton.spend` (dollars, by
-  tenant), `baton.sse.followers` (open event streams).
+  tenant), `baton.sse.followers` (open event streams), `baton.gate.wait` (seconds model calls
+  waited at provider gates) and `baton.model.fallbacks` (calls a fallback answered).
 
 They are read by Prometheus at `/metrics` (a registry of the service's own) and, when an OTLP
 endpoint is configured, sent beside the traces every `export_interval_s`.
@@ -99,6 +100,17 @@ class ServiceMetrics:
         self._spend = meter.create_counter(
             "baton.spend", unit="USD", description="What the runs that ended here cost, by tenant."
         )
+        self._gate_waits = meter.create_histogram(
+            "baton.gate.wait",
+            unit="s",
+            description="How long model calls waited at provider gates, by model asked.",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+        self._fallbacks = meter.create_counter(
+            "baton.model.fallbacks",
+            unit="{call}",
+            description="Model calls answered by a fallback, by model asked and answering.",
+        )
         self._active: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self._followers: Callable[[], int] = lambda: 0
         meter.create_observable_up_down_counter(
@@ -142,6 +154,12 @@ class ServiceMetrics:
         self._tokens.record(event.output_tokens, {**common, "gen_ai.token.type": "output"})
         if event.start_ns is not None and event.end_ns is not None:
             self._duration.record((event.end_ns - event.start_ns) / 1e9, common)
+        if event.gate_wait_s:
+            self._gate_waits.record(event.gate_wait_s, {attr.GEN_AI_REQUEST_MODEL: event.model})
+        if event.answered_by:
+            self._fallbacks.add(
+                1, {attr.GEN_AI_REQUEST_MODEL: event.model, "baton.model.used": event.answered_by}
+            )
 
     def ended(self, status: str, tenant: str, usage: Usage | None) -> None:
         """Count a run that ended here."""

@@ -28,6 +28,7 @@ from orchestrator.engine import Engine, Submission
 from orchestrator.errors import (
     IdempotencyConflict,
     Overloaded,
+    ProviderGateClosed,
     RunNotFound,
     SpendingCapReached,
 )
@@ -296,6 +297,7 @@ class RunService:
             if existing is not None:
                 return _replay(existing, digest), False
         await self._check_spending(request)
+        await self._check_gates(request)
         run_id = uuid.uuid4().hex
         self.executor.refuse_new()
         with self._counting_refusals(), self.admission.place():
@@ -337,6 +339,32 @@ class RunService:
             if self.metrics is not None:
                 self.metrics.refused(SpendingCapReached.code)
             raise SpendingCapReached(reached, _seconds_to_next_utc_day())
+
+    async def _check_gates(self, request: Submission) -> None:
+        """Refuse a run whose first model call could not pass its gate before its deadline.
+
+        The provider's window is spent, or the provider said to wait that long.
+        """
+        gates = self.engine.pool.gates if self.ready else None
+        if gates is None:
+            return
+        entry, _ = self.engine.choose_entry(request.task, request.agent)
+        deadline = request.deadline_s or self.engine.system.config.limits.deadline_s
+        waits = []
+        for model in self.engine.system.agent(entry).model.every():
+            free = await gates.free_in(model.name)
+            if free is None:
+                return  # a model no gate holds answers now
+            waits.append(free)
+        wait, why, gate = min(waits)
+        if wait > deadline:
+            if self.metrics is not None:
+                self.metrics.refused(ProviderGateClosed.code)
+            raise ProviderGateClosed(
+                f"provider gate {gate}: {why}: {entry}'s first model call could not be made "
+                f"within the run's deadline ({deadline:g}s)",
+                wait,
+            )
 
     @contextlib.contextmanager
     def _counting_refusals(self) -> Iterator[None]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
+from agents.core.gate_spec import GateSpec
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
@@ -57,6 +58,11 @@ class SystemConfig(BaseModel):
     guardrails: GuardrailsSpec = Field(
         default_factory=GuardrailsSpec,
         description="Guardrails of every agent (before each agent's own).",
+    )
+    gates: tuple[GateSpec, ...] = Field(
+        default=(),
+        description="Provider gates: limits on calls to the models they match, held for the "
+        "whole cluster (every replica and node), with retries and fallbacks.",
     )
     agents: tuple[AgentSpec, ...] = Field(min_length=1)
 

@@ -15,12 +15,18 @@ import httpx
 import pytest
 import ray
 
+from agents.core.events import ModelFinished
 from agents.core.messages import RunStatus
+from agents.ray.gate_actor import GATES_ACTOR
 from orchestrator.engine import Engine
+from tests.openai_server import FakeOpenAI
 from tests.service import ServiceProcess, all_events, follow
 from tests.testkit import start, until_written, wait_for_event
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
+
+# The provider gate of the gate test: requests per window of seconds.
+GATE_REQUESTS, GATE_S = 6, 1.5
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -321,3 +327,74 @@ agents:
             assert "42" in events[-1][2]["output"]
     finally:
         service.stop()
+
+
+async def test_a_provider_gate_holds_for_two_replicas_and_an_agent_on_another_node(
+    ray_address: str, tmp_path: Path
+) -> None:
+    """Two services with stores (so agents) of their own; one team's `far` agent runs on the
+    `coder` node. The provider sees no more than the gate's requests in any window, and nothing
+    during the `Retry-After` it sent to one of them."""
+    fake = FakeOpenAI("stamp", {"text": "now"}, busy_first=1, retry_after=3)
+    model = f'{{name: openai/fake, params: {{api_base: "{fake.base_url}", api_key: sk-none}}}}'
+    config = tmp_path / "gated.yaml"
+    config.write_text(
+        f"""
+name: gated
+gates:
+  - {{name: fake-provider, models: ["openai/*"], requests: {GATE_REQUESTS}, per_s: {GATE_S}}}
+agents:
+  - {{name: near, tools: [tests.testkit:stamp], model: {model}}}
+  - {{name: far, tools: [tests.testkit:stamp], model: {model}, ray: {{resources: {{coder: 1}}}}}}
+"""
+    )
+    services = [
+        ServiceProcess(
+            config, f"sqlite+aiosqlite:///{tmp_path / name}.db", ray_address, tmp_path / name
+        )
+        for name in ("a", "b")
+    ]
+    await asyncio.gather(*(asyncio.to_thread(s.start) for s in services))
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            burst = [(s.url, agent) for s in services for agent in ("near", "far", "near", "far")]
+            made = await asyncio.gather(
+                *(http.post(f"{url}/v1/runs", json={"task": "stamp", "agent": agent})
+                  for url, agent in burst)
+            )  # fmt: skip
+            ran = await asyncio.gather(
+                *(all_events(url, r.json()["id"]) for (url, _), r in zip(burst, made, strict=True))
+            )
+            waits = [ModelFinished.model_validate(d) for e in ran for _, k, d in e if k == "model_finished"]  # fmt: skip
+            # Which runs ran where: both teams' agents on two nodes went through one gate.
+            agents = (await http.get(f"{services[0].url}/v1/agents")).json()["agents"]
+            nodes = {a["name"]: {r["node_id"] for r in a["replicas"]} for a in agents}
+            assert nodes["near"] != nodes["far"] and len(nodes["far"]) == 1
+            assert all(events[-1][2]["status"] == "succeeded" for events in ran), ran
+            # Eight runs of two calls each, and the one refused.
+            refused, arrivals = fake.refused, fake.arrivals
+            assert len(arrivals) == 17 and len(refused) == 1
+            for t in arrivals:
+                inside = [u for u in arrivals if t <= u < t + GATE_S]
+                assert len(inside) <= GATE_REQUESTS, (t, arrivals)
+            # The first window's calls all passed the gate before the refusal came back (some
+            # reached the server after it); the next waited out the Retry-After (longer than the
+            # window), on every node.
+            assert arrivals[GATE_REQUESTS] - refused[0] >= 3.0
+            assert sum(w.gate_wait_s > 0 for w in waits) >= 8
+            print(f"gate: {len(arrivals)} requests in {arrivals[-1] - arrivals[0]:.1f}s")
+
+            # A provider that says to wait 20 s: a run due in 5 s is refused, saying why.
+            gates = ray.get_actor(GATES_ACTOR, namespace="baton-tests")
+            ray.get(gates.pause.remote("fake-provider", 20, "openai/fake: Retry-After 20s"))
+            late = await http.post(
+                f"{services[1].url}/v1/runs", json={"task": "stamp", "deadline_s": 5}
+            )
+            assert late.status_code == 429 and int(late.headers["Retry-After"]) >= 15
+            error = late.json()["error"]
+            assert error["code"] == "provider_gate_closed"
+            assert "provider gate fake-provider: openai/fake: Retry-After 20s" in error["message"]
+    finally:
+        for service in services:
+            service.stop()
+        fake.close()
