@@ -332,9 +332,9 @@ agents:
 async def test_a_provider_gate_holds_for_two_replicas_and_an_agent_on_another_node(
     ray_address: str, tmp_path: Path
 ) -> None:
-    """Two services with stores (so agents) of their own; one team's `far` agent runs on the
-    `coder` node. The provider sees no more than the gate's requests in any window, and nothing
-    during the `Retry-After` it sent to one of them."""
+    """Two services with stores (so agents) of their own; their `near` agents run on the
+    `writer` node, their `far` ones on the `coder` node. The provider sees no more than the
+    gate's requests in any window, and nothing new during the `Retry-After` it sent."""
     fake = FakeOpenAI("stamp", {"text": "now"}, busy_first=1, retry_after=3)
     model = f'{{name: openai/fake, params: {{api_base: "{fake.base_url}", api_key: sk-none}}}}'
     config = tmp_path / "gated.yaml"
@@ -344,8 +344,14 @@ name: gated
 gates:
   - {{name: fake-provider, models: ["openai/*"], requests: {GATE_REQUESTS}, per_s: {GATE_S}}}
 agents:
-  - {{name: near, tools: [tests.testkit:stamp], model: {model}}}
-  - {{name: far, tools: [tests.testkit:stamp], model: {model}, ray: {{resources: {{coder: 1}}}}}}
+  - name: near
+    tools: [tests.testkit:stamp]
+    model: {model}
+    ray: {{resources: {{writer: 1}}}}
+  - name: far
+    tools: [tests.testkit:stamp]
+    model: {model}
+    ray: {{resources: {{coder: 1}}}}
 """
     )
     services = [
@@ -365,11 +371,12 @@ agents:
             ran = await asyncio.gather(
                 *(all_events(url, r.json()["id"]) for (url, _), r in zip(burst, made, strict=True))
             )
-            waits = [ModelFinished.model_validate(d) for e in ran for _, k, d in e if k == "model_finished"]  # fmt: skip
+            calls = [d for events in ran for _, kind, d in events if kind == "model_finished"]
+            waits = [ModelFinished.model_validate(d) for d in calls]
             # Which runs ran where: both teams' agents on two nodes went through one gate.
             agents = (await http.get(f"{services[0].url}/v1/agents")).json()["agents"]
             nodes = {a["name"]: {r["node_id"] for r in a["replicas"]} for a in agents}
-            assert nodes["near"] != nodes["far"] and len(nodes["far"]) == 1
+            assert nodes["near"] != nodes["far"] and len(nodes["far"]) == 1, agents
             assert all(events[-1][2]["status"] == "succeeded" for events in ran), ran
             # Eight runs of two calls each, and the one refused.
             refused, arrivals = fake.refused, fake.arrivals
