@@ -38,6 +38,7 @@ __all__ = [
     "BATON_A2A_TASK_ID",
     "BATON_AGENT_LOST",
     "BATON_APPROVAL_ID",
+    "BATON_CANCELLED_BY",
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
@@ -190,6 +191,7 @@ BATON_MODEL_USED = "baton.model.used"
 BATON_SPEND_MESSAGE = "baton.spend.message"
 # Whose run it is and who submitted it (an API key's name), on the run's root span.
 BATON_TENANT = "baton.tenant"
+BATON_CANCELLED_BY = "baton.cancelled_by"
 BATON_SUBMITTED_BY = "baton.submitted_by"
 
 # OpenInference's names (Arize Phoenix and other viewers list and show spans by them): a span's

@@ -454,6 +454,9 @@ class RunFinished(EventBase):
     error: str | None = None
     usage: Usage | None = None
     duration_s: float | None = None
+    cancelled_by: str | None = Field(
+        default=None, description="Who cancelled the run (a key's name), when it was cancelled."
+    )
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:

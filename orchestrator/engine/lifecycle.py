@@ -78,7 +78,7 @@ class Engine:
         self._dispatcher: RayDispatcher | None = None
         self._inflight: dict[str, ray.ObjectRef[bytes]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
-        self._cancelled: set[str] = set()  # active runs asked to stop
+        self._cancelled: dict[str, str | None] = {}  # active runs asked to stop, and by whom
         # First events of runs left open (`finish=False`) that `finish` must be sure of.
         self._openings: dict[str, RunStarted] = {}
         # How to settle runs left open (`finish=False`): what each process counted, and more.
@@ -304,6 +304,9 @@ class Engine:
                 # An input guardrail of the entry agent blocked part of the task: the run keeps
                 # only the rest, anywhere it records the task.
                 task = tree.input_kept if tree.input_kept is not None else task
+                cancelled_by = self._cancelled.get(run_id)
+                if tree.status == RunStatus.CANCELLED and cancelled_by:
+                    span.set_attribute(attr.BATON_CANCELLED_BY, cancelled_by)
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
             redact = self._collector.redactor
             result = RunResult(
@@ -318,6 +321,7 @@ class Engine:
                 started_at=started,
                 duration_s=time.perf_counter() - clock,
                 tree=tree,
+                cancelled_by=cancelled_by if tree.status == RunStatus.CANCELLED else None,
             )
             # Every process sent its spans to the ledger; the run's come from there, once all
             # the items each process counted are in (this process's own go along).
@@ -330,7 +334,7 @@ class Engine:
             )
         finally:
             self._active.discard(run_id)
-            self._cancelled.discard(run_id)
+            self._cancelled.pop(run_id, None)
             if finish:
                 # No events come back: they stay readable in the ledger (`events`).
                 closed = await self.ledger.finish(
@@ -442,8 +446,10 @@ class Engine:
         finally:
             self._inflight.pop(run_id, None)
 
-    def cancel(self, run_id: str) -> bool:
+    def cancel(self, run_id: str, who: str | None = None) -> bool:
         """Cancel a run in flight: every agent working on it, across actors, is stopped.
+
+        `who` asked (a key's name): the run's end and its root span say so.
 
         A run whose entry agent has not been called yet ends cancelled without calling it.
 
@@ -451,7 +457,7 @@ class Engine:
         """
         if run_id not in self._active:
             return False
-        self._cancelled.add(run_id)
+        self._cancelled[run_id] = who
         ref = self._inflight.get(run_id)
         if ref is not None:
             self._stop(ref)

@@ -26,6 +26,7 @@ class RunResult(BaseModel):
     started_at: float
     duration_s: float
     tree: AgentResult | None = None
+    cancelled_by: str | None = None  # who cancelled it (a key's name), when it was cancelled
     spans: list[SpanRecord] = Field(
         default_factory=list,
         description="Every span of the run, from every process that worked on it (as the "
@@ -47,6 +48,7 @@ def final_event(result: RunResult | None, entry: str, error: str | None = None) 
         error=result.error,
         usage=result.usage,
         duration_s=result.duration_s,
+        cancelled_by=result.cancelled_by,
     )
 
 

@@ -178,6 +178,7 @@ async def _wait(
     run: StoredRun,
     ctx: Context,
     wait_s: float,
+    caller: Access,
     answered: Collection[str] = (),
 ) -> dict[str, Any] | InputRequiredResult:
     """The run once it ends (within `wait_s`) or asks what this call cannot ask in it.
@@ -194,7 +195,7 @@ async def _wait(
                     asked = await _follow(runs, run, ctx, answered)
         except asyncio.CancelledError:
             # The client cancelled the call (notifications/cancelled): the run with it.
-            await asyncio.shield(runs.cancel(run.id))
+            await asyncio.shield(runs.cancel(run.id, caller))
             raise
     if asked is not None and _asks_by_round_trip(ctx):
         params = ElicitRequestFormParams(message=_question(asked), requested_schema=_ANSWER_SCHEMA)
@@ -317,7 +318,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             caller = _caller(ctx, "submit")
             meta = ctx.request_context.meta or {}
             run = await _submit(runs, task, agent, meta, caller, thread)
-        return await _wait(runs, run, ctx, wait_s, answered)
+        return await _wait(runs, run, ctx, wait_s, caller, answered)
 
     @server.tool()
     async def answer_question(
@@ -344,7 +345,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             answered = await runs.approvals.answer(run, answer, question_id, who=who)
         except ServiceError as exc:
             raise ToolError(exc.message) from None
-        return await _wait(runs, run, ctx, wait_s, (str(answered["question_id"]),))
+        return await _wait(runs, run, ctx, wait_s, caller, (str(answered["question_id"]),))
 
     @server.tool()
     async def cancel_run(run_id: str, ctx: Context) -> dict[str, Any]:

@@ -189,6 +189,9 @@ class RunView(BaseModel):
     submitted_by: str | None = Field(
         default=None, description="Who submitted it: an API key's name (or `ip:` address)."
     )
+    cancelled_by: str | None = Field(
+        default=None, description="Who asked it to stop, when someone did (a key's name)."
+    )
     links: RunLinks
 
 
@@ -309,6 +312,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         thread_id=run.context_id,
         tenant=run.tenant,
         submitted_by=run.submitted_by,
+        cancelled_by=run.cancelled_by,
         links=run_links(run.id, prefix),
     )
 

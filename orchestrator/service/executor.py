@@ -168,14 +168,14 @@ class RunExecutor:
         # A fresh context: the run is a trace of its own, not part of this request's.
         self.tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
 
-    def cancel(self, run_id: str) -> bool:
-        """Cancel a run executing (or queued) here; False if it is not here."""
+    def cancel(self, run_id: str, who: str | None = None) -> bool:
+        """Cancel a run executing (or queued) here, asked by `who`; False if it is not here."""
         task = self.tasks.get(run_id)
         if task is None:
             return False
         if run_id in self._running:
             # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
-            if not self.engine.cancel(run_id):
+            if not self.engine.cancel(run_id, who):
                 self._cancel_asked.add(run_id)
         else:
             task.cancel()  # still queued

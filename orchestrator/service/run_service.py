@@ -437,8 +437,8 @@ class RunService:
         run = await self.get(run_id, viewer)
         if run.finished:
             return run
-        if not self.executor.cancel(run.id):
-            await self.store.leases.request_cancel(run.id)
+        here = self.executor.cancel(run.id, viewer.who)
+        await self.store.leases.request_cancel(run.id, viewer.who, ask_owner=not here)
         return await self.get(run.id)
 
 

@@ -67,7 +67,7 @@ async def keep_leases(
     pending_writes: PendingWrites,
     orphans: Orphans,
     ready: asyncio.Event,
-    cancel: Callable[[str], object],
+    cancel: Callable[[str, str | None], object],
     take_over: Callable[[], Awaitable[None]] | None = None,
     interrupt_lost: bool = True,
 ) -> None:
@@ -90,8 +90,8 @@ async def keep_leases(
                 orphans.add(lost, reason)
             if ready.is_set():
                 await orphans.close()
-            for run_id in await store.leases.cancel_requests(owner):
-                cancel(run_id)
+            for run_id, who in await store.leases.cancel_requests(owner):
+                cancel(run_id, who)
         except Exception:
             logger.exception("lease upkeep failed; retrying")
         await asyncio.sleep(lease_s / 3)

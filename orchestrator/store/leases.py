@@ -83,22 +83,25 @@ class Leases:
                 )
             return ids
 
-    async def request_cancel(self, run_id: str) -> None:
-        """Ask the run's owner to cancel it (it looks when it renews its lease)."""
-        await self._set(run_id, cancel_requested=True)
+    async def request_cancel(self, run_id: str, who: str | None, *, ask_owner: bool) -> None:
+        """Record who cancels the run; with `ask_owner`, ask its owner to.
 
-    async def cancel_requests(self, owner: str) -> list[str]:
-        """Unfinished runs of `owner` that someone asked to cancel."""
+        The owner (the run is not here) looks when it renews its lease.
+        """
+        asked = {"cancel_requested": True} if ask_owner else {}
+        await self._set(run_id, cancelled_by=who, **asked)
+
+    async def cancel_requests(self, owner: str) -> list[tuple[str, str | None]]:
+        """Unfinished runs of `owner` that someone asked to cancel, and who asked."""
         async with self._sessions() as session:
-            return list(
-                await session.scalars(
-                    select(RunRow.id).where(
-                        RunRow.owner == owner,
-                        RunRow.cancel_requested.is_(True),
-                        RunRow.status.in_(_UNFINISHED),
-                    )
+            rows = await session.execute(
+                select(RunRow.id, RunRow.cancelled_by).where(
+                    RunRow.owner == owner,
+                    RunRow.cancel_requested.is_(True),
+                    RunRow.status.in_(_UNFINISHED),
                 )
             )
+            return [(run_id, who) for run_id, who in rows]
 
     async def take_over(
         self, owner: str, *, lease_s: float | None = None, restarted: bool = False

@@ -89,6 +89,7 @@ class StoredRun(BaseModel):
     context_id: str | None = None
     tenant: str = "default"
     submitted_by: str | None = None
+    cancelled_by: str | None = None
 
     @property
     def finished(self) -> bool:

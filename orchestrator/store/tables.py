@@ -87,6 +87,8 @@ class RunRow(Base):
     # Whose it is (only its tenant's keys see it) and who submitted it (a key's name).
     tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
     submitted_by: Mapped[str | None] = mapped_column(String(255))
+    # Who asked it to stop (a key's name), when someone did.
+    cancelled_by: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),

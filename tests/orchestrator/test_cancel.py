@@ -35,12 +35,16 @@ async def test_cancelling_mid_run_stops_it_and_keeps_its_spans(api: str) -> None
                 assert cancelled.status_code == 202
             if kind == "run_finished":
                 assert data["status"] == "cancelled"
+                cancelled_by = data["cancelled_by"]
         stored = (await client.get(f"/v1/runs/{run['id']}")).json()
         trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
         diagram = (await client.get(f"/v1/runs/{run['id']}/diagram?detail=tools")).text
     assert "tool_started" in seen and seen[-1] == "run_finished"
     assert stored["status"] == "cancelled"
     assert stored["duration_s"] < 3  # the 3 s tool was cut short
+    # Who asked is recorded: on the run, in its last event and on its root span (no key is
+    # configured here: the caller's address).
+    assert cancelled_by == stored["cancelled_by"] == "ip:127.0.0.1"
 
     def flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [*nodes, *(m for n in nodes for m in flat(n["children"]))]
@@ -48,6 +52,7 @@ async def test_cancelling_mid_run_stops_it_and_keeps_its_spans(api: str) -> None
     spans = {s["name"]: s for s in flat(trace["spans"])}
     assert {"invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"} <= set(spans)
     # What was cut off looks cut off, in the trace and in the diagram: never a success.
+    assert spans["invoke_workflow baton"]["attributes"]["baton.cancelled_by"] == "ip:127.0.0.1"
     for name in ("invoke_workflow baton", "invoke_agent sleeper", "execute_tool slow_step"):
         span = spans[name]
         assert (span["status"], span["attributes"].get("error.type")) == ("ERROR", "cancelled"), (

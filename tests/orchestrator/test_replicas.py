@@ -60,6 +60,7 @@ async def test_a_run_submitted_to_one_replica_is_followed_and_cancelled_through_
         stored = (await client.get(f"/v1/runs/{run['id']}")).json()
     assert seen[0] == "run_started" and "tool_started" in seen
     assert stored["status"] == "cancelled" and stored["duration_s"] < 3
+    assert stored["cancelled_by"] == "ip:127.0.0.1"  # recorded by B, told to A
 
 
 async def test_a_replica_keeps_as_many_store_connections_open_as_it_is_told(
