@@ -112,16 +112,17 @@ class RunExecutor:
         if self.startup_error:
             raise NotReady(self.startup_error)
 
-    async def get(self, run_id: str) -> StoredRun:
+    async def get(self, run_id: str, tenant: str | None = None) -> StoredRun:
         """A stored run by its id, or by a prefix that names one run (as git's short hashes).
 
-        The UI shows 12 characters; see `RunStore.find`.
+        The UI shows 12 characters; see `RunStore.find` (`tenant`: the prefix names one of its
+        runs).
 
         Raises:
             RunNotFound: no run has this id, or an id beginning with it.
             AmbiguousRunId: several do.
         """
-        run = await self.store.find(run_id)
+        run = await self.store.find(run_id, tenant)
         if run is None:
             raise RunNotFound(run_id)
         return run

@@ -405,7 +405,7 @@ class RunService:
 
     async def get(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """A stored run, or `RunNotFound` (also when it is another tenant's: no existence leak)."""
-        return _seen_by(viewer, await self.executor.get(run_id))
+        return _seen_by(viewer, await self.executor.get(run_id, viewer.tenant_filter))
 
     async def list_runs(
         self,

@@ -420,10 +420,11 @@ class RunStore:
                 for row in rows
             ]
 
-    async def find(self, run_id: str) -> StoredRun | None:
+    async def find(self, run_id: str, tenant: str | None = None) -> StoredRun | None:
         """A run by its id, or by a prefix that names one run (as git's short hashes); or None.
 
-        A prefix has at least `MIN_SHORT_ID` characters.
+        A prefix has at least `MIN_SHORT_ID` characters; with `tenant`, it names one of that
+        tenant's runs (another's are not counted: an ambiguity would tell they exist).
 
         Raises:
             AmbiguousRunId: the prefix names several runs.
@@ -431,13 +432,18 @@ class RunStore:
         run = await self.get(run_id)
         if run is not None or len(run_id) < MIN_SHORT_ID:
             return run
-        found = await self.ids_beginning(run_id)
+        found = await self.ids_beginning(run_id, tenant=tenant)
         if len(found) > 1:
             raise AmbiguousRunId(run_id, found)
         return await self.get(found[0]) if found else None
 
-    async def ids_beginning(self, prefix: str, limit: int = 3) -> list[str]:
-        """The ids of the runs whose id begins `prefix` (at most `limit`), in order."""
+    async def ids_beginning(
+        self, prefix: str, limit: int = 3, tenant: str | None = None
+    ) -> list[str]:
+        """The ids of the runs whose id begins `prefix` (at most `limit`), in order.
+
+        With `tenant`, only that tenant's runs.
+        """
         # A range on the primary key (ids are hex): an index range scan, on any database.
         query = (
             select(RUNS_TABLE.c.id)
@@ -445,6 +451,8 @@ class RunStore:
             .order_by(RUNS_TABLE.c.id)
             .limit(limit)
         )
+        if tenant is not None:
+            query = query.where(RUNS_TABLE.c.tenant == tenant)
         async with self._engine.connect() as connection:
             return [str(row[0]) for row in await connection.execute(query)]
 

@@ -288,8 +288,12 @@ async def test_a_run_is_found_by_a_prefix_of_its_id_unless_it_is_ambiguous_or_sh
 ) -> None:
     store = await RunStore.open(store_url)
     try:
-        for run_id in ("abcdef0123456789", "abcdef0199999999", "fedcba0000000000"):
-            await store.add(run_id, "a task", agent=None, system="s", config={})
+        for run_id, tenant in (
+            ("abcdef0123456789", "acme"),
+            ("abcdef0199999999", "globex"),
+            ("fedcba0000000000", "acme"),
+        ):
+            await store.add(run_id, "a task", agent=None, system="s", config={}, tenant=tenant)
         found = await store.find("fedcba00")
         assert found is not None and found.id == "fedcba0000000000"
         found = await store.find("abcdef012")  # one run begins so
@@ -297,6 +301,11 @@ async def test_a_run_is_found_by_a_prefix_of_its_id_unless_it_is_ambiguous_or_sh
         with pytest.raises(AmbiguousRunId) as ambiguous:
             await store.find("abcdef01")
         assert "abcdef0123456789, abcdef0199999999" in str(ambiguous.value)
+        # For a tenant's key, the prefix names one of its runs: another's does not count
+        # (an ambiguity would say that it exists).
+        found = await store.find("abcdef01", tenant="globex")
+        assert found is not None and found.id == "abcdef0199999999"
+        assert await store.find("fedcba00", tenant="globex") is None
         assert await store.find("fedcb") is None  # under six characters: only a whole id
         assert await store.find("0123456") is None  # no run begins so
     finally:
