@@ -31,12 +31,15 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.core.limits import SpendCap
+
+if TYPE_CHECKING:
+    from orchestrator.oidc import OidcVerifier
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -230,20 +233,27 @@ def _matches(key: str, stored: str) -> bool:
 
 
 class KeyRing:
-    """The accepted keys: plain ones (one tenant, every role) and an access file's hashed ones.
+    """The accepted credentials: API keys, and an OIDC issuer's JWTs when one is configured.
 
-    A plain key is compared with every accepted one in constant time; a file's key is checked
-    against the one entry its id names (scrypt, in a thread, two at a time), then remembered.
-    The file is read again when it changes (at most once a second), so a key added or removed
-    takes effect without a restart. Keys are never logged; plain keys' callers are named by a
-    hash of their key.
+    Plain keys have one tenant and every role; an access file's are kept as hashes; a JWT names
+    its caller by its claims (`orchestrator.oidc`). A plain key is compared with every accepted
+    one in constant time; a file's key is checked against the one entry its id names (scrypt,
+    in a thread, two at a time), then remembered. The file is read again when it changes (at
+    most once a second), so a key added or removed takes effect without a restart. Keys are
+    never logged; plain keys' callers are named by a hash of their key.
     """
 
     _REMEMBER = 4096  # keys that matched (or did not), by their SHA-256
 
-    def __init__(self, keys: Iterable[str] = (), access: AccessFileWatch | None = None) -> None:
+    def __init__(
+        self,
+        keys: Iterable[str] = (),
+        access: AccessFileWatch | None = None,
+        oidc: OidcVerifier | None = None,
+    ) -> None:
         self._plain = [k.encode() for k in keys]
         self._watch = access
+        self._oidc = oidc
         self._read = AccessFile()  # the file `_entries` were built from
         self._entries: dict[str, KeyEntry] = {}
         self._known: OrderedDict[bytes, Access | None] = OrderedDict()
@@ -252,7 +262,7 @@ class KeyRing:
     @property
     def enabled(self) -> bool:
         """Whether the service requires API keys."""
-        return bool(self._plain) or self._watch is not None
+        return bool(self._plain) or self._watch is not None or self._oidc is not None
 
     def _plain_access(self, presented: str) -> Access | None:
         candidate = presented.encode()
@@ -291,11 +301,18 @@ class KeyRing:
         return access
 
     async def bearer(self, authorization: str) -> Access | None:
-        """The caller when an `Authorization` header carries an accepted bearer key."""
+        """The caller when an `Authorization` header carries an accepted bearer key or JWT.
+
+        Raises:
+            TokenRefused: a JWT that is not accepted (the message says why).
+        """
         scheme, _, presented = authorization.partition(" ")
         if scheme.lower() != "bearer":
             return None
-        return await self.identify(presented.strip())
+        presented = presented.strip()
+        if self._oidc is not None and self._oidc.takes(presented):
+            return await self._oidc.identify(presented)
+        return await self.identify(presented)
 
 
 class SpendPolicy:

@@ -6,9 +6,11 @@ import ipaddress
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from orchestrator.access import ROLES
+from orchestrator.oidc import OidcOptions
 from orchestrator.store.records import DEFAULT_POOL_SIZE, DEFAULT_STORE_WAIT_S, POOL_OVERFLOW
 
 __all__ = ["Settings", "is_loopback"]
@@ -111,6 +113,30 @@ class Settings(BaseSettings):
         description="Keys with a name, a tenant and roles, kept as hashes (YAML; `baton keys "
         "new` adds one). Read again when it changes.",
     )
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="Accept bearer JWTs of this OpenID Connect issuer (its `iss`) besides API "
+        "keys; needs `oidc_audience` and `oidc_jwks_url`.",
+    )
+    oidc_audience: str | None = Field(
+        default=None, description="The `aud` accepted tokens carry (this service's client id)."
+    )
+    oidc_jwks_url: str | None = Field(
+        default=None,
+        description="Where the issuer publishes its signing keys (`jwks_uri` of its "
+        "`/.well-known/openid-configuration`).",
+    )
+    oidc_tenant_claim: str = Field(
+        default="tenant", description="The claim naming the caller's tenant (required)."
+    )
+    oidc_roles_claim: str = Field(
+        default="roles",
+        description="The claim listing the caller's roles (a list, or a space-separated string).",
+    )
+    oidc_default_roles: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=("submit", "read"),
+        description="The roles of a token without the roles claim, comma-separated.",
+    )
     tenant_daily_usd: float | None = Field(
         default=None, gt=0, description="Each tenant's spending cap a UTC day, in dollars."
     )
@@ -176,12 +202,38 @@ class Settings(BaseSettings):
     )
     api_key: str | None = Field(default=None, description="The key `baton run --server` sends.")
 
-    @field_validator("api_keys", "allowed_origins", mode="before")
+    @field_validator("api_keys", "allowed_origins", "oidc_default_roles", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(k.strip() for k in value.split(",") if k.strip())
         return value
+
+    @model_validator(mode="after")
+    def _oidc_whole(self) -> Settings:
+        given = [self.oidc_issuer, self.oidc_audience, self.oidc_jwks_url]
+        if any(given) and not all(given):
+            raise ValueError(
+                "BATON_OIDC_ISSUER, BATON_OIDC_AUDIENCE and BATON_OIDC_JWKS_URL go together: "
+                "set all three to accept an issuer's tokens"
+            )
+        unknown = set(self.oidc_default_roles) - set(ROLES)
+        if unknown:
+            raise ValueError(f"oidc_default_roles: unknown roles {sorted(unknown)}: {ROLES}")
+        return self
+
+    def oidc(self) -> OidcOptions | None:
+        """Which bearer JWTs are accepted (None: no issuer is configured)."""
+        if not (self.oidc_issuer and self.oidc_audience and self.oidc_jwks_url):
+            return None
+        return OidcOptions(
+            issuer=self.oidc_issuer,
+            audience=self.oidc_audience,
+            jwks_url=self.oidc_jwks_url,
+            tenant_claim=self.oidc_tenant_claim,
+            roles_claim=self.oidc_roles_claim,
+            default_roles=tuple(r for r in ROLES if r in self.oidc_default_roles),
+        )
 
     def accepted_keys(self) -> tuple[str, ...]:
         """`api_keys` plus the lines of `api_keys_file` (blank lines and `#` comments skipped)."""

@@ -22,6 +22,7 @@ from orchestrator.api.routes import agents, approvals, health, runs, threads
 from orchestrator.api.routes import metrics as metrics_view
 from orchestrator.api.routes import service as service_view
 from orchestrator.api.ui import SecurityHeaders, mount_ui
+from orchestrator.oidc import OidcOptions, OidcVerifier
 from orchestrator.render import default_mermaid_dist
 from orchestrator.schemas import ErrorBody
 from orchestrator.service import RunService
@@ -37,6 +38,7 @@ class ApiOptions:
 
     api_keys: tuple[str, ...] = ()
     access: AccessFileWatch | None = None  # keys with tenants and roles (`orchestrator.access`)
+    oidc: OidcOptions | None = None  # bearer JWTs of an OIDC issuer (`orchestrator.oidc`)
     rate_limit_per_s: float = 50.0
     rate_limit_burst: int = 200
     max_body_bytes: int = 1_048_576
@@ -54,7 +56,9 @@ def create_app(
 ) -> FastAPI:
     """The Baton HTTP API over the service that `service_factory` opens at start-up."""
     options = options or ApiOptions()
-    keys = KeyRing(options.api_keys, options.access)
+    keys = KeyRing(
+        options.api_keys, options.access, OidcVerifier(options.oidc) if options.oidc else None
+    )
     limiter = RateLimiter(options.rate_limit_per_s, options.rate_limit_burst)
 
     async def current_service() -> RunService:

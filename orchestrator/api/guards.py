@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from orchestrator.access import Access, KeyRing
+from orchestrator.oidc import TokenRefused
 
 __all__ = [
     "LOOPBACK_ORIGINS",
@@ -183,7 +184,11 @@ class KeyCheck:
         if scope["type"] == "http" and self._is_guarded(scope):
             if self.keys.enabled:
                 presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-                access = await self.keys.bearer(presented)
+                try:
+                    access = await self.keys.bearer(presented)
+                except TokenRefused as refused:
+                    await _refuse(send, 401, "unauthorized", str(refused))
+                    return
                 if access is None:
                     await _refuse(send, 401, "unauthorized", "a valid API key is required")
                     return

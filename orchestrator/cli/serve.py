@@ -176,6 +176,7 @@ def serve(
         ApiOptions(
             api_keys=keys,
             access=access,
+            oidc=settings.oidc(),
             rate_limit_per_s=settings.rate_limit_per_s,
             rate_limit_burst=settings.rate_limit_burst,
             max_body_bytes=settings.max_body_bytes,

@@ -15,6 +15,7 @@ from orchestrator.access import AccessFile, new_key
 from orchestrator.engine import Engine
 from orchestrator.render import find_chromium
 from orchestrator.system.config import load_config
+from tests.oidc_issuer import AUDIENCE, ISSUER, FakeIssuer
 from tests.service import KEYS, SERVICE_CONFIG, ServiceProcess
 
 
@@ -119,8 +120,20 @@ def access_keys(service_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def issuer() -> Iterator[FakeIssuer]:
+    """An OIDC issuer's keys on 127.0.0.1, whose tokens `tenanted` accepts."""
+    issuer = FakeIssuer()
+    yield issuer
+    issuer.close()
+
+
+@pytest.fixture(scope="session")
 def tenanted(
-    api: str, ray_address: str, service_dir: Path, access_keys: dict[str, str]
+    api: str,
+    ray_address: str,
+    service_dir: Path,
+    access_keys: dict[str, str],
+    issuer: FakeIssuer,
 ) -> Iterator[ServiceProcess]:
     with _serve(
         ray_address,
@@ -129,6 +142,9 @@ def tenanted(
         {"Authorization": f"Bearer {access_keys['acme']}"},
         store="api",
         BATON_ACCESS_FILE=str(service_dir / "access.yaml"),
+        BATON_OIDC_ISSUER=ISSUER,
+        BATON_OIDC_AUDIENCE=AUDIENCE,
+        BATON_OIDC_JWKS_URL=issuer.jwks_url,
         BATON_RATE_LIMIT_PER_S="10000",
         BATON_RATE_LIMIT_BURST="10000",
     ) as service:

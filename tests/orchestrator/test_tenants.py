@@ -4,16 +4,23 @@ every door (HTTP, SSE, A2A, MCP), against a real `baton serve` (`tenanted`, a re
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from orchestrator.access import AccessFile, AccessFileError, AccessFileWatch, KeyRing, new_key
+from orchestrator.oidc import OidcOptions, OidcVerifier, TokenRefused
+from tests.oidc_issuer import AUDIENCE, ISSUER, FakeIssuer
 from tests.service import ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -23,6 +30,77 @@ A2A = {"A2A-Version": "1.0"}
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+# --- Bearer JWTs of an OIDC issuer ------------------------------------------------------------
+
+
+def _unsigned(claims: dict[str, Any]) -> str:
+    """A token that says `alg: none` (no signature)."""
+
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT', 'kid': 'k1'})}.{part(claims)}."
+
+
+async def test_an_issuers_token_names_its_caller_and_every_bad_one_is_refused_saying_why(
+    issuer: FakeIssuer,
+) -> None:
+    options = OidcOptions(issuer=ISSUER, audience=AUDIENCE, jwks_url=issuer.jwks_url)
+    ring = KeyRing(oidc=OidcVerifier(options))
+    good = issuer.token("alice", tenant="acme", roles=["read", "nonsense"])
+    access = await ring.bearer(f"Bearer {good}")
+    assert access is not None
+    assert (access.who, access.tenant, access.roles) == ("jwt:alice", "acme", {"read"})
+    plain = await ring.bearer(f"Bearer {issuer.token('bob', tenant='acme')}")
+    assert plain is not None and plain.roles == {"submit", "read"}  # no roles claim: defaults
+    other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = int(time.time())
+    refused = {
+        "the token has expired": issuer.token(tenant="acme", expires_in=-60),
+        "the token is not for this service": issuer.token(tenant="acme", aud="someone-else"),
+        "not issued by the configured issuer": issuer.token(tenant="acme", iss="https://evil"),
+        "Signature verification failed": issuer.token(tenant="acme", key=other_key),
+        "algorithm 'none' is not accepted": _unsigned(
+            {"iss": ISSUER, "aud": AUDIENCE, "sub": "mallory", "exp": now + 60, "tenant": "acme"}
+        ),
+        # The issuer's public key used as an HMAC secret (the classic confusion).
+        "algorithm 'HS256' is not accepted": jwt.encode(
+            {"iss": ISSUER, "aud": AUDIENCE, "sub": "m", "exp": now + 60, "tenant": "acme"},
+            "the issuer's public key, used as a shared secret",
+            algorithm="HS256",
+            headers={"kid": "k1"},
+        ),
+        "names no tenant": issuer.token(),
+    }
+    for why, token in refused.items():
+        with pytest.raises(TokenRefused) as raised:
+            await ring.bearer(f"Bearer {token}")
+        assert why in str(raised.value), (why, raised.value)
+    assert issuer.fetches <= 2  # the keys are fetched once and kept
+
+
+async def test_an_issuers_token_sees_its_tenants_runs_only_and_a_bad_one_is_told_why(
+    tenanted: ServiceProcess, issuer: FakeIssuer, access_keys: dict[str, str]
+) -> None:
+    async with httpx.AsyncClient(base_url=tenanted.url, timeout=60) as http:
+        token = bearer(issuer.token("carol", tenant="globex", roles="submit read"))
+        made = await http.post("/v1/runs", json={"task": "hi", "agent": "parrot"}, headers=token)
+        assert made.status_code == 202, made.text
+        assert (made.json()["tenant"], made.json()["submitted_by"]) == ("globex", "jwt:carol")
+        theirs = await http.post("/v1/runs", json={"task": "hi", "agent": "parrot"},
+                                 headers=bearer(access_keys["acme"]))  # fmt: skip
+        listed = (await http.get("/v1/runs", headers=token)).json()["runs"]
+        assert {r["tenant"] for r in listed} == {"globex"}
+        assert made.json()["id"] in {r["id"] for r in listed}
+        hidden = await http.get(f"/v1/runs/{theirs.json()['id']}", headers=token)
+        assert hidden.status_code == 404
+        expired = await http.get(
+            "/v1/runs", headers=bearer(issuer.token(tenant="globex", expires_in=-5))
+        )
+        assert expired.status_code == 401
+        assert expired.json()["error"]["message"] == "the token has expired"
 
 
 # --- The key ring ---------------------------------------------------------------------------
