@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import ray
+from prometheus_client.parser import text_string_to_metric_families
 
 from agents.core.events import ModelFinished
 from agents.core.messages import RunStatus
@@ -389,6 +390,14 @@ agents:
             # window), on every node.
             assert arrivals[GATE_REQUESTS] - refused[0] >= 3.0
             assert sum(w.gate_wait_s > 0 for w in waits) >= 8
+            # Each service counts its own runs' waits (`baton.gate.wait`).
+            for service in services:
+                scraped = (await http.get(f"{service.url}/metrics")).text
+                families = {f.name: f.samples for f in text_string_to_metric_families(scraped)}
+                counts = [
+                    s for s in families["baton_gate_wait_seconds"] if s.name.endswith("_count")
+                ]
+                assert sum(s.value for s in counts) >= 1, counts
             print(f"gate: {len(arrivals)} requests in {arrivals[-1] - arrivals[0]:.1f}s")
 
             # A provider that says to wait 20 s: a run due in 5 s is refused, saying why.

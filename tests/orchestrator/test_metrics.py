@@ -3,6 +3,9 @@ prometheus_client's own parser."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,6 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.service import ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def scrape(url: str, **headers: str) -> dict[str, list[Any]]:
@@ -94,3 +99,29 @@ def test_refusals_and_spend_are_counted_by_reason_and_tenant(reason: str) -> Non
     assert value(found["baton_spend_USD"], "baton_spend_USD_total", baton_tenant="acme") == 0.25
     assert value(found["baton_runs"], "baton_runs_total", baton_tenant="acme") == 2
     metrics.close()
+
+
+def test_the_grafana_dashboard_reads_only_metrics_the_service_exports() -> None:
+    from agents.core.events import ModelFinished
+    from agents.core.messages import Usage
+    from orchestrator.service.metrics import ServiceMetrics
+
+    metrics = ServiceMetrics("test")  # one of each instrument's figures
+    metrics.saw(
+        ModelFinished(
+            agent="a", model="openai/x", step=1, tool_calls=0, tokens=3, input_tokens=1,
+            output_tokens=2, start_ns=0, end_ns=10**9, gate_wait_s=0.5, answered_by="openai/y",
+        )
+    )  # fmt: skip
+    metrics.ended("succeeded", "acme", Usage(cost_usd=0.1))
+    metrics.refused("overloaded")
+    samples = [
+        s for f in text_string_to_metric_families(metrics.prometheus().decode()) for s in f.samples
+    ]
+    metrics.close()
+    exported = {s.name for s in samples} | {label for s in samples for label in s.labels}
+    dashboard = json.loads((ROOT / "deploy" / "grafana" / "baton.json").read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    variables = [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
+    read = {m for q in queries + variables for m in re.findall(r"\b(?:baton|gen_ai)_\w+", q)}
+    assert len(queries) >= 9 and read - exported == set()  # metric and label names alike
