@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.core.limits import SpendCap
 
 if TYPE_CHECKING:
-    from orchestrator.oidc import OidcVerifier
+    from orchestrator.api.tokens import OidcVerifier
 
 __all__ = [
     "DEFAULT_TENANT",

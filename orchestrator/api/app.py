@@ -21,8 +21,9 @@ from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A
 from orchestrator.api.routes import agents, approvals, health, runs, threads
 from orchestrator.api.routes import metrics as metrics_view
 from orchestrator.api.routes import service as service_view
+from orchestrator.api.tokens import OidcVerifier
 from orchestrator.api.ui import SecurityHeaders, mount_ui
-from orchestrator.oidc import OidcOptions, OidcVerifier
+from orchestrator.oidc import OidcOptions
 from orchestrator.render import default_mermaid_dist
 from orchestrator.schemas import ErrorBody
 from orchestrator.service import RunService

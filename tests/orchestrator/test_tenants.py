@@ -19,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from orchestrator.access import AccessFile, AccessFileError, AccessFileWatch, KeyRing, new_key
-from orchestrator.oidc import OidcOptions, OidcVerifier, TokenRefused
+from orchestrator.api.tokens import OidcVerifier
+from orchestrator.oidc import OidcOptions, TokenRefused
 from tests.oidc_issuer import AUDIENCE, ISSUER, FakeIssuer
 from tests.service import ServiceProcess, all_events
 
