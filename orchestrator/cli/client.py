@@ -117,6 +117,11 @@ class BatonClient:
         """What the service is (`GET /v1/service`): its team, version, trace export."""
         return await self._json(await self._http.get("/v1/service"))  # type: ignore[no-any-return]
 
+    async def agents(self) -> list[str]:
+        """The names of the service's agents (`GET /v1/agents`)."""
+        listed = await self._json(await self._http.get("/v1/agents"))
+        return [agent["name"] for agent in listed["agents"]]
+
     async def get(self, run_id: str) -> dict[str, Any]:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]

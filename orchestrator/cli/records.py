@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import typer
+import yaml
 
 from orchestrator.cli.common import RunIdArgument, app, console, echo, err, open_store
 from orchestrator.cli.report import print_run_view, print_runs, print_trace
@@ -18,11 +19,16 @@ from orchestrator.store import RunPage, StoredRun
 from tracing import SpanRecord
 from tracing.compare import differences
 
-__all__ = ["compare", "diagram", "runs", "show", "trace_"]
+__all__ = ["compare", "diagram", "export", "runs", "show", "trace_"]
 
 
-@app.command()
+runs_app = typer.Typer(invoke_without_command=True, add_completion=False)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.callback()
 def runs(
+    ctx: typer.Context,
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
@@ -31,7 +37,12 @@ def runs(
         typer.Option("--json", help="Print the page as JSON (the API's run views).", metavar=""),
     ] = False,
 ) -> None:
-    """List stored runs, newest first (in a pipe: tab-separated, one line a run)."""
+    """List stored runs, newest first (in a pipe: tab-separated, one line a run).
+
+    `baton runs export RUN_ID... --dataset FILE` makes cases of a dataset from runs.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
 
     async def fetch() -> RunPage:
         store = await open_store(Settings().store_url)
@@ -45,6 +56,32 @@ def runs(
         echo(run_page_view(page, limit, 0).model_dump_json(indent=2))
         return
     print_runs(console, page)
+
+
+@runs_app.command("export")
+def export(
+    run_ids: Annotated[list[str], typer.Argument(help="Stored runs (ids, or prefixes of them).")],
+    dataset: Annotated[
+        Path, typer.Option(help="The dataset file to write (cases are added if it exists).")
+    ],
+) -> None:
+    """Write stored runs as cases of a dataset, to edit by hand and check with `baton eval`.
+
+    Each case is a run's task and entry agent; its expectations are what the run did: its
+    status, its answer, the agents involved and its interaction (who asked whom, how deep).
+    """
+    from orchestrator.evals.export import case_of  # (the evaluations' stack, only here)
+
+    settings = Settings()
+    cases = [case_of(_stored(settings, run_id, spans=False)[0]) for run_id in run_ids]
+    existing: dict[str, Any] = {"name": dataset.stem, "cases": []}
+    if dataset.exists():
+        existing = yaml.safe_load(dataset.read_text(encoding="utf-8")) or existing
+    existing.setdefault("cases", []).extend(cases)
+    dataset.write_text(
+        yaml.safe_dump(existing, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
+    err.print(f"{len(cases)} cases written to {dataset} (check them: baton eval {dataset})")
 
 
 @app.command()

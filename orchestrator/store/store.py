@@ -42,6 +42,7 @@ from agents.core.ports import Waiting
 from agents.core.storable import stored_json
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
+from orchestrator.store.experiments import Experiments
 from orchestrator.store.leases import UPDATE_RUN, Leases
 from orchestrator.store.push import PushConfigs
 from orchestrator.store.records import (
@@ -203,6 +204,7 @@ class RunStore:
         # Which instance owns which run (several may share the store).
         self.leases = Leases(self._sessions, self._writes)
         self.push = PushConfigs(self._sessions)
+        self.experiments = Experiments(self._sessions)
         self.threads = Threads(self._sessions)
 
     @classmethod

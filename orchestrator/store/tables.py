@@ -215,6 +215,23 @@ class SpendRow(Base):
     unpriced_calls: Mapped[int] = mapped_column(Integer, default=0)
 
 
+class ExperimentRow(Base):
+    """One `baton eval` of a dataset: its config's digest, and each case's run and verdicts."""
+
+    __tablename__ = "experiments"
+    __table_args__ = (Index("ix_experiments_dataset_created_at", "dataset", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dataset: Mapped[str] = mapped_column(String(255))
+    dataset_digest: Mapped[str] = mapped_column(String(64))
+    config: Mapped[str] = mapped_column(String(255))  # the system's name
+    config_digest: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Float)
+    # [{case, repeat, outcome, error, run_id, cost_usd, duration_s, tokens, live_calls,
+    #   verdicts: [{name, passed, detail, error}]}]
+    results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+
+
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).
 RUNS_TABLE = cast(Table, RunRow.__table__)
 SPANS_TABLE = cast(Table, SpanRow.__table__)

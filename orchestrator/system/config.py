@@ -26,7 +26,12 @@ from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
 from orchestrator.system.revision import code_revision
 from orchestrator.system.topology import Topology, build_topology
-from orchestrator.system.yaml_source import MAX_CONFIG_BYTES, Located, parse_yaml
+from orchestrator.system.yaml_source import (
+    MAX_CONFIG_BYTES,
+    Located,
+    parse_yaml,
+    validation_issues,
+)
 from tracing import Redactor, secret_values_from_env
 
 __all__ = ["AgentSystem", "SystemConfig", "default_config_path", "load_config", "parse_config"]
@@ -143,24 +148,6 @@ def default_config_path() -> Path:
     if local.is_file():
         return local
     return Path(str(resources.files("configs") / "default.yaml"))
-
-
-def _pydantic_issues(src: Located, exc: ValidationError) -> list[ConfigIssue]:
-    errors = exc.errors()
-    paths = [tuple(e["loc"]) for e in errors]
-    issues = []
-    for error, path in zip(errors, paths, strict=True):
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = f"unknown field {path[-1]!r}"
-        elif error["type"] == "missing":
-            message = f"required field {path[-1]!r} is missing"
-        elif error["type"] == "too_short" and any(
-            p[: len(path)] == path and p != path for p in paths
-        ):
-            continue  # a list is "too short" only because one of its items was invalid
-        issues.append(src.issue(path, message))
-    return issues
 
 
 def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
@@ -367,7 +354,7 @@ def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
     try:
         config = SystemConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(src.issues + _pydantic_issues(src, exc)) from None
+        raise ConfigError(src.issues + validation_issues(src, exc)) from None
     origin = Path(file)
     config, file_issues = _resolve_files(
         src, config, origin.parent if origin.is_file() else Path.cwd()

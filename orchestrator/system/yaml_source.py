@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from agents.core.errors import ConfigIssue
 
-__all__ = ["MAX_CONFIG_BYTES", "Located", "parse_yaml"]
+__all__ = ["MAX_CONFIG_BYTES", "Located", "parse_yaml", "validation_issues"]
 
 Path = tuple[str | int, ...]
 
@@ -189,3 +190,22 @@ def parse_yaml(source: str | bytes, file: str) -> Located:
         if loader is not None:
             loader.dispose()
     return located
+
+
+def validation_issues(src: Located, exc: ValidationError) -> list[ConfigIssue]:
+    """A model's validation errors of `src`'s data, each located in the file."""
+    errors = exc.errors()
+    paths = [tuple(e["loc"]) for e in errors]
+    issues = []
+    for error, path in zip(errors, paths, strict=True):
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field {path[-1]!r}"
+        elif error["type"] == "missing":
+            message = f"required field {path[-1]!r} is missing"
+        elif error["type"] == "too_short" and any(
+            p[: len(path)] == path and p != path for p in paths
+        ):
+            continue  # a list is "too short" only because one of its items was invalid
+        issues.append(src.issue(path, message))
+    return issues

@@ -414,3 +414,16 @@ agents:
         for service in services:
             service.stop()
         fake.close()
+        _kill_actors_of("gated-")
+
+
+def _kill_actors_of(prefix: str) -> None:
+    """Kill the detached actors `baton serve` left of a system (supervisors first: they would
+    start the hosts again), before this module removes the nodes its hosts were pinned to."""
+    named = [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == "baton-tests" and a["name"].startswith(prefix)
+    ]
+    for name in sorted(named, key=lambda n: not n.endswith(".supervisor")):
+        ray.kill(ray.get_actor(name, namespace="baton-tests"), no_restart=True)

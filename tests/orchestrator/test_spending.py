@@ -143,7 +143,9 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
     ended = [x for x in answers if x is not None]
     statuses = [r["status"] for r, _ in ended]
     stopped = [r for r, _ in ended if r["status"] == "budget_exceeded"]
-    assert stopped and "succeeded" in statuses, statuses
+    # (Whether a run of the burst finishes before the cap is spent depends on how they
+    # interleave: eight overlapping runs may all be stopped mid-way.)
+    assert stopped and set(statuses) <= {"succeeded", "budget_exceeded"}, statuses
     assert all("spending cap: tenant acme today spent" in r["error"] for r in stopped)
     # What they did before is kept: their tree, and the usage of those stopped mid-way.
     assert all(r["tree"] for r in stopped)

@@ -1,0 +1,240 @@
+"""A dataset of cases: tasks for a team, and what a good run of each looks like.
+
+Read from YAML with every mistake located (`file:line:column: error: field: message`) before
+any run starts: an unknown agent, a regular expression or JSON Schema that does not compile, a
+callable that cannot be imported, a contract sentence that is not understood, a diagram file
+that is missing.
+
+```yaml
+name: support-smoke
+cases:
+  - name: adds
+    task: what is 6 * 7?
+    agent: coordinator                       # default: the config's entry agent
+    expect:
+      status: succeeded                      # the default
+      answer: {contains: "42"}               # or {equals: ...}, {regex: ...}
+      json_schema: {type: object}            # the answer is JSON that matches it
+      model: myproject.answers:Invoice       # or a pydantic model it parses as
+      check: myproject.checks:has_total      # (answer, run) -> bool | str | None
+      max_cost_usd: 0.02
+      max_latency_s: 30
+      max_tokens: 5000
+      agents: {involved: [analyst], not_involved: [writer]}
+      tools: {called: [calculate], not_called: [delete_file]}
+      contract: ["coordinator asks analyst", "at most 2 levels deep"]
+      diagram: expected/adds.mmd             # the comparable diagram, as `baton replay` makes it
+```
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agents.core.errors import ConfigError, ConfigIssue
+from agents.core.messages import RunStatus
+from agents.runtime.guardrails import load_callable
+from orchestrator.evals.contract import Rule, parse_rule
+from orchestrator.system.yaml_source import (
+    MAX_CONFIG_BYTES,
+    Located,
+    parse_yaml,
+    validation_issues,
+)
+
+__all__ = ["Case", "Dataset", "Expect", "LoadedCase", "load_dataset"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AnswerExpect(_Strict):
+    """What the answer's text must be: one of `equals`, `contains`, `regex` (searched)."""
+
+    equals: str | None = None
+    contains: str | None = None
+    regex: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> AnswerExpect:
+        if sum(v is not None for v in (self.equals, self.contains, self.regex)) != 1:
+            raise ValueError("give one of equals, contains, regex")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"regex: {exc}") from None
+        return self
+
+
+class AgentsExpect(_Strict):
+    involved: tuple[str, ...] = ()
+    not_involved: tuple[str, ...] = ()
+
+
+class ToolsExpect(_Strict):
+    called: tuple[str, ...] = ()
+    not_called: tuple[str, ...] = ()
+
+
+class Expect(_Strict):
+    """What a good run of the case looks like (every expectation given must hold)."""
+
+    status: RunStatus = RunStatus.SUCCEEDED
+    answer: AnswerExpect | None = None
+    json_schema: dict[str, Any] | None = None
+    model: str | None = Field(default=None, description="`module:Model`, a pydantic model.")
+    check: str | None = Field(default=None, description="`module:function`(answer, run).")
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    max_latency_s: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    agents: AgentsExpect = Field(default_factory=AgentsExpect)
+    tools: ToolsExpect = Field(default_factory=ToolsExpect)
+    contract: tuple[str, ...] = ()
+    diagram: str | None = Field(default=None, description="A file of the expected diagram.")
+
+
+class Case(_Strict):
+    """One task and what is expected of its run."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]{0,99}$")
+    task: str = Field(min_length=1)
+    agent: str | None = None
+    deadline_s: float | None = Field(default=None, gt=0)
+    expect: Expect = Field(default_factory=Expect)
+
+
+class Dataset(_Strict):
+    """Cases to run through a team."""
+
+    name: str = Field(default="dataset", pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]{0,99}$")
+    cases: tuple[Case, ...] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """A case with what its expectations need made ready: rules, callables, files."""
+
+    case: Case
+    rules: tuple[Rule, ...] = ()
+    check: Callable[..., Any] | None = None
+    model: type[BaseModel] | None = None
+    diagram: str | None = None
+
+
+def load_dataset(path: Path, agents: Collection[str]) -> tuple[Dataset, list[LoadedCase]]:
+    """Read and check a dataset against the team it is for (its `agents`).
+
+    Raises:
+        ConfigError: listing every mistake, each located in the file.
+    """
+    try:
+        with path.open("rb") as file:
+            text = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(
+            [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
+        ) from None
+    src = parse_yaml(text, str(path))
+    if src.issues and src.data is None:
+        raise ConfigError(src.issues)
+    if not isinstance(src.data, dict):
+        raise ConfigError([src.issue((), "a dataset is a mapping with a 'cases' list")])
+    try:
+        dataset = Dataset.model_validate(src.data)
+    except ValidationError as exc:
+        raise ConfigError(src.issues + validation_issues(src, exc)) from None
+    issues = list(src.issues)
+    loaded, seen = [], set()
+    for i, case in enumerate(dataset.cases):
+        checker = _CaseCheck(src, ("cases", i), set(agents))
+        if case.name in seen:
+            checker.issue(("name",), f"another case is named {case.name!r}")
+        seen.add(case.name)
+        loaded.append(checker.load(case, path.parent))
+        issues += checker.issues
+    if any(i.severity == "error" for i in issues):
+        raise ConfigError(issues)
+    return dataset, loaded
+
+
+@dataclass
+class _CaseCheck:
+    """Checks one case against the team and makes its expectations ready, noting mistakes."""
+
+    src: Located
+    at: tuple[str | int, ...]
+    agents: set[str]
+    issues: list[ConfigIssue] = field(default_factory=list)
+
+    def issue(self, where: tuple[str | int, ...], message: str) -> None:
+        self.issues.append(self.src.issue((*self.at, *where), message))
+
+    def load(self, case: Case, folder: Path) -> LoadedCase:
+        expect, agents = case.expect, self.agents
+        if case.agent is not None and case.agent not in agents:
+            self.issue(
+                ("agent",), f"unknown agent {case.agent!r}; agents: {', '.join(sorted(agents))}"
+            )
+        for kind in ("involved", "not_involved"):
+            for j, name in enumerate(getattr(expect.agents, kind)):
+                if name not in agents:
+                    self.issue(("expect", "agents", kind, j), f"unknown agent {name!r}")
+        if expect.json_schema is not None:
+            try:
+                jsonschema.Draft202012Validator.check_schema(expect.json_schema)
+            except jsonschema.SchemaError as exc:
+                self.issue(("expect", "json_schema"), f"not a JSON Schema: {exc.message}")
+        diagram = None
+        if expect.diagram is not None:
+            file = folder / expect.diagram
+            try:
+                diagram = file.read_text(encoding="utf-8")
+            except OSError as exc:
+                self.issue(("expect", "diagram"), f"cannot read {file}: {exc.strerror}")
+        check = self._callable("check", expect.check)
+        model = self._callable("model", expect.model)
+        if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+            self.issue(("expect", "model"), f"{expect.model} is not a pydantic model")
+            model = None
+        return LoadedCase(case, self._rules(expect.contract), check, model, diagram)
+
+    def _rules(self, sentences: tuple[str, ...]) -> tuple[Rule, ...]:
+        rules = []
+        for j, sentence in enumerate(sentences):
+            try:
+                rule = parse_rule(sentence)
+            except ValueError as exc:
+                self.issue(("expect", "contract", j), str(exc))
+                continue
+            unknown = [n for n in rule.names if n not in self.agents]
+            if unknown:
+                self.issue(("expect", "contract", j), f"unknown agent {unknown[0]!r}")
+            rules.append(rule)
+        return tuple(rules)
+
+    def _callable(self, name: str, path: str | None) -> Any:
+        if path is None:
+            return None
+        try:
+            return load_callable(path)
+        except ValueError as exc:
+            self.issue(("expect", name), str(exc))
+            return None
+
+
+def json_answer(output: str) -> Any:
+    """The answer as JSON (ValueError saying why it is not)."""
+    try:
+        return json.loads(output)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the answer is not JSON: {exc}") from None

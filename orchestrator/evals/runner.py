@@ -1,0 +1,177 @@
+"""Running a dataset's cases through a team: here (an in-process run service) or on a server.
+
+Cases run `concurrency` at a time, each `repeat` times; a case whose run could not be made or
+followed is an `error` (with why), not a failure, and the others go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from agents.core.events import Event, ModelStarted, ToolStarted
+from orchestrator.engine.submission import Submission
+from orchestrator.evals.dataset import Case, LoadedCase
+from orchestrator.evals.scoring import Observed, Verdict, score
+from orchestrator.schemas.runs import RunView, run_view
+from tracing.sequence import sequence_diagram
+
+if TYPE_CHECKING:
+    from orchestrator.cli.client import BatonClient
+    from orchestrator.service import RunService
+
+__all__ = ["CaseResult", "Door", "ServerDoor", "ServiceDoor", "evaluate"]
+
+
+class Door(Protocol):
+    """Where a case's run is made and followed to its end."""
+
+    async def run(self, case: Case, diagram: bool, replaying: str | None = None) -> Observed:
+        """Run the case; `diagram`: fetch the run's comparable diagram too.
+
+        `replaying`: a recorded run of the case, forked instead of a new run: its model and
+        tool calls come from its record for as long as their requests are the same.
+        """
+
+
+@dataclass
+class CaseResult:
+    """One run of a case: what it did and its verdicts (`error`: it could not be run)."""
+
+    case: Case
+    repeat: int
+    run: Observed | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        """`pass`, `fail` or `error` (the run, or a check, could not be made)."""
+        if self.error is not None or any(v.error for v in self.verdicts):
+            return "error"
+        return "pass" if all(v.passed for v in self.verdicts) else "fail"
+
+    @property
+    def failed(self) -> list[Verdict]:
+        """The verdicts that did not pass."""
+        return [v for v in self.verdicts if not v.passed]
+
+
+@dataclass
+class _Seen:
+    """What a run's events tell, as they come."""
+
+    tools: list[tuple[str, str]] = field(default_factory=list)
+    live_calls: list[str] = field(default_factory=list)
+
+    def saw(self, event: Event) -> None:
+        """Note what an event of the run tells."""
+        if isinstance(event, ToolStarted):
+            self.tools.append((event.agent, event.tool))
+        elif isinstance(event, ModelStarted):  # (a call taken from the record has none)
+            self.live_calls.append(event.agent)
+
+
+def _observed(view: RunView, seen: _Seen, diagram: str | None) -> Observed:
+    usage = view.usage
+    return Observed(
+        run_id=view.id,
+        status=view.status,
+        output=view.output,
+        error=view.error,
+        tokens=usage.input_tokens + usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        duration_s=view.duration_s or 0.0,
+        tree=view.tree,
+        tools=seen.tools,
+        diagram=diagram,
+        live_calls=seen.live_calls,
+    )
+
+
+@dataclass
+class ServiceDoor:
+    """Cases run by a run service in this process (the team's agents on Ray)."""
+
+    service: RunService
+
+    async def run(self, case: Case, diagram: bool, replaying: str | None = None) -> Observed:
+        """Submit the case to the service (or fork its record) and follow its run to the end."""
+        if replaying is not None:
+            made = await self.service.durable.replay(replaying, fork=True)
+        else:
+            asked = Submission(task=case.task, agent=case.agent, deadline_s=case.deadline_s)
+            made, _ = await self.service.submit(asked)
+        seen = _Seen()
+        async for item in self.service.events.follow(made):
+            if item is not None:
+                seen.saw(item[1])
+        view = run_view(await self.service.get(made.id))
+        text = None
+        if diagram:
+            spans = await self.service.store.spans(made.id)
+            text = sequence_diagram(spans, detail="full", comparable=True).text
+        return _observed(view, seen, text)
+
+
+@dataclass
+class ServerDoor:
+    """Cases run by a Baton service over HTTP."""
+
+    client: BatonClient
+
+    async def run(self, case: Case, diagram: bool, replaying: str | None = None) -> Observed:
+        """Submit the case to the server (or fork its record) and follow its run to the end."""
+        if replaying is not None:
+            made = await self.client.replay(replaying, fork=True)
+        else:
+            body = {"task": case.task, "agent": case.agent, "deadline_s": case.deadline_s}
+            made = await self.client.submit({k: v for k, v in body.items() if v is not None})
+        seen = _Seen()
+        async for event in self.client.events(made["id"]):
+            seen.saw(event)
+        view = RunView.model_validate(await self.client.get(made["id"]))
+        text = None
+        if diagram:
+            text = await self.client.diagram(made["id"], detail="full", comparable="true")
+        return _observed(view, seen, text)
+
+
+async def evaluate(
+    cases: list[LoadedCase],
+    door: Door,
+    *,
+    repeat: int = 1,
+    concurrency: int = 4,
+    done: Callable[[CaseResult], None] = lambda _: None,
+    recorded: Mapping[tuple[str, int], str] | None = None,
+) -> list[CaseResult]:
+    """Every case `repeat` times, `concurrency` at once; results in the dataset's order.
+
+    `recorded`: each case's (and repeat's) run to fork instead of making a new one (`--replay`);
+    a case without one is an `error` saying so.
+    """
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(loaded: LoadedCase, n: int) -> CaseResult:
+        result = CaseResult(loaded.case, n)
+        replaying = None
+        if recorded is not None:
+            replaying = recorded.get((loaded.case.name, n))
+            if replaying is None:
+                result.error = "the experiment replayed has no run of this case"
+                done(result)
+                return result
+        async with gate:
+            try:
+                result.run = await door.run(loaded.case, loaded.diagram is not None, replaying)
+            except Exception as exc:  # the case could not be run: said, the others go on
+                result.error = f"{type(exc).__name__}: {exc}"
+        if result.run is not None:
+            result.verdicts = score(loaded, result.run)
+        done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(c, n) for c in cases for n in range(repeat))))

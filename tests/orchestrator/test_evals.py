@@ -1,0 +1,241 @@
+"""`baton eval`: a dataset of the default team run through it for real (on the session's Ray
+cluster, in a `baton eval` process of its own), every expectation kind checked; a changed config
+that breaks an interaction contract, shown with the diagrams' first difference; the results as
+JUnit XML; a dataset with mistakes refused before any run; the cases run on a server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agents.core.messages import RunStatus
+from orchestrator.cli import app
+from orchestrator.evals import Interactions, load_dataset, parse_rule
+from orchestrator.schemas.runs import DelegationNode
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASETS = ROOT / "configs" / "datasets"
+
+
+def _node(agent: str, started_at: float, *children: DelegationNode) -> DelegationNode:
+    return DelegationNode(
+        agent=agent, status=RunStatus.SUCCEEDED, started_at=started_at, children=list(children)
+    )
+
+
+def test_contract_sentences_are_checked_against_who_asked_whom_in_what_order() -> None:
+    tree = _node(
+        "coordinator",
+        0,
+        _node("researcher", 1, _node("fact_checker", 2)),
+        _node("analyst", 3),
+        _node("analyst", 4),
+    )
+    seen = Interactions.of(tree)
+    holding = [
+        "coordinator asks researcher before analyst",
+        "researcher asks fact_checker",
+        "analyst is asked exactly twice",
+        "fact_checker is asked at least once",
+        "nobody asks writer",
+        "writer is never asked",
+        "coordinator never asks writer",
+        "at most 3 levels deep",
+    ]
+    assert {s: parse_rule(s).broken(seen) for s in holding} == dict.fromkeys(holding)
+    broken = {
+        "coordinator asks analyst before researcher": "coordinator asked researcher before analyst",
+        "coordinator asks writer": "coordinator never asked writer",
+        "analyst is asked at most once": "analyst was asked 2 times",
+        "coordinator never asks analyst": "coordinator asked analyst 2 times",
+        "nobody asks fact_checker": "fact_checker was asked 1 times",
+        "at most 2 levels deep": "the run went 3 levels deep",
+    }
+    assert {s: parse_rule(s).broken(seen) for s in broken} == broken
+    with pytest.raises(ValueError, match="not a contract sentence: 'the coordinator is polite'"):
+        parse_rule("the coordinator is polite")
+
+
+def test_a_wrong_dataset_is_refused_with_every_mistake_located_before_any_run(
+    tmp_path: Path,
+) -> None:
+    dataset = tmp_path / "wrong.yaml"
+    dataset.write_text(
+        """name: wrong
+cases:
+  - name: one
+    agent: nobody
+    task: calculate 6 * 7
+    expect:
+      answer: {regex: "(unclosed"}
+      json_schema: {type: 17}
+      check: configs.checks:no_such_check
+      contract: [coordinator asks ghost, the coordinator is polite]
+      diagram: missing.mmd
+  - name: one
+    task: again
+    expect: {tools: {callde: [calculate]}}
+"""
+    )
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["eval", str(dataset)])
+    assert result.exit_code == 2, result.output
+    said = result.output
+    # pydantic's mistakes come first (the file is not read further until they are fixed).
+    assert f"{dataset}:7:" in said and "answer: regex: missing ), unterminated subpattern" in said
+    assert f"{dataset}:14:" in said and "unknown field 'callde'" in said
+    dataset.write_text(
+        dataset.read_text()
+        .replace('answer: {regex: "(unclosed"}', 'answer: {regex: "ok"}')
+        .replace("{callde:", "{called:")
+    )
+    said = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["eval", str(dataset)]).output
+    for line, message in [
+        (4, "cases[0].agent: unknown agent 'nobody'"),
+        (8, "cases[0].expect.json_schema: not a JSON Schema: 17 is not valid"),
+        (9, "cases[0].expect.check: cannot import configs.checks:no_such_check"),
+        (10, "cases[0].expect.contract[0]: unknown agent 'ghost'"),
+        (10, "cases[0].expect.contract[1]: not a contract sentence"),
+        (11, "cases[0].expect.diagram: cannot read"),
+        (12, "cases[1].name: another case is named 'one'"),
+    ]:
+        assert f"{dataset}:{line}:" in said and message in said, (line, message, said)
+
+
+def _eval(ray_address: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray_address,
+        "BATON_NAMESPACE": "baton-tests",
+        "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
+        "COLUMNS": "200",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "eval", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.ray
+def test_the_default_dataset_passes_replays_live_only_where_changed_and_shows_a_broken_contract(
+    ray_address: str, tmp_path: Path
+) -> None:
+    junit = tmp_path / "results.xml"
+    done = _eval(ray_address, tmp_path, "configs/datasets/default.yaml", "--junit", str(junit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = yaml.safe_load((DATASETS / "default.yaml").read_text())["cases"]
+    kinds = {kind for case in cases for kind in case.get("expect", {})}
+    assert len(cases) >= 10 and len(kinds) >= 11  # every kind but those of JSON answers
+    assert f"{len(cases)}/{len(cases)} passed" in done.stdout
+    # JUnit XML as CI systems read it: one suite, a test case per case, each with its run.
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == (
+        "default-team",
+        str(len(cases)),
+        "0",
+    )
+    runs = [p.get("value") for p in suite.iter("property") if p.get("name") == "run_id"]
+    assert len(set(runs)) == len(cases)
+    [experiment] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
+
+    # A stored run made into a case: its interaction is its contract, its answer expected.
+    exported = tmp_path / "exported.yaml"
+    store = {"BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"}
+    made = CliRunner(env=store).invoke(app, ["runs", "export", runs[0], "--dataset", str(exported)])
+    assert made.exit_code == 0, made.output
+    [case] = load_dataset(exported, ["coordinator", "analyst", "writer", "researcher"])[0].cases
+    assert case.task == "calculate 6 * 7" and case.agent == "coordinator"
+    assert case.expect.answer is not None and "42" in (case.expect.answer.equals or "")
+    assert case.expect.contract == ("coordinator asks analyst", "at most 2 levels deep")
+
+    # The same cases replayed from that experiment's runs with the analyst's instruction
+    # changed: only the analyst's model calls are made (its requests differ), the rest come
+    # from the record; the cases still pass (the offline model does not read instructions).
+    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    analyst = next(a for a in config["agents"] if a["name"] == "analyst")
+    analyst["instructions"] = "Compute exactly, and say which tool you used."
+    (tmp_path / "instructed.yaml").write_text(yaml.safe_dump(config))
+    done = _eval(
+        ray_address, tmp_path, "configs/datasets/default.yaml", "--replay", experiment,
+        "-c", str(tmp_path / "instructed.yaml"), "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    replayed = {r["case"]: r for r in json.loads(done.stdout)}
+    live = {case: set(r["live_calls"]) for case, r in replayed.items()}
+    assert live["multiplies"] == {"analyst"} and live["writes a summary"] == set()
+    assert set().union(*live.values()) == {"analyst"}
+    assert {r["run_id"] for r in replayed.values()}.isdisjoint(runs)  # new runs (forks)
+
+    # `--compare`: the two experiments case by case (nothing got worse).
+    [second] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
+    done = _eval(ray_address, tmp_path, "--compare", experiment, second)
+    assert done.returncode == 0, done.stderr
+    assert "worse" not in done.stdout and f"{len(cases)}/{len(cases)} passed (100%)" in done.stdout
+
+    # A changed instruction: the analyst no longer says it calculates, so the coordinator stops
+    # asking it; the contract says so, and the diagram's first difference is marked.
+    config = yaml.safe_load((ROOT / "configs" / "default.yaml").read_text())
+    analyst = next(a for a in config["agents"] if a["name"] == "analyst")
+    analyst.update(description="Describes data sets.", capabilities=["statistics"])
+    (tmp_path / "changed.yaml").write_text(yaml.safe_dump(config))
+    one = {"name": "one", "cases": [cases[0]]}
+    (tmp_path / "one.yaml").write_text(yaml.safe_dump(one))
+    shutil.copytree(DATASETS / "diagrams", tmp_path / "diagrams")
+    done = _eval(ray_address, tmp_path, str(tmp_path / "one.yaml"), "-c", "changed.yaml")
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stdout
+    assert "✗ coordinator asks analyst: coordinator never asked analyst" in said
+    assert "✗ diagram: line " in said and "differs (expected | this run):" in said
+    assert ">> " in said and "0/1 passed" in said
+
+
+@pytest.mark.ray
+def test_structured_answers_are_checked_against_their_schema_and_model(
+    ray_address: str, tmp_path: Path
+) -> None:
+    done = _eval(
+        ray_address, tmp_path, "configs/datasets/support.yaml", "-c", "configs/support.yaml",
+        "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = {r["case"]: r for r in json.loads(done.stdout)}
+    checked = {v["name"] for v in results["a verdict in its schema"]["verdicts"]}
+    assert {"json_schema", "model"} <= checked
+
+
+@pytest.mark.ray
+def test_cases_run_on_a_server(api: str, ray_address: str, tmp_path: Path) -> None:
+    dataset = tmp_path / "server.yaml"
+    dataset.write_text(
+        """name: on-a-server
+cases:
+  - name: multiplies
+    task: calculate 6 * 7
+    expect: {answer: {contains: "42"}, contract: [coordinator asks analyst]}
+  - name: never sleeps
+    task: calculate 6 * 7
+    expect: {contract: [coordinator asks sleeper]}
+"""
+    )
+    done = _eval(ray_address, tmp_path, str(dataset), "--server", api, "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = {r["case"]: r for r in json.loads(done.stdout)}
+    assert results["multiplies"]["outcome"] == "pass"
+    assert results["never sleeps"]["outcome"] == "fail"
+    [broken] = [v for v in results["never sleeps"]["verdicts"] if not v["passed"]]
+    assert broken["detail"] == "coordinator never asked sleeper"
