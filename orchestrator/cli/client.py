@@ -122,6 +122,10 @@ class BatonClient:
         listed = await self._json(await self._http.get("/v1/agents"))
         return [agent["name"] for agent in listed["agents"]]
 
+    async def trace(self, run_id: str) -> dict[str, Any]:
+        """A run's spans as trees (`GET /v1/runs/{id}/trace`)."""
+        return await self._json(await self._http.get(f"/v1/runs/{run_id}/trace"))  # type: ignore[no-any-return]
+
     async def get(self, run_id: str) -> dict[str, Any]:
         """A run as the service answers it."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}"))  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import httpx
 import typer
@@ -19,21 +19,11 @@ from agents.core.errors import ConfigError
 from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import ConfigOption, app, console, err, load_system, open_store
 from orchestrator.cli.run import local_service
-from orchestrator.evals import (
-    CaseResult,
-    Dataset,
-    Door,
-    LoadedCase,
-    ServerDoor,
-    ServiceDoor,
-    evaluate,
-    load_dataset,
-    write_junit,
-)
-from orchestrator.evals.experiment import compare as compare_experiments
-from orchestrator.evals.experiment import kept, summary
 from orchestrator.settings import Settings
 from orchestrator.system.config import AgentSystem
+
+if TYPE_CHECKING:  # the evaluations' stack (jsonschema: 0.1 s) is loaded by `baton eval` only
+    from orchestrator.evals import CaseResult, Dataset, Door, LoadedCase
 
 __all__ = ["eval_dataset"]
 
@@ -80,6 +70,9 @@ def eval_dataset(
     one failed or could not be run, 2 when the dataset is wrong (every mistake is listed first,
     before any run starts).
     """
+    from orchestrator.evals import write_junit
+    from orchestrator.evals.experiment import kept
+
     settings = Settings()
     if compare is not None:
         asyncio.run(_compare(settings, *compare))
@@ -124,6 +117,8 @@ async def _here(
     replay: str | None,
 ) -> list[CaseResult]:
     """The cases run by a service in this process; the results kept as an experiment."""
+    from orchestrator.evals import ServiceDoor
+    from orchestrator.evals.experiment import kept
     from orchestrator.service import ServiceLimits  # Ray: a slow import
 
     limits = ServiceLimits(max_concurrent_runs=concurrency, max_queued_runs=len(cases) * repeat)
@@ -147,6 +142,9 @@ async def _here(
 
 async def _compare(settings: Settings, first: str, second: str) -> None:
     """Print what got better or worse from one experiment to the other."""
+    from orchestrator.evals.experiment import compare as compare_experiments
+    from orchestrator.evals.experiment import summary
+
     store = await open_store(settings.store_url)
     try:
         a, b = await store.experiments.get(first), await store.experiments.get(second)
@@ -187,17 +185,22 @@ def _delta(before: float | None, after: float | None, form: str) -> str:
 
 def _load(path: Path, agents: list[str]) -> tuple[Dataset, list[LoadedCase]]:
     """The dataset, checked against the team's agents (or exit 2 listing every mistake)."""
+    from orchestrator.evals import load_dataset
+
     try:
         return load_dataset(path, agents)
     except ConfigError as exc:
         for issue in exc.issues:
-            err.print(str(issue), style="red" if issue.severity == "error" else "yellow")
+            style = "red" if issue.severity == "error" else "yellow"
+            err.print(str(issue), style=style, soft_wrap=True)  # one line each, for editors
         raise typer.Exit(2) from None
 
 
 async def _there(
     server: str, key: str | None, path: Path, repeat: int, concurrency: int
 ) -> tuple[str, list[CaseResult]]:
+    from orchestrator.evals import ServerDoor
+
     async with BatonClient(server, key) as client:
         try:
             read, cases = _load(path, await client.agents())
@@ -214,6 +217,8 @@ async def _run(
     concurrency: int,
     recorded: dict[tuple[str, int], str] | None = None,
 ) -> list[CaseResult]:
+    from orchestrator.evals import evaluate
+
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("cases", total=len(cases) * repeat)
         advance: Callable[[CaseResult], None] = lambda _: bar.advance(task)  # noqa: E731

@@ -42,6 +42,13 @@ from tracing import attributes as attr
 
 __all__ = ["Engine"]
 
+# How a run ends whose entry agent the guard refused, by the refusal's reason.
+_REFUSED_AS = {
+    "deadline": RunStatus.LIMIT_EXCEEDED,
+    "depth": RunStatus.LIMIT_EXCEEDED,
+    "budget": RunStatus.BUDGET_EXCEEDED,
+}
+
 logger = logging.getLogger(__name__)
 
 # How long past the run deadline the orchestrator waits for an entry agent that has not stopped.
@@ -409,7 +416,9 @@ class Engine:
                 tokens_left=ctx.limits.token_budget,
             )
         except DelegationRefused as refused:
-            return AgentResult(agent=entry, status=RunStatus.FAILED, error=refused.message)
+            # A limit's refusal ends the run as that limit's, as it would have further down.
+            status = _REFUSED_AS.get(refused.reason, RunStatus.FAILED)
+            return AgentResult(agent=entry, status=status, error=refused.message)
         delegation = Delegation(
             task=task,
             context=ctx.enter(entry, inject_context()),

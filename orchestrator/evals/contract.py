@@ -118,10 +118,10 @@ def parse_rule(text: str) -> Rule:
     """The rule a sentence states (ValueError naming the sentences understood, if none)."""
     said = " ".join(text.split())
     patterns: list[tuple[str, str]] = [
+        (rf"^(?:nobody asks {_NAME}|{_NAME} is never asked)$", "never_asked"),
         (rf"^{_NAME} asks {_NAME} before {_NAME}$", "before"),
         (rf"^{_NAME} never asks {_NAME}$", "never_asks"),
         (rf"^{_NAME} asks {_NAME}$", "asks"),
-        (rf"^(?:nobody asks {_NAME}|{_NAME} is never asked)$", "never_asked"),
         (rf"^{_NAME} is asked (at least|at most|exactly) (once|twice|\d+)(?: times)?$", "asked"),
         (r"^at most (\d+) levels? deep$", "depth"),
     ]

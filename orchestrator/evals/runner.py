@@ -7,15 +7,16 @@ followed is an `error` (with why), not a failure, and the others go on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agents.core.events import Event, ModelStarted, ToolStarted
 from orchestrator.engine.submission import Submission
 from orchestrator.evals.dataset import Case, LoadedCase
 from orchestrator.evals.scoring import Observed, Verdict, score
 from orchestrator.schemas.runs import RunView, run_view
+from tracing import attributes as attr
 from tracing.sequence import sequence_diagram
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class CaseResult:
 
 @dataclass
 class _Seen:
-    """What a run's events tell, as they come."""
+    """What a run's events tell, as they come; and its trace, once it ended."""
 
     tools: list[tuple[str, str]] = field(default_factory=list)
     live_calls: list[str] = field(default_factory=list)
@@ -72,6 +73,30 @@ class _Seen:
             self.tools.append((event.agent, event.tool))
         elif isinstance(event, ModelStarted):  # (a call taken from the record has none)
             self.live_calls.append(event.agent)
+
+    def traced(self, spans: Iterable[Mapping[str, Any]]) -> None:
+        """The tools called, from the run's spans when it has them.
+
+        A forked run's calls taken from its record have spans, not events.
+        """
+        by_id = {s["span_id"]: s for s in spans}
+        calls = []
+        for span in by_id.values():
+            attributes = span.get("attributes") or {}
+            if attributes.get(attr.GEN_AI_OPERATION_NAME) != attr.OP_EXECUTE_TOOL:
+                continue
+            parent, agent = by_id.get(span.get("parent_span_id") or ""), ""
+            while parent is not None and not agent:
+                agent = (parent.get("attributes") or {}).get(attr.GEN_AI_AGENT_NAME) or ""
+                parent = by_id.get(parent.get("parent_span_id") or "")
+            calls.append((span["start_ns"], agent, str(attributes.get(attr.GEN_AI_TOOL_NAME))))
+        if calls:
+            self.tools = [(agent, tool) for _, agent, tool in sorted(calls)]
+
+
+def _flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The spans of `GET /v1/runs/{id}/trace`'s trees, each once."""
+    return [*nodes, *(span for node in nodes for span in _flat(node.get("children") or []))]
 
 
 def _observed(view: RunView, seen: _Seen, diagram: str | None) -> Observed:
@@ -109,10 +134,9 @@ class ServiceDoor:
             if item is not None:
                 seen.saw(item[1])
         view = run_view(await self.service.get(made.id))
-        text = None
-        if diagram:
-            spans = await self.service.store.spans(made.id)
-            text = sequence_diagram(spans, detail="full", comparable=True).text
+        spans = await self.service.store.spans(made.id)
+        seen.traced(cast(list[Mapping[str, Any]], spans))
+        text = sequence_diagram(spans, detail="full", comparable=True).text if diagram else None
         return _observed(view, seen, text)
 
 
@@ -133,6 +157,7 @@ class ServerDoor:
         async for event in self.client.events(made["id"]):
             seen.saw(event)
         view = RunView.model_validate(await self.client.get(made["id"]))
+        seen.traced(_flat((await self.client.trace(made["id"]))["spans"]))
         text = None
         if diagram:
             text = await self.client.diagram(made["id"], detail="full", comparable="true")
