@@ -13,6 +13,7 @@ __all__ = [
     "AmbiguousRunId",
     "ApprovalConflict",
     "ApprovalNotFound",
+    "ExperimentNotFound",
     "IdempotencyConflict",
     "NotReady",
     "NotReplayable",
@@ -51,6 +52,16 @@ class RunNotFound(ServiceError):
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"no run {run_id!r}", run_id=run_id)
+
+
+class ExperimentNotFound(ServiceError):
+    """No experiment has this id (or another tenant's has: no existence leak)."""
+
+    status = 404
+    code = "experiment_not_found"
+
+    def __init__(self, experiment_id: str) -> None:
+        super().__init__(f"no experiment {experiment_id!r}", experiment_id=experiment_id)
 
 
 class UnknownTenant(ServiceError):

@@ -53,7 +53,8 @@ class SecurityHeaders:
 def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
     """Serve the pages and their assets.
 
-    `/`, `/runs/{id}`, `/threads`, `/threads/{id}` and `/agents`.
+    `/`, `/runs/{id}`, `/threads`, `/threads/{id}`, `/agents`, `/experiments` and
+    `/experiments/{id}`.
     """
     pages = WEB / "pages"
 
@@ -76,6 +77,14 @@ def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
     @app.get("/agents", include_in_schema=False)
     async def agents_page() -> FileResponse:
         return FileResponse(pages / "agents.html")
+
+    @app.get("/experiments", include_in_schema=False)
+    async def experiments_page() -> FileResponse:
+        return FileResponse(pages / "experiments.html")
+
+    @app.get("/experiments/{experiment_id}", include_in_schema=False)
+    async def experiment_page(experiment_id: str) -> FileResponse:
+        return FileResponse(pages / "experiment.html")
 
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
     # check_dir=False: without `make setup` the pages still load and say Mermaid is missing.

@@ -122,6 +122,15 @@ class BatonClient:
         listed = await self._json(await self._http.get("/v1/agents"))
         return [agent["name"] for agent in listed["agents"]]
 
+    async def experiment(self, experiment_id: str) -> dict[str, Any]:
+        """An experiment kept by the service (`GET /v1/experiments/{id}`)."""
+        answer = await self._http.get(f"/v1/experiments/{experiment_id}")
+        return await self._json(answer)  # type: ignore[no-any-return]
+
+    async def add_experiment(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Keep an experiment of runs made there (`POST /v1/experiments`)."""
+        return await self._json(await self._http.post("/v1/experiments", json=body))  # type: ignore[no-any-return]
+
     async def trace(self, run_id: str) -> dict[str, Any]:
         """A run's spans as trees (`GET /v1/runs/{id}/trace`)."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}/trace"))  # type: ignore[no-any-return]

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
@@ -74,20 +74,17 @@ def eval_dataset(
     from orchestrator.evals.experiment import kept
 
     settings = Settings()
+    server = server or settings.server
     if compare is not None:
-        asyncio.run(_compare(settings, *compare))
+        asyncio.run(_compare(settings, server, *compare))
         return
     if dataset is None:
         err.print("give a DATASET to run (or --compare A B)", style="red")
         raise typer.Exit(2)
-    server = server or settings.server
     if server:
-        if replay:
-            err.print(
-                "--replay runs here: the experiment's runs are in this run store", style="red"
-            )
-            raise typer.Exit(2)
-        name, results = asyncio.run(_there(server, settings.api_key, dataset, repeat, concurrency))
+        name, results = asyncio.run(
+            _there(server, settings.api_key, dataset, repeat, concurrency, replay)
+        )
     else:
         system = load_system(config, settings)
         read, cases = _load(dataset, list(system.topology.graph))
@@ -129,9 +126,7 @@ async def _here(
             if experiment is None:
                 err.print(f"no experiment {replay!r} in {settings.store_url}", style="red")
                 raise typer.Exit(2)
-            recorded = {
-                (r["case"], r["repeat"]): r["run_id"] for r in experiment.results if r["run_id"]
-            }
+            recorded = _recorded(experiment.results)
         results = await _run(ServiceDoor(service), cases, repeat, concurrency, recorded)
         kept_as = await service.store.experiments.add(
             dataset.name, digest, system.config.name, system.fingerprint, [kept(r) for r in results]
@@ -140,23 +135,44 @@ async def _here(
     return results
 
 
-async def _compare(settings: Settings, first: str, second: str) -> None:
+async def _experiments(
+    settings: Settings, server: str | None, ids: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Experiments by id (or prefix): from the server's store, or this one's (exit 2 if not)."""
+    found: list[dict[str, Any] | None] = []
+    if server:
+        async with BatonClient(server, settings.api_key) as client:
+            for given in ids:
+                try:
+                    found.append(await client.experiment(given))
+                except ApiError as exc:
+                    if exc.status != 404:
+                        err.print(f"{server}: {exc}", style="red")
+                        raise typer.Exit(2) from None
+                    found.append(None)
+    else:
+        store = await open_store(settings.store_url)
+        try:
+            for given in ids:
+                kept = await store.experiments.get(given)
+                found.append(vars(kept) if kept is not None else None)
+        finally:
+            await store.close()
+    for given, one in zip(ids, found, strict=True):
+        if one is None:
+            err.print(f"no experiment {given!r} (or several begin so)", style="red")
+            raise typer.Exit(2)
+    return [e for e in found if e is not None]
+
+
+async def _compare(settings: Settings, server: str | None, first: str, second: str) -> None:
     """Print what got better or worse from one experiment to the other."""
     from orchestrator.evals.experiment import compare as compare_experiments
     from orchestrator.evals.experiment import summary
 
-    store = await open_store(settings.store_url)
-    try:
-        a, b = await store.experiments.get(first), await store.experiments.get(second)
-    finally:
-        await store.close()
-    for given, found in ((first, a), (second, b)):
-        if found is None:
-            err.print(f"no experiment {given!r} (or several begin so)", style="red")
-            raise typer.Exit(2)
-    assert a is not None and b is not None
-    table = Table("case", a.id[:12], b.id[:12], "", "cost", "latency")
-    for change in compare_experiments(a.results, b.results):
+    a, b = await _experiments(settings, server, (first, second))
+    table = Table("case", a["id"][:12], b["id"][:12], "", "cost", "latency")
+    for change in compare_experiments(a["results"], b["results"]):
         before, after = change.before or {}, change.after or {}
         name = change.case if change.repeat == 0 else f"{change.case} #{change.repeat + 1}"
         table.add_row(
@@ -169,9 +185,9 @@ async def _compare(settings: Settings, first: str, second: str) -> None:
         )
     console.print(table)
     for label, kept_as in (("A", a), ("B", b)):
-        s = summary(kept_as.results)
+        s = summary(kept_as["results"])
         console.print(
-            f"{label} {kept_as.id[:12]} ({kept_as.config} {kept_as.config_digest}): "
+            f"{label} {kept_as['id'][:12]} ({kept_as['config']} {kept_as['config_digest']}): "
             f"{s.passed}/{s.total} passed ({s.pass_rate:.0%}), ${s.cost_usd:.4f}, "
             f"p50 {s.p50_s:.2f}s, p95 {s.p95_s:.2f}s"
         )
@@ -197,17 +213,46 @@ def _load(path: Path, agents: list[str]) -> tuple[Dataset, list[LoadedCase]]:
 
 
 async def _there(
-    server: str, key: str | None, path: Path, repeat: int, concurrency: int
+    server: str,
+    key: str | None,
+    path: Path,
+    repeat: int,
+    concurrency: int,
+    replay: str | None,
 ) -> tuple[str, list[CaseResult]]:
+    """The cases run by a server; the results kept there as an experiment (with its runs)."""
     from orchestrator.evals import ServerDoor
+    from orchestrator.evals.experiment import kept
 
+    digest = await asyncio.to_thread(lambda: hashlib.sha256(path.read_bytes()).hexdigest())
     async with BatonClient(server, key) as client:
         try:
             read, cases = _load(path, await client.agents())
-            return read.name, await _run(ServerDoor(client), cases, repeat, concurrency)
+            recorded = None
+            if replay is not None:
+                experiment = await client.experiment(replay)
+                recorded = _recorded(experiment["results"])
+            door = ServerDoor(client)
+            results = await _run(door, cases, repeat, concurrency, recorded)
+            made = await client.add_experiment(
+                {
+                    "dataset": read.name,
+                    "dataset_digest": digest,
+                    "config": (await client.service())["system"],
+                    "config_digest": "server",
+                    "results": [kept(r) for r in results],
+                }
+            )
         except (ApiError, httpx.TransportError) as exc:
             err.print(f"{server}: {exc}", style="red")
             raise typer.Exit(2) from None
+    err.print(f"experiment {made['id']} (compare it: baton eval --compare OTHER {made['id'][:12]})")
+    return read.name, results
+
+
+def _recorded(results: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """Each case's (and repeat's) run in an experiment's results."""
+    return {(r["case"], r["repeat"]): r["run_id"] for r in results if r["run_id"]}
 
 
 async def _run(

@@ -14,6 +14,8 @@ from orchestrator.evals.runner import CaseResult
 __all__ = ["Change", "Summary", "compare", "kept", "summary"]
 
 _RANK = {"pass": 2, "fail": 1, "error": 0}
+# A verdict's detail as kept (a diagrams' difference is a few dozen lines at most).
+_KEPT_CHARS = 4000
 
 
 def kept(result: CaseResult) -> dict[str, Any]:
@@ -23,13 +25,13 @@ def kept(result: CaseResult) -> dict[str, Any]:
         "case": result.case.name,
         "repeat": result.repeat,
         "outcome": result.outcome,
-        "error": result.error,
+        "error": result.error[:_KEPT_CHARS] if result.error else None,
         "run_id": run.run_id if run else None,
         "cost_usd": run.cost_usd if run else None,
         "duration_s": run.duration_s if run else None,
         "tokens": run.tokens if run else None,
         "live_calls": list(run.live_calls) if run else [],
-        "verdicts": [vars(v) for v in result.verdicts],
+        "verdicts": [{**vars(v), "detail": v.detail[:_KEPT_CHARS]} for v in result.verdicts],
     }
 
 

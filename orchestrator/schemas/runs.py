@@ -21,6 +21,7 @@ from tracing.tree import span_forest as forest
 __all__ = [
     "MAX_DEADLINE_S",
     "MAX_TASK_CHARS",
+    "NUMBER_ONLY",
     "ComparisonView",
     "DelegationNode",
     "DiagramView",
@@ -54,7 +55,7 @@ def _number_only(value: Any) -> Any:
 
 
 # (The bounds go before the validator: after it, pydantic leaves them out of the JSON schema.)
-_NUMBER_ONLY = BeforeValidator(_number_only)
+NUMBER_ONLY = BeforeValidator(_number_only)
 
 
 class RunRequest(BaseModel):
@@ -83,10 +84,10 @@ class RunRequest(BaseModel):
             raise ValueError(refusal)
         return task
 
-    token_budget: Annotated[int, Field(ge=1, le=10**9), _NUMBER_ONLY] | None = Field(
+    token_budget: Annotated[int, Field(ge=1, le=10**9), NUMBER_ONLY] | None = Field(
         default=None, description="Tokens the whole delegation tree may spend."
     )
-    deadline_s: Annotated[float, Field(gt=0, le=MAX_DEADLINE_S), _NUMBER_ONLY] | None = Field(
+    deadline_s: Annotated[float, Field(gt=0, le=MAX_DEADLINE_S), NUMBER_ONLY] | None = Field(
         default=None, description="Wall-clock limit of the run, in seconds."
     )
     stream: Annotated[bool, Field(strict=True)] = Field(

@@ -26,6 +26,7 @@ class Experiment:
     config_digest: str
     created_at: float
     results: list[dict[str, Any]]
+    tenant: str = "default"
 
     @classmethod
     def of(cls, row: ExperimentRow) -> Experiment:
@@ -38,6 +39,7 @@ class Experiment:
             row.config_digest,
             row.created_at,
             row.results,
+            row.tenant,
         )
 
 
@@ -54,31 +56,45 @@ class Experiments:
         config: str,
         config_digest: str,
         results: list[dict[str, Any]],
+        tenant: str = "default",
     ) -> Experiment:
-        """Keep an experiment; it gets a new id."""
+        """Keep an experiment (of `tenant`); it gets a new id."""
         experiment = Experiment(
-            uuid.uuid4().hex, dataset, dataset_digest, config, config_digest, time.time(), results
+            uuid.uuid4().hex,
+            dataset,
+            dataset_digest,
+            config,
+            config_digest,
+            time.time(),
+            results,
+            tenant,
         )
         async with self._sessions.begin() as session:
             session.add(ExperimentRow(**vars(experiment)))
         return experiment
 
-    async def get(self, id_or_prefix: str) -> Experiment | None:
-        """An experiment by its id or a prefix naming one (None: none, or several)."""
+    async def get(self, id_or_prefix: str, tenant: str | None = None) -> Experiment | None:
+        """An experiment by its id or a prefix naming one (None: none, or several).
+
+        With `tenant`, only that tenant's.
+        """
         query = select(ExperimentRow).where(
             ExperimentRow.id >= id_or_prefix, ExperimentRow.id < id_or_prefix + "~"
         )
+        if tenant is not None:
+            query = query.where(ExperimentRow.tenant == tenant)
         async with self._sessions() as session:
             rows = list(await session.scalars(query.limit(2)))
         return Experiment.of(rows[0]) if len(rows) == 1 else None
 
-    async def latest(self, dataset: str, limit: int = 20) -> list[Experiment]:
-        """A dataset's experiments, newest first."""
-        query = (
-            select(ExperimentRow)
-            .where(ExperimentRow.dataset == dataset)
-            .order_by(ExperimentRow.created_at.desc())
-            .limit(limit)
-        )
+    async def latest(
+        self, dataset: str | None = None, tenant: str | None = None, limit: int = 20
+    ) -> list[Experiment]:
+        """Experiments (of a dataset, of a tenant, if given), newest first."""
+        query = select(ExperimentRow).order_by(ExperimentRow.created_at.desc()).limit(limit)
+        if dataset is not None:
+            query = query.where(ExperimentRow.dataset == dataset)
+        if tenant is not None:
+            query = query.where(ExperimentRow.tenant == tenant)
         async with self._sessions() as session:
             return [Experiment.of(row) for row in await session.scalars(query)]

@@ -227,6 +227,8 @@ class ExperimentRow(Base):
     config: Mapped[str] = mapped_column(String(255))  # the system's name
     config_digest: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[float] = mapped_column(Float)
+    # Whose it is (its runs are that tenant's): only its tenant's keys see it.
+    tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
     # [{case, repeat, outcome, error, run_id, cost_usd, duration_s, tokens, live_calls,
     #   verdicts: [{name, passed, detail, error}]}]
     results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)

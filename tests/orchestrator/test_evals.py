@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -248,3 +249,14 @@ cases:
     assert results["never sleeps"]["outcome"] == "fail"
     [broken] = [v for v in results["never sleeps"]["verdicts"] if not v["passed"]]
     assert broken["detail"] == "coordinator never asked sleeper"
+    # The experiment is kept by the server, beside its runs, and replayed there.
+    [experiment] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
+    kept = httpx.get(f"{api}/v1/experiments/{experiment[:12]}", timeout=30).json()
+    assert (kept["dataset"], kept["passed"], kept["total"]) == ("on-a-server", 1, 2)
+    assert [r["run_id"] for r in kept["results"]] == [r["run_id"] for r in results.values()]
+    done = _eval(
+        ray_address, tmp_path, str(dataset), "--server", api, "--json", "--replay", experiment
+    )
+    replayed = {r["case"]: r for r in json.loads(done.stdout)}
+    assert {r["outcome"] for r in replayed.values()} == {"pass", "fail"}
+    assert all(r["live_calls"] == [] for r in replayed.values())  # all from the record

@@ -270,6 +270,9 @@ NEEDS = {
     ("GET", "/v1/threads/{thread_id}"): "read",
     ("DELETE", "/v1/threads/{thread_id}"): "submit",
     ("POST", "/v1/threads/{thread_id}/runs"): "submit",
+    ("GET", "/v1/experiments"): "read",
+    ("POST", "/v1/experiments"): "submit",
+    ("GET", "/v1/experiments/{experiment_id}"): "read",
 }
 
 
@@ -287,7 +290,7 @@ async def test_every_route_takes_the_keys_with_its_role_and_refuses_the_others(
         assert served == set(NEEDS)
         for (method, path), role in NEEDS.items():
             target = path.replace("{run_id}", "0" * 32).replace("{thread_id}", "0" * 32)
-            target = target.replace("{call_id}", "c1")
+            target = target.replace("{call_id}", "c1").replace("{experiment_id}", "e1")
             for name in ("reader", "submitter", "approver", "root"):
                 answer = await http.request(
                     method, target, json={}, headers=bearer(access_keys[name])

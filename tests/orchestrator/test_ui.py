@@ -256,3 +256,39 @@ def test_a_conversation_started_and_continued_in_the_browser_is_shown_turn_by_tu
     page.goto(f"{api}/runs/{answered}")
     link = page.locator("#thread-link")
     expect(link).to_have_attribute("href", f"/threads/{thread}")
+
+
+def test_experiments_are_listed_and_one_is_compared_with_another_case_by_case(
+    api: str, page: Page
+) -> None:
+    made = httpx.post(f"{api}/v1/runs", json={"task": "calculate 6 * 7"}, timeout=30).json()
+    dataset = f"ui-{made['id'][:6]}"  # (other tests' experiments are on this service too)
+
+    def kept(outcome: str, detail: str) -> str:
+        verdicts = [{"name": "answer", "passed": outcome == "pass", "detail": detail}]
+        body = {
+            "dataset": dataset,
+            "dataset_digest": "0" * 64,
+            "config": "svc",
+            "config_digest": "abc",
+            "results": [
+                {"case": "multiplies", "outcome": outcome, "run_id": made["id"],
+                 "cost_usd": 0.0, "duration_s": 0.2, "tokens": 365, "verdicts": verdicts},
+            ],
+        }  # fmt: skip
+        answer = httpx.post(f"{api}/v1/experiments", json=body, timeout=30)
+        assert answer.status_code == 201, answer.text
+        return str(answer.json()["id"])
+
+    before, after = kept("fail", "answer: 41"), kept("pass", "")
+    page.goto(f"{api}/experiments")
+    row = page.locator(f"#experiments tr[data-experiment='{after}']")
+    expect(row.locator("td.passed")).to_have_text("1/1 (100%)")
+    row.locator("a").click()
+    page.wait_for_url(f"{api}/experiments/{after}")
+    case = page.locator("#cases tr[data-case='multiplies']")
+    expect(case.locator(".outcome")).to_have_text("pass")
+    assert case.locator(f"a[href='/runs/{made['id']}']").count() == 1
+    page.select_option("#compare-with", before)
+    expect(case.locator("td.change")).to_have_text("better")
+    expect(case.locator(".outcome")).to_have_text(["pass", "fail"])

@@ -105,7 +105,10 @@ function askForKey() {
 
 // Every page's header: the brand, the pages (the current one marked), and the form that asks
 // for an API key when the service wants one (hidden until a 401).
-const PAGES = [["runs", "/", "Runs"], ["threads", "/threads", "Threads"], ["agents", "/agents", "Agents"]];
+const PAGES = [
+  ["runs", "/", "Runs"], ["threads", "/threads", "Threads"], ["agents", "/agents", "Agents"],
+  ["experiments", "/experiments", "Experiments"],
+];
 
 function pageHeader(current) {
   const header = document.querySelector("header.top");
@@ -802,6 +805,84 @@ function schemaSummary(schema) {
     "JSON", fields.length ? `: ${fields.join(", ")}` : "");
 }
 
+// --- Experiments: `baton eval`'s results ---------------------------------------------------
+
+function money(usd) {
+  return usd === null || usd === undefined ? "–" : `$${usd.toFixed(4)}`;
+}
+
+function outcomeBadge(outcome) {
+  return el("span", { class: `outcome outcome-${outcome}` }, outcome);
+}
+
+async function experimentsPage() {
+  const page = await api("/v1/experiments");
+  $("none").hidden = page.experiments.length > 0;
+  $("experiments").tBodies[0].replaceChildren(...page.experiments.map((x) =>
+    el(
+      "tr",
+      { "data-experiment": x.id },
+      el("td", {}, el("a", { href: `/experiments/${x.id}` }, x.id.slice(0, 12))),
+      el("td", {}, x.dataset),
+      el("td", {}, `${x.config} ${x.config_digest}`),
+      el("td", { class: "passed" }, `${x.passed}/${x.total} (${Math.round(x.pass_rate * 100)}%)`),
+      el("td", {}, money(x.cost_usd)),
+      el("td", {}, duration(x.p50_s)),
+      el("td", {}, duration(x.p95_s)),
+      el("td", {}, when(x.created_at)),
+    ),
+  ));
+}
+
+// Outcomes ranked, to say whether a case got better or worse from one experiment to another.
+const RANK = { pass: 2, fail: 1, error: 0 };
+
+async function experimentPage(experimentId) {
+  const experiment = await api(`/v1/experiments/${experimentId}`);
+  $("experiment-title").textContent = `Experiment ${experiment.id.slice(0, 12)} · ${experiment.dataset}`;
+  $("experiment-figures").textContent =
+    `${experiment.passed}/${experiment.total} passed (${Math.round(experiment.pass_rate * 100)}%) · ` +
+    `${money(experiment.cost_usd)} · p50 ${duration(experiment.p50_s)} · p95 ${duration(experiment.p95_s)} · ` +
+    `${experiment.config} ${experiment.config_digest} · ${when(experiment.created_at)}`;
+  const others = (await api(`/v1/experiments?${new URLSearchParams({ dataset: experiment.dataset })}`))
+    .experiments.filter((x) => x.id !== experiment.id);
+  $("compare-with").append(...others.map((x) =>
+    el("option", { value: x.id }, `${x.id.slice(0, 12)} · ${x.passed}/${x.total} · ${when(x.created_at)}`)));
+
+  function draw(before) {
+    const earlier = new Map((before?.results || []).map((r) => [`${r.case}#${r.repeat}`, r]));
+    $("other-head").hidden = $("change-head").hidden = !before;
+    $("cases").tBodies[0].replaceChildren(...experiment.results.map((r) => {
+      const was = earlier.get(`${r.case}#${r.repeat}`);
+      const change = !was ? "new"
+        : RANK[r.outcome] > RANK[was.outcome] ? "better"
+        : RANK[r.outcome] < RANK[was.outcome] ? "worse" : "same";
+      const failed = r.verdicts.filter((v) => !v.passed);
+      return el(
+        "tr",
+        { "data-case": r.case },
+        el("td", {}, r.repeat ? `${r.case} #${r.repeat + 1}` : r.case),
+        el("td", {}, outcomeBadge(r.outcome)),
+        before ? el("td", {}, was ? outcomeBadge(was.outcome) : "–") : null,
+        before ? el("td", { class: `change change-${change}` }, change) : null,
+        el("td", { class: "failed" },
+          r.error ? el("div", {}, `could not run: ${r.error}`) : null,
+          failed.map((v) => el("div", { title: v.detail }, `✗ ${v.name}: ${v.detail.split("\n")[0]}`))),
+        el("td", {}, money(r.cost_usd)),
+        el("td", {}, duration(r.duration_s)),
+        el("td", {}, r.tokens ?? "–"),
+        el("td", {}, r.run_id ? el("a", { href: `/runs/${r.run_id}` }, r.run_id.slice(0, 12)) : "–"),
+      );
+    }));
+  }
+
+  draw(null);
+  $("compare-with").addEventListener("change", async (event) => {
+    const id = event.target.value;
+    draw(id ? await api(`/v1/experiments/${id}`) : null);
+  });
+}
+
 // --- Start ---------------------------------------------------------------------------------
 
 const page = document.body.dataset.page;
@@ -812,6 +893,8 @@ const started =
   : page === "threads" ? threadsPage()
   : page === "agents" ? agentsPage()
   : page === "thread" ? threadPage(location.pathname.split("/").pop())
+  : page === "experiments" ? experimentsPage()
+  : page === "experiment" ? experimentPage(location.pathname.split("/").pop())
   : Promise.resolve();
 started.catch((error) => {
   const main = document.querySelector("main");

@@ -24,6 +24,7 @@ def upgrade() -> None:
         sa.Column("config", sa.String(255), nullable=False),
         sa.Column("config_digest", sa.String(64), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
+        sa.Column("tenant", sa.String(64), nullable=False, server_default="default"),
         sa.Column("results", sa.JSON(), nullable=False),
     )
     op.create_index("ix_experiments_dataset_created_at", "experiments", ["dataset", "created_at"])
