@@ -44,6 +44,7 @@ class NoModelAnswered(Exception):
 class _Candidate:
     client: ModelClient
     gate: GateSpec | None
+    max_tokens: int = 0  # the reply tokens its calls ask for at most (counted by a token gate)
 
 
 @dataclass
@@ -72,7 +73,7 @@ class GatedModel(ModelClient):
             if gate is not None and "max_retries" not in model.params:
                 # Every attempt passes the gate: none is made inside the provider's SDK.
                 model = model.model_copy(update={"params": {**model.params, "max_retries": 0}})
-            self._candidates.append(_Candidate(self.make(model), gate))
+            self._candidates.append(_Candidate(self.make(model), gate, _max_tokens(model)))
 
     @property
     def _first(self) -> ModelClient:
@@ -146,7 +147,7 @@ class GatedModel(ModelClient):
         for attempt in range(retries + 1):
             lease = None
             if gate is not None:
-                lease, wait, why = await self._lease(gate, client, messages)
+                lease, wait, why = await self._lease(candidate, messages)
                 waited += wait
                 if lease is None:
                     return f"gate {gate.label} closed: {why}", waited
@@ -183,14 +184,14 @@ class GatedModel(ModelClient):
         raise AssertionError("unreachable")
 
     async def _lease(
-        self, gate: GateSpec, client: ModelClient, messages: list[dict[str, Any]]
+        self, candidate: _Candidate, messages: list[dict[str, Any]]
     ) -> tuple[str | None, float, str]:
         """A lease on the model's gate (a wait is recorded as a span)."""
-        assert self.gates is not None
+        gate = candidate.gate
+        assert self.gates is not None and gate is not None
         tokens = 1
         if gate.tokens is not None:  # counting is paid only where tokens are limited
-            asked = client_max_tokens(client)
-            tokens = client.count_tokens(messages) + asked
+            tokens = candidate.client.count_tokens(messages) + candidate.max_tokens
         started = time.time_ns()
         lease, waited, why = await self.gates.take(gate.label, tokens, self.hold_s, gate.max_wait_s)
         if waited >= _WAIT_WORTH_A_SPAN_S or lease is None:
@@ -198,10 +199,9 @@ class GatedModel(ModelClient):
         return lease, waited, why
 
 
-def client_max_tokens(client: ModelClient) -> int:
-    """The reply tokens a call asks for at most (`max_tokens` in its params), else 0."""
-    params = getattr(getattr(client, "spec", None), "params", None) or {}
-    value = params.get("max_tokens") or params.get("max_completion_tokens") or 0
+def _max_tokens(model: ModelSpec) -> int:
+    """The reply tokens a model's calls ask for at most (`max_tokens` in its params), else 0."""
+    value = model.params.get("max_tokens") or model.params.get("max_completion_tokens") or 0
     return int(value) if isinstance(value, int) else 0
 
 

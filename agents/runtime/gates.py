@@ -23,7 +23,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
-from agents.core.gate_spec import GateSpec, gate_for
+from agents.core.gate_spec import GateSpec
 
 __all__ = ["GateBook", "GateKeeper", "Taken"]
 
@@ -102,10 +102,6 @@ class GateBook:
     def specs(self) -> tuple[GateSpec, ...]:
         """The gates, as declared (merged)."""
         return tuple(g.spec for g in self._gates.values())
-
-    def gate(self, model: str) -> GateSpec | None:
-        """The gate calls to `model` go through, if any."""
-        return gate_for(self.specs, model)
 
     def take(self, name: str, tokens: int, hold_s: float, now: float) -> Taken:
         """A lease for one call of about `tokens`, or how long until one may be had.
