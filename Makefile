@@ -9,7 +9,7 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run check test conformance lint docs schema bench lock
+.PHONY: help setup system-deps run eval check test test-heavy conformance lint docs schema bench lock
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ system-deps: ## Install the Debian packages the tests need (as root, or with sud
 run: setup ## Validate the default team and run a task on local Ray with the offline model
 	$(BATON) check configs/default.yaml
 	$(BATON) run "$(TASK)"
+
+eval: setup ## Run the shipped datasets through their teams, offline (baton eval)
+	$(BATON) eval configs/datasets/default.yaml
+	$(BATON) eval configs/datasets/support.yaml -c configs/support.yaml
 
 check: setup ## Validate configs/default.yaml
 	$(BATON) check configs/default.yaml

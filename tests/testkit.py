@@ -235,6 +235,13 @@ class OtlpReceiver:
                             "attributes": attributes,
                             "types": types,
                             "events": [e.name for e in span.events],
+                            "event_attributes": [
+                                {
+                                    a["key"]: next(iter(a["value"].values()), None)
+                                    for a in MessageToDict(e).get("attributes", [])
+                                }
+                                for e in span.events
+                            ],
                             "resource": resource,
                             "scope": scope_spans.scope.name,
                         }

@@ -11,6 +11,10 @@ from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
     GEN_AI_AGENT_ID,
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
+    GEN_AI_EVALUATION_EXPLANATION,
+    GEN_AI_EVALUATION_NAME,
+    GEN_AI_EVALUATION_SCORE_LABEL,
+    GEN_AI_EVALUATION_SCORE_VALUE,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
@@ -42,6 +46,9 @@ __all__ = [
     "BATON_DELEGATION_CHAIN",
     "BATON_DELEGATION_DEPTH",
     "BATON_DELEGATION_TARGET",
+    "BATON_EVALUATION_CASE",
+    "BATON_EVALUATION_DATASET",
+    "BATON_EVALUATION_OUTCOME",
     "BATON_GATE",
     "BATON_GATE_REASON",
     "BATON_GATE_WAITED",
@@ -68,10 +75,12 @@ __all__ = [
     "CHAT_SPAN_PREFIX",
     "DELEGATE_TOOL_PREFIX",
     "ERROR_TYPE",
+    "EVALUATION_SPAN_PREFIX",
     "EVENT_APPROVAL_DECIDED",
     "EVENT_APPROVAL_REQUESTED",
     "EVENT_CONTEXT_FITTED",
     "EVENT_DELEGATION_REFUSED",
+    "EVENT_EVALUATION_RESULT",
     "EVENT_GUARDRAIL_TRIPPED",
     "EVENT_HOOK_VETO",
     "EVENT_INPUT_PROVIDED",
@@ -86,6 +95,10 @@ __all__ = [
     "GEN_AI_AGENT_ID",
     "GEN_AI_AGENT_NAME",
     "GEN_AI_CONVERSATION_ID",
+    "GEN_AI_EVALUATION_EXPLANATION",
+    "GEN_AI_EVALUATION_NAME",
+    "GEN_AI_EVALUATION_SCORE_LABEL",
+    "GEN_AI_EVALUATION_SCORE_VALUE",
     "GEN_AI_INPUT_MESSAGES",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_OUTPUT_MESSAGES",
@@ -107,6 +120,8 @@ __all__ = [
     "HOST_WAIT_SPAN_PREFIX",
     "INPUT_VALUE",
     "OPENINFERENCE_CHAIN",
+    "OPENINFERENCE_EVALUATOR",
+    "OPENINFERENCE_LLM",
     "OPENINFERENCE_SPAN_KIND",
     "OP_CHAT",
     "OP_EXECUTE_TOOL",
@@ -191,6 +206,13 @@ BATON_MODEL_USED = "baton.model.used"
 BATON_SPEND_MESSAGE = "baton.spend.message"
 # Whose run it is and who submitted it (an API key's name), on the run's root span.
 BATON_TENANT = "baton.tenant"
+# `baton eval`'s verdicts on a run, on a span under its root (`evaluation {case}`): one
+# `gen_ai.evaluation.result` event per expectation, as the GenAI conventions describe it.
+EVALUATION_SPAN_PREFIX = "evaluation "
+EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+BATON_EVALUATION_DATASET = "baton.evaluation.dataset"
+BATON_EVALUATION_CASE = "baton.evaluation.case"
+BATON_EVALUATION_OUTCOME = "baton.evaluation.outcome"
 BATON_CANCELLED_BY = "baton.cancelled_by"
 BATON_SUBMITTED_BY = "baton.submitted_by"
 
@@ -201,6 +223,8 @@ INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
 OPENINFERENCE_CHAIN = "CHAIN"
+OPENINFERENCE_EVALUATOR = "EVALUATOR"
+OPENINFERENCE_LLM = "LLM"
 
 # `gen_ai.operation.name` values, and span names `{operation} {target}` as the conventions name
 # them.

@@ -4,6 +4,9 @@ It is not intelligent. On its first turn it calls every offered tool whose name,
 capabilities share a significant word with the task (several at once when several match), with
 arguments derived from the task and the tool's JSON schema; once tool results are in, it writes a
 final answer that lists them. With no matching tool it answers at once.
+
+Asked to grade an answer (`baton eval`'s rubric: the `judgment` answer shape), it scores the share
+of the rubric's significant words that the answer has.
 """
 
 from __future__ import annotations
@@ -16,7 +19,20 @@ from agents.core.messages import latest_request
 from agents.models.base import CHANGES_STATE
 from agents.models.text import terms
 
-__all__ = ["estimate_tokens", "offline_reply", "scripted_reply"]
+__all__ = [
+    "ANSWER_HEADING",
+    "JUDGMENT",
+    "RUBRIC_HEADING",
+    "estimate_tokens",
+    "offline_reply",
+    "scripted_reply",
+]
+
+# The answer shape of a judge's call, and the headings of its request: what a judge asks, as the
+# offline model reads it (`orchestrator.evals.judge` writes it).
+JUDGMENT = "judgment"
+RUBRIC_HEADING = "## Rubric"
+ANSWER_HEADING = "## Answer"
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _ARITHMETIC = re.compile(r"[-(]*\s*\d[\d\s.+\-*/%()]*")
@@ -111,18 +127,35 @@ def _shaped(schema: dict[str, Any], answer: str) -> Any:
     return _argument("value", schema, answer)
 
 
+def _judged(request: str) -> dict[str, Any]:
+    """A grading: the share of the rubric's significant words found in the answer."""
+    rubric, _, answer = request.partition(ANSWER_HEADING)
+    wanted = terms(rubric.partition(RUBRIC_HEADING)[2])
+    found = wanted & terms(answer)
+    score = len(found) / len(wanted) if wanted else 1.0
+    missing = ", ".join(sorted(wanted - found)) or "nothing"
+    reasoning = (
+        f"The answer has {len(found)} of the rubric's {len(wanted)} terms; it lacks {missing}."
+    )
+    return {"reasoning": reasoning, "score": round(score, 3)}
+
+
 def offline_reply(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     shape: dict[str, Any] | None = None,
     forced: bool = False,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The offline model's next message: `{"content": ...}` or `{"tool_calls": [...]}`.
 
-    With `shape` (a JSON Schema) its final answer is JSON of that shape; `forced`: it calls
-    the tools it is offered whatever the task says.
+    With `shape` (a JSON Schema) its final answer is JSON of that shape (`name`: the shape's
+    name; a `judgment` grades an answer); `forced`: it calls the tools it is offered whatever
+    the task says.
     """
     task = _task(messages)
+    if shape is not None and name == JUDGMENT:
+        return {"content": json.dumps(_judged(task))}
     if forced and tools:
         return {
             "tool_calls": [

@@ -48,12 +48,13 @@ PROVIDER = "baton"
 def _reply(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
     tools = params.get("tools") or []
     if model == "offline":
-        shape = ((params.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        asked = (params.get("response_format") or {}).get("json_schema") or {}
+        shape = asked.get("schema")
         forced = ((params.get("tool_choice") or {}).get("function") or {}).get("name")
         if forced:  # it must call this tool
             tools = [t for t in tools if t.get("function", {}).get("name") == forced]
             return offline_reply(messages, tools, shape, forced=True)
-        return offline_reply(messages, tools, shape)
+        return offline_reply(messages, tools, shape, name=asked.get("name"))
     if model == "scripted":
         return scripted_reply(
             messages, params.get("replies") or [], bool(params.get("repeat_last", False))

@@ -131,6 +131,11 @@ class BatonClient:
         """Keep an experiment of runs made there (`POST /v1/experiments`)."""
         return await self._json(await self._http.post("/v1/experiments", json=body))  # type: ignore[no-any-return]
 
+    async def add_evaluation(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Add a case's verdicts to a run's trace (`POST /v1/runs/{id}/evaluations`)."""
+        answer = await self._http.post(f"/v1/runs/{run_id}/evaluations", json=body)
+        return await self._json(answer)  # type: ignore[no-any-return]
+
     async def trace(self, run_id: str) -> dict[str, Any]:
         """A run's spans as trees (`GET /v1/runs/{id}/trace`)."""
         return await self._json(await self._http.get(f"/v1/runs/{run_id}/trace"))  # type: ignore[no-any-return]

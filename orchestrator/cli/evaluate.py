@@ -34,7 +34,8 @@ _CHANGE = {"better": "green", "worse": "red", "same": "dim", "new": "cyan", "gon
 @app.command("eval")
 def eval_dataset(
     dataset: Annotated[
-        Path | None, typer.Argument(help="The dataset (YAML) of cases.", show_default=False)
+        Path | None,
+        typer.Argument(help="The dataset of cases (YAML, or JSON Lines).", show_default=False),
     ] = None,
     config: ConfigOption = None,
     repeat: Annotated[int, typer.Option(min=1, help="Run each case this many times.")] = 1,
@@ -127,7 +128,8 @@ async def _here(
                 err.print(f"no experiment {replay!r} in {settings.store_url}", style="red")
                 raise typer.Exit(2)
             recorded = _recorded(experiment.results)
-        results = await _run(ServiceDoor(service), cases, repeat, concurrency, recorded)
+        door = ServiceDoor(service)
+        results = await _run(door, dataset, cases, repeat, concurrency, recorded)
         kept_as = await service.store.experiments.add(
             dataset.name, digest, system.config.name, system.fingerprint, [kept(r) for r in results]
         )
@@ -233,7 +235,7 @@ async def _there(
                 experiment = await client.experiment(replay)
                 recorded = _recorded(experiment["results"])
             door = ServerDoor(client)
-            results = await _run(door, cases, repeat, concurrency, recorded)
+            results = await _run(door, read, cases, repeat, concurrency, recorded)
             made = await client.add_experiment(
                 {
                     "dataset": read.name,
@@ -257,12 +259,14 @@ def _recorded(results: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
 
 async def _run(
     door: Door,
+    dataset: Dataset,
     cases: list[LoadedCase],
     repeat: int,
     concurrency: int,
     recorded: dict[tuple[str, int], str] | None = None,
 ) -> list[CaseResult]:
     from orchestrator.evals import evaluate
+    from orchestrator.evals.judge import Judge
 
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("cases", total=len(cases) * repeat)
@@ -270,6 +274,8 @@ async def _run(
         running: Awaitable[list[CaseResult]] = evaluate(
             cases,
             door,
+            dataset=dataset.name,
+            judge=Judge(dataset.judge),
             repeat=repeat,
             concurrency=concurrency,
             done=advance,
@@ -305,5 +311,13 @@ def _print(results: list[CaseResult], replayed: bool = False) -> None:
             console.print(f"  could not run: {r.error}", markup=False)
         for verdict in r.failed:
             console.print(f"  ✗ {verdict.name}: {verdict.detail}", markup=False)
+    for r in results:
+        if r.untraced and r.run is not None:
+            err.print(
+                f"{r.case.name}: its verdicts are not on run {r.run.run_id[:12]}'s trace: "
+                f"{r.untraced}",
+                style="yellow",
+                markup=False,
+            )
     passed = sum(r.outcome == "pass" for r in results)
     console.print(f"{passed}/{len(results)} passed")

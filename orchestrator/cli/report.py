@@ -342,8 +342,15 @@ def _span_label(node: SpanTree, origin_ns: int) -> Text:
     if node.failed and span.get("status_message"):
         label.append(f"  {str(span['status_message'])[:160]}", style="red")
     for event in span.get("events", []):
-        message = event["attributes"].get("message", "")
-        label.append(f"  [{event['name']}: {message}]", style="yellow")
+        said = event["attributes"]
+        if event["name"] == attr.EVENT_EVALUATION_RESULT:  # an expectation `baton eval` checked
+            outcome = said.get(attr.GEN_AI_EVALUATION_SCORE_LABEL)
+            score = said.get(attr.GEN_AI_EVALUATION_SCORE_VALUE)
+            scored = f" {score:.2f}" if isinstance(score, float) and score not in (0, 1) else ""
+            text = f"  [{outcome}{scored}: {said.get(attr.GEN_AI_EVALUATION_NAME)}]"
+            label.append(text, style="green" if outcome == "pass" else "red")
+            continue
+        label.append(f"  [{event['name']}: {said.get('message', '')}]", style="yellow")
     return label
 
 

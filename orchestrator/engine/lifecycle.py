@@ -353,7 +353,7 @@ class Engine:
                 )
                 if result is not None:
                     result.spans = closed.spans
-                    self._exported(closed.spans)
+                    self.export_spans(closed.spans)
             else:
                 if riding is not None:
                     self._openings[run_id] = riding
@@ -389,10 +389,11 @@ class Engine:
             record=record,
             spans_back=self._export is not None,
         )
-        self._exported(closed.spans)
+        self.export_spans(closed.spans)
         return closed
 
-    def _exported(self, spans: list[SpanRecord]) -> None:
+    def export_spans(self, spans: list[SpanRecord]) -> None:
+        """Send spans to the OTLP backend, if an export is configured (queued, never raises)."""
         if self._export is not None and spans:
             self._export.export(spans)
 

@@ -60,6 +60,9 @@ class Submission:
     stream: bool = False  # models stream their output: `model_delta` events
     origin: Origin | None = None  # asked by another agent system (A2A)
     thread: str | None = None  # a turn of this thread: its entry agent sees the earlier turns
+    # A replay of a turn (the original run's id): its entry agent sees the turns before that
+    # one, as the original did, and it is not a turn of the thread itself.
+    history_of: str | None = None
     # A turn submitted while others were under way (`enqueue`): it starts once they have ended.
     waits_for_turns: bool = True
     # Whose run it is and who submitted it (set by the service from the caller, after the

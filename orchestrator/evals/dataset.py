@@ -1,6 +1,7 @@
 """A dataset of cases: tasks for a team, and what a good run of each looks like.
 
-Read from YAML with every mistake located (`file:line:column: error: field: message`) before
+Read from YAML (or JSON Lines: one case per line, the dataset named after the file) with every
+mistake located (`file:line:column: error: field: message`) before
 any run starts: an unknown agent, a regular expression or JSON Schema that does not compile, a
 callable that cannot be imported, a contract sentence that is not understood, a diagram file
 that is missing.
@@ -24,6 +25,12 @@ cases:
       tools: {called: [calculate], not_called: [delete_file]}
       contract: ["coordinator asks analyst", "at most 2 levels deep"]
       diagram: expected/adds.mmd             # the comparable diagram, as `baton replay` makes it
+      rubric:                                # a model judges the answer (its call is traced)
+        criteria: gives the product as a number and shows the multiplication
+        min_score: 0.7                       # the judge's score (0 to 1) that passes
+  - name: remembers
+    turns: [my name is Ada, what is my name?]  # a thread: the expectations are the last turn's
+judge: openai/gpt-4o-mini                    # the rubrics' model (default: the offline model)
 ```
 """
 
@@ -34,13 +41,21 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agents.core.errors import ConfigError, ConfigIssue
 from agents.core.messages import RunStatus
+from agents.core.spec import ModelSpec
 from agents.runtime.guardrails import load_callable
 from orchestrator.evals.contract import Rule, parse_rule
 from orchestrator.system.yaml_source import (
@@ -50,7 +65,7 @@ from orchestrator.system.yaml_source import (
     validation_issues,
 )
 
-__all__ = ["Case", "Dataset", "Expect", "LoadedCase", "load_dataset"]
+__all__ = ["Case", "Dataset", "Expect", "LoadedCase", "RubricExpect", "load_dataset"]
 
 
 class _Strict(BaseModel):
@@ -86,6 +101,23 @@ class ToolsExpect(_Strict):
     not_called: tuple[str, ...] = ()
 
 
+class RubricExpect(_Strict):
+    """What a judge model is asked of the answer: `criteria`, scored from 0 to 1."""
+
+    criteria: str = Field(min_length=1, max_length=4000)
+    min_score: float = Field(default=0.5, ge=0, le=1, description="The score that passes.")
+    model: ModelSpec | None = Field(
+        default=None,
+        description="The judge (a model string or `{name, params}`); default: "
+        "the dataset's `judge`.",
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_from_string(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+
 class Expect(_Strict):
     """What a good run of the case looks like (every expectation given must hold)."""
 
@@ -101,23 +133,49 @@ class Expect(_Strict):
     tools: ToolsExpect = Field(default_factory=ToolsExpect)
     contract: tuple[str, ...] = ()
     diagram: str | None = Field(default=None, description="A file of the expected diagram.")
+    rubric: RubricExpect | None = None
 
 
 class Case(_Strict):
-    """One task and what is expected of its run."""
+    """One task (or a thread's turns, one after the other) and what is expected of its run.
+
+    Of a thread, the expectations are its last turn's: the turns before must succeed.
+    """
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]{0,99}$")
-    task: str = Field(min_length=1)
+    task: str | None = Field(default=None, min_length=1)
+    turns: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(
+        default=None, min_length=1, max_length=100
+    )
     agent: str | None = None
     deadline_s: float | None = Field(default=None, gt=0)
     expect: Expect = Field(default_factory=Expect)
+
+    @model_validator(mode="after")
+    def _task_or_turns(self) -> Case:
+        if (self.task is None) == (self.turns is None):
+            raise ValueError("give a task or turns (a thread), not both")
+        return self
+
+    @property
+    def asked(self) -> tuple[str, ...]:
+        """What is asked, turn by turn (one turn: the task)."""
+        return self.turns or (self.task or "",)
 
 
 class Dataset(_Strict):
     """Cases to run through a team."""
 
     name: str = Field(default="dataset", pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:/-]{0,99}$")
+    judge: ModelSpec = Field(
+        default_factory=ModelSpec, description="The rubrics' model (default: the offline model)."
+    )
     cases: tuple[Case, ...] = Field(min_length=1)
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_from_string(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -144,7 +202,10 @@ def load_dataset(path: Path, agents: Collection[str]) -> tuple[Dataset, list[Loa
         raise ConfigError(
             [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
         ) from None
-    src = parse_yaml(text, str(path))
+    if path.suffix.lower() == ".jsonl":
+        src = _json_lines(text, str(path), path.stem)
+    else:
+        src = parse_yaml(text, str(path))
     if src.issues and src.data is None:
         raise ConfigError(src.issues)
     if not isinstance(src.data, dict):
@@ -165,6 +226,34 @@ def load_dataset(path: Path, agents: Collection[str]) -> tuple[Dataset, list[Loa
     if any(i.severity == "error" for i in issues):
         raise ConfigError(issues)
     return dataset, loaded
+
+
+def _json_lines(text: bytes, file: str, name: str) -> Located:
+    """A JSON Lines dataset (a case per line) as the YAML one's data, each case at its line."""
+    src = Located(file=file, data=None, marks={(): (1, 1)})
+    cases: list[Any] = []
+    try:
+        lines = text.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        src.issues.append(ConfigIssue(file, None, None, "", f"not UTF-8 text: {exc.reason}"))
+        return src
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            src.issues.append(ConfigIssue(file, number, exc.colno, "", f"not JSON: {exc.msg}"))
+            continue
+        at = ("cases", len(cases))
+        src.marks[at] = (number, 1)
+        if isinstance(case, dict):
+            for key in case:
+                src.marks[(*at, key)] = (number, 1)
+        cases.append(case)
+    if not src.issues:
+        src.data = {"name": name, "cases": cases}
+    return src
 
 
 @dataclass

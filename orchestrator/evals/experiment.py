@@ -31,7 +31,10 @@ def kept(result: CaseResult) -> dict[str, Any]:
         "duration_s": run.duration_s if run else None,
         "tokens": run.tokens if run else None,
         "live_calls": list(run.live_calls) if run else [],
-        "verdicts": [{**vars(v), "detail": v.detail[:_KEPT_CHARS]} for v in result.verdicts],
+        "verdicts": [
+            {**vars(v), "detail": v.detail[:_KEPT_CHARS], "judge": v.judge and vars(v.judge)}
+            for v in result.verdicts
+        ],
     }
 
 

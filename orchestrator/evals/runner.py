@@ -1,7 +1,9 @@
 """Running a dataset's cases through a team: here (an in-process run service) or on a server.
 
 Cases run `concurrency` at a time, each `repeat` times; a case whose run could not be made or
-followed is an `error` (with why), not a failure, and the others go on.
+followed is an `error` (with why), not a failure, and the others go on. A case of turns runs them
+as a thread, each after the one before has ended. Each case's verdicts (a judge's included) are
+then recorded on its run's trace.
 """
 
 from __future__ import annotations
@@ -12,18 +14,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agents.core.events import Event, ModelStarted, ToolStarted
+from agents.core.messages import RunStatus
+from agents.core.spec import ModelSpec
 from orchestrator.engine.submission import Submission
 from orchestrator.evals.dataset import Case, LoadedCase
 from orchestrator.evals.scoring import Observed, Verdict, score
 from orchestrator.schemas.runs import RunView, run_view
 from tracing import attributes as attr
+from tracing.evaluations import EvaluationResult
 from tracing.sequence import sequence_diagram
 
 if TYPE_CHECKING:
     from orchestrator.cli.client import BatonClient
+    from orchestrator.evals.judge import Judge
     from orchestrator.service import RunService
+    from orchestrator.store import StoredRun
 
-__all__ = ["CaseResult", "Door", "ServerDoor", "ServiceDoor", "evaluate"]
+__all__ = ["CaseResult", "Door", "ServerDoor", "ServiceDoor", "evaluate", "evaluation_results"]
 
 
 class Door(Protocol):
@@ -36,6 +43,9 @@ class Door(Protocol):
         tool calls come from its record for as long as their requests are the same.
         """
 
+    async def record(self, run_id: str, dataset: str, result: CaseResult) -> None:
+        """Add the case's verdicts to its run's trace."""
+
 
 @dataclass
 class CaseResult:
@@ -46,6 +56,7 @@ class CaseResult:
     run: Observed | None = None
     verdicts: list[Verdict] = field(default_factory=list)
     error: str | None = None
+    untraced: str | None = None  # why the verdicts could not be added to the run's trace
 
     @property
     def outcome(self) -> str:
@@ -127,8 +138,7 @@ class ServiceDoor:
         if replaying is not None:
             made = await self.service.durable.replay(replaying, fork=True)
         else:
-            asked = Submission(task=case.task, agent=case.agent, deadline_s=case.deadline_s)
-            made, _ = await self.service.submit(asked)
+            made = await self._turns(case)
         seen = _Seen()
         async for item in self.service.events.follow(made):
             if item is not None:
@@ -138,6 +148,36 @@ class ServiceDoor:
         seen.traced(cast(list[Mapping[str, Any]], spans))
         text = sequence_diagram(spans, detail="full", comparable=True).text if diagram else None
         return _observed(view, seen, text)
+
+    async def _turns(self, case: Case) -> StoredRun:
+        """The case's run: of its task, or its last turn's (those before it ended first)."""
+        from orchestrator.service.threads import NEW_THREAD
+
+        asked = [
+            Submission(task=t, agent=case.agent, deadline_s=case.deadline_s) for t in case.asked
+        ]
+        if len(asked) == 1:
+            return (await self.service.submit(asked[0]))[0]
+        thread = NEW_THREAD
+        for n, turn in enumerate(asked, 1):
+            made, _ = await self.service.threads.continue_or_start(thread, turn)
+            thread = made.context_id or thread
+            if n < len(asked):
+                async for _ in self.service.events.follow(made):
+                    pass
+                ended = await self.service.get(made.id)
+                _turn_ended(n, ended.status, ended.error)
+        return made
+
+    async def record(self, run_id: str, dataset: str, result: CaseResult) -> None:
+        """Add the case's verdicts to its run's trace."""
+        await self.service.evaluations.record(
+            run_id,
+            dataset=dataset,
+            case=result.case.name,
+            outcome=result.outcome,
+            results=evaluation_results(result.verdicts),
+        )
 
 
 @dataclass
@@ -151,8 +191,7 @@ class ServerDoor:
         if replaying is not None:
             made = await self.client.replay(replaying, fork=True)
         else:
-            body = {"task": case.task, "agent": case.agent, "deadline_s": case.deadline_s}
-            made = await self.client.submit({k: v for k, v in body.items() if v is not None})
+            made = await self._turns(case)
         seen = _Seen()
         async for event in self.client.events(made["id"]):
             seen.saw(event)
@@ -163,11 +202,68 @@ class ServerDoor:
             text = await self.client.diagram(made["id"], detail="full", comparable="true")
         return _observed(view, seen, text)
 
+    async def _turns(self, case: Case) -> dict[str, Any]:
+        """The case's run: of its task, or its last turn's (those before it ended first)."""
+        asked = case.asked
+        extra = {"agent": case.agent, "deadline_s": case.deadline_s}
+        extra = {k: v for k, v in extra.items() if v is not None}
+        if len(asked) == 1:
+            return await self.client.submit({"task": asked[0], **extra})
+        thread = "new"
+        for n, task in enumerate(asked, 1):
+            made = await self.client.submit({"task": task, **extra}, thread=thread)
+            thread = made.get("thread_id") or thread
+            if n < len(asked):
+                async for _ in self.client.events(made["id"]):
+                    pass
+                ended = await self.client.get(made["id"])
+                _turn_ended(n, RunStatus(ended["status"]), ended.get("error"))
+        return made
+
+    async def record(self, run_id: str, dataset: str, result: CaseResult) -> None:
+        """Add the case's verdicts to its run's trace (`POST /v1/runs/{id}/evaluations`)."""
+        body = {
+            "dataset": dataset,
+            "case": result.case.name,
+            "outcome": result.outcome,
+            "results": [
+                {**vars(r), "judge": vars(r.judge) if r.judge else None}
+                for r in evaluation_results(result.verdicts)
+            ],
+        }
+        await self.client.add_evaluation(run_id, body)
+
+
+def _turn_ended(n: int, status: RunStatus, error: str | None) -> None:
+    """A turn before the last must have succeeded (RuntimeError saying how it ended)."""
+    if status != RunStatus.SUCCEEDED:
+        raise RuntimeError(f"turn {n} ended {status.value}: {error or ''}".rstrip(": "))
+
+
+# What an evaluation result's explanation keeps (as an experiment keeps a verdict's detail).
+_EXPLANATION_CHARS = 4000
+
+
+def evaluation_results(verdicts: list[Verdict]) -> list[EvaluationResult]:
+    """Verdicts as the GenAI conventions' evaluation results (a check's score is 1 or 0)."""
+    return [
+        EvaluationResult(
+            name=v.name[:255],
+            label="error" if v.error else "pass" if v.passed else "fail",
+            score=v.score if v.score is not None else float(v.passed),
+            explanation=v.detail[:_EXPLANATION_CHARS],
+            judge=v.judge,
+        )
+        for v in verdicts
+    ]
+
 
 async def evaluate(
     cases: list[LoadedCase],
     door: Door,
     *,
+    dataset: str = "dataset",
+    judge: Judge | None = None,
     repeat: int = 1,
     concurrency: int = 4,
     done: Callable[[CaseResult], None] = lambda _: None,
@@ -175,8 +271,10 @@ async def evaluate(
 ) -> list[CaseResult]:
     """Every case `repeat` times, `concurrency` at once; results in the dataset's order.
 
+    `judge`: asks rubrics' models (by default, the offline model).
     `recorded`: each case's (and repeat's) run to fork instead of making a new one (`--replay`);
-    a case without one is an `error` saying so.
+    a case without one is an `error` saying so. Each run's verdicts go on its trace (`dataset`
+    names it there); why they could not is the result's `untraced`.
     """
     gate = asyncio.Semaphore(concurrency)
 
@@ -194,8 +292,21 @@ async def evaluate(
                 result.run = await door.run(loaded.case, loaded.diagram is not None, replaying)
             except Exception as exc:  # the case could not be run: said, the others go on
                 result.error = f"{type(exc).__name__}: {exc}"
-        if result.run is not None:
-            result.verdicts = score(loaded, result.run)
+            if result.run is not None:
+                result.verdicts = score(loaded, result.run)
+                rubric = loaded.case.expect.rubric
+                if rubric is not None:
+                    answer = result.run.output or ""
+                    judged = (judge or Judge(ModelSpec())).verdict(
+                        rubric, loaded.case.asked, answer
+                    )
+                    result.verdicts.append(await judged)
+                try:
+                    await door.record(result.run.run_id, dataset, result)
+                except (
+                    Exception
+                ) as exc:  # the verdicts stand; only their place in the trace is lost
+                    result.untraced = f"{type(exc).__name__}: {exc}"
         done(result)
         return result
 

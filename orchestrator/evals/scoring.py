@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import jsonschema
 from pydantic import ValidationError
@@ -13,6 +13,7 @@ from agents.core.messages import RunStatus
 from orchestrator.evals.contract import Interactions
 from orchestrator.evals.dataset import LoadedCase, json_answer
 from orchestrator.schemas.runs import DelegationNode
+from tracing.evaluations import JudgeCall
 
 __all__ = ["Observed", "Verdict", "diagram_difference", "score"]
 
@@ -50,13 +51,16 @@ class Observed:
 class Verdict:
     """One expectation's outcome: passed, failed (`detail` says how), or an error.
 
-    An error: it could not be checked (a check that raised).
+    An error: it could not be checked (a check that raised, a judge that failed). `score`: a
+    judge's (0 to 1), with its call (`judge`) and its reasoning (`detail`, kept when it passed).
     """
 
     name: str
     passed: bool
     detail: str = ""
     error: bool = False
+    score: float | None = None
+    judge: JudgeCall | None = None
 
 
 def score(loaded: LoadedCase, run: Observed) -> list[Verdict]:
@@ -68,7 +72,7 @@ def score(loaded: LoadedCase, run: Observed) -> list[Verdict]:
     if loaded.check is not None:
         verdicts.append(_checked(loaded, run))
     verdicts += _limits(loaded, run) + _interactions(loaded, run)
-    return [v if not v.passed else Verdict(v.name, True) for v in verdicts]
+    return [v if not v.passed else replace(v, detail="") for v in verdicts]
 
 
 def _answer(loaded: LoadedCase, run: Observed) -> list[Verdict]:

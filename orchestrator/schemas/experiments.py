@@ -11,10 +11,14 @@ from orchestrator.schemas.runs import NUMBER_ONLY
 __all__ = [
     "CaseRun",
     "CaseVerdict",
+    "EvaluationIn",
+    "EvaluationRecorded",
+    "EvaluationResultIn",
     "ExperimentIn",
     "ExperimentPageView",
     "ExperimentSummary",
     "ExperimentView",
+    "JudgeCallIn",
 ]
 
 # No NUL character: PostgreSQL's JSON refuses it.
@@ -30,6 +34,23 @@ class _Strict(BaseModel):
 _Bool = Annotated[bool, Field(strict=True)]
 
 
+_Score = Annotated[float, Field(ge=0, le=1), NUMBER_ONLY]
+_Tokens = Annotated[int, Field(ge=0, le=10**12), NUMBER_ONLY]
+# (Up to 2096: a round bound, which JSON written from a float states exactly.)
+_Nanos = Annotated[int, Field(ge=0, le=4 * 10**18), NUMBER_ONLY]
+
+
+class JudgeCallIn(_Strict):
+    """A judge model's call for a rubric (times in Unix nanoseconds)."""
+
+    model: _Name
+    input_tokens: _Tokens = 0
+    output_tokens: _Tokens = 0
+    cost_usd: Annotated[float, Field(ge=0, le=1e9), NUMBER_ONLY] | None = None
+    started_ns: _Nanos
+    ended_ns: _Nanos
+
+
 class CaseVerdict(_Strict):
     """One expectation of a case, checked against its run."""
 
@@ -37,6 +58,37 @@ class CaseVerdict(_Strict):
     passed: _Bool
     detail: _Text = ""
     error: _Bool = Field(default=False, description="It could not be checked (a check raised).")
+    score: _Score | None = Field(default=None, description="A judge's score, from 0 to 1.")
+    judge: JudgeCallIn | None = None
+
+
+_Label = Annotated[str, Field(pattern="^(pass|fail|error)$")]
+
+
+class EvaluationResultIn(_Strict):
+    """One expectation's outcome, as the GenAI conventions' evaluation result names it."""
+
+    name: _Name
+    label: _Label
+    score: _Score
+    explanation: _Text = ""
+    judge: JudgeCallIn | None = None
+
+
+class EvaluationIn(_Strict):
+    """A case's verdicts on a run, to record on the run's trace."""
+
+    dataset: _Name
+    case: _Name
+    outcome: _Label
+    results: list[EvaluationResultIn] = Field(min_length=1, max_length=200)
+
+
+class EvaluationRecorded(BaseModel):
+    """Where an evaluation went: its span in the run's trace (None: the run has no trace)."""
+
+    run_id: str
+    span_id: str | None
 
 
 class CaseRun(_Strict):

@@ -72,6 +72,8 @@ class DurableRuns:
         fork_from = await self._step_of(run_id, from_span) if from_span else None
         options = {**(original.options or {}), "agent": original.entry_agent}
         options |= {"tenant": original.tenant, "submitted_by": caller.who}
+        if options.pop("thread", None) is not None:  # a turn: replayed with what it saw
+            options["history_of"] = run_id
         request = Submission(task=original.task, **options)
         new_id = uuid.uuid4().hex
         with self._executor.admission.place():  # a new run like any other: within the bounds

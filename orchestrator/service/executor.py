@@ -303,8 +303,14 @@ class RunExecutor:
                 await asyncio.sleep(_TURN_POLL_S)
 
     async def _turns(self, run_id: str, request: Submission) -> Turns | None:
-        """The thread the run is a turn of, with the turns that ended before it as messages."""
-        thread = request.conversation
+        """The thread the run is a turn of, with the turns that ended before it as messages.
+
+        A replay of a turn sees the turns before the original, and is none of them.
+        """
+        thread, before = request.conversation, run_id
+        if thread is None and request.history_of is not None:  # a replay of a turn
+            original = await self.store.get(request.history_of)
+            thread, before = (original.context_id, original.id) if original else (None, run_id)
         if thread is None:
             return None
         history: list[dict[str, str]] = []
@@ -312,7 +318,7 @@ class RunExecutor:
         memories: dict[str, list[dict[str, str]]] = {}
         turns = await self.store.threads.records(thread, trees=bool(remembering))
         ids = [t.id for t in turns]
-        for turn in turns[: ids.index(run_id)] if run_id in ids else turns:
+        for turn in turns[: ids.index(before)] if before in ids else turns:
             if not turn.status.finished:
                 continue
             if remembering and turn.tree is not None:

@@ -35,6 +35,7 @@ from orchestrator.errors import (
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.durability import DurableRuns
+from orchestrator.service.evaluations import RunEvaluations
 from orchestrator.service.executor import STOPPED, RunExecutor
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
@@ -91,7 +92,7 @@ class RunService:
     Composed of its parts, each public for the doors that need it: `executor` (runs in the
     background, recorded), `durable` (resume, take-over, replay, fork), `views` (traces,
     diagrams, placement, health), `events` (followers' events), `approvals` (calls waiting for a
-    person) and `admission` (the bounds).
+    person), `evaluations` (verdicts added to runs' traces) and `admission` (the bounds).
 
     Args:
         system: the agent system every run goes through.
@@ -161,6 +162,7 @@ class RunService:
             self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
         )
         self.views = RunViews(engine, store, self._ready, lambda: self.executor.startup_error)
+        self.evaluations = RunEvaluations(system, engine, store)
         self.threads = Threads(
             store, self.executor, self.submit, self.cancel, self.limits.thread_max_turns
         )

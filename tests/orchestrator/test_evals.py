@@ -13,6 +13,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from agents.core.messages import RunStatus
 from orchestrator.cli import app
 from orchestrator.evals import Expect, Interactions, load_dataset, parse_rule
 from orchestrator.schemas.runs import DelegationNode
+from tests.testkit import OtlpReceiver
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "configs" / "datasets"
@@ -112,9 +114,22 @@ cases:
         assert f"{dataset}:{line}:" in said and message in said, (line, message, said)
 
 
-def _eval(ray_address: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _flat(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spans of a `GET /v1/runs/{id}/trace` answer, each once."""
+    spans, stack = [], list(trace["spans"])
+    while stack:
+        span = stack.pop()
+        spans.append(span)
+        stack += span.get("children") or []
+    return spans
+
+
+def _eval(
+    ray_address: str, tmp_path: Path, *args: str, **more: str
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        **more,
         "RAY_ADDRESS": ray_address,
         "BATON_NAMESPACE": "baton-tests",
         "BATON_STORE_URL": f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}",
@@ -137,7 +152,14 @@ def test_the_default_dataset_passes_replays_live_only_where_changed_and_shows_a_
     ray_address: str, tmp_path: Path
 ) -> None:
     junit = tmp_path / "results.xml"
-    done = _eval(ray_address, tmp_path, "configs/datasets/default.yaml", "--junit", str(junit))
+    receiver = OtlpReceiver()  # a trace backend: the evaluations reach it with the runs' spans
+    try:
+        done = _eval(
+            ray_address, tmp_path, "configs/datasets/default.yaml", "--junit", str(junit),
+            OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        )  # fmt: skip
+    finally:
+        receiver.close()
     assert done.returncode == 0, done.stdout + done.stderr
     cases = yaml.safe_load((DATASETS / "default.yaml").read_text())["cases"]
     kinds = {kind for case in cases for kind in case.get("expect", {})}
@@ -154,6 +176,18 @@ def test_the_default_dataset_passes_replays_live_only_where_changed_and_shows_a_
     )
     runs = [p.get("value") for p in suite.iter("property") if p.get("name") == "run_id"]
     assert len(set(runs)) == len(cases)
+    # Exported as the GenAI conventions' evaluation results, on a span of each run's trace
+    # (no explanations: the default team's tracing records no content).
+    evaluations = {s["name"]: s for s in receiver.spans if s["name"].startswith("evaluation ")}
+    assert set(evaluations) == {f"evaluation {case['name']}" for case in cases}
+    judged = evaluations["evaluation explains what it calculated"]
+    results = {e["gen_ai.evaluation.name"]: e for e in judged["event_attributes"]}
+    assert set(results) == {"status", "answer", "rubric"}
+    assert results["rubric"]["gen_ai.evaluation.score.label"] == "pass"
+    assert 0.4 <= results["rubric"]["gen_ai.evaluation.score.value"] < 1
+    assert not any("gen_ai.evaluation.explanation" in e for e in results.values())
+    [judge] = [s for s in receiver.spans if s["parent_span_id"] == judged["span_id"]]
+    assert judge["name"] == "chat offline" and judge["trace_id"] == judged["trace_id"]
     [experiment] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
 
     # A stored run made into a case: its interaction is its contract, its answer expected.
@@ -240,6 +274,9 @@ cases:
   - name: never sleeps
     task: calculate 6 * 7
     expect: {contract: [coordinator asks sleeper]}
+  - name: judged in a thread
+    turns: [calculate 6 * 7, calculate 7 * 8]
+    expect: {rubric: {criteria: the analyst and 56, min_score: 0.5}}
 """
     )
     done = _eval(ray_address, tmp_path, str(dataset), "--server", api, "--json")
@@ -249,14 +286,43 @@ cases:
     assert results["never sleeps"]["outcome"] == "fail"
     [broken] = [v for v in results["never sleeps"]["verdicts"] if not v["passed"]]
     assert broken["detail"] == "coordinator never asked sleeper"
+    # A thread of two turns: the second run is the case's, a turn of the first one's thread.
+    judged = results["judged in a thread"]
+    assert judged["outcome"] == "pass", judged
+    [rubric] = [v for v in judged["verdicts"] if v["name"] == "rubric"]
+    assert rubric["score"] == 1.0 and rubric["judge"]["input_tokens"] > 0
+    run = httpx.get(f"{api}/v1/runs/{judged['run_id']}", timeout=30).json()
+    turns = httpx.get(f"{api}/v1/threads/{run['thread_id']}", timeout=30).json()["turns"]
+    assert [t["task"] for t in turns] == ["calculate 6 * 7", "calculate 7 * 8"]
+    # Each case's verdicts are on its run's trace: an `evaluation` span under the run's root,
+    # an evaluation result per expectation (explained: the service records content), and the
+    # judge's call under it.
+    for name, result in results.items():
+        spans = _flat(httpx.get(f"{api}/v1/runs/{result['run_id']}/trace", timeout=30).json())
+        [evaluation] = [s for s in spans if s["name"] == f"evaluation {name}"]
+        root = next(s for s in spans if s["name"] == "invoke_workflow baton")
+        assert evaluation["parent_span_id"] == root["span_id"]
+        assert evaluation["attributes"]["baton.evaluation.outcome"] == result["outcome"]
+        told = {
+            e["attributes"]["gen_ai.evaluation.name"]: e["attributes"] for e in evaluation["events"]
+        }
+        assert set(told) == {v["name"] for v in result["verdicts"]}
+    assert told["rubric"]["gen_ai.evaluation.score.label"] == "pass"  # (the last case's)
+    assert told["rubric"]["gen_ai.evaluation.explanation"].startswith("score 1.00")
+    [chat] = [s for s in spans if s["parent_span_id"] == evaluation["span_id"]]
+    assert chat["name"] == "chat offline" and chat["attributes"]["gen_ai.usage.input_tokens"] > 0
     # The experiment is kept by the server, beside its runs, and replayed there.
     [experiment] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
     kept = httpx.get(f"{api}/v1/experiments/{experiment[:12]}", timeout=30).json()
-    assert (kept["dataset"], kept["passed"], kept["total"]) == ("on-a-server", 1, 2)
+    assert (kept["dataset"], kept["passed"], kept["total"]) == ("on-a-server", 2, 3)
     assert [r["run_id"] for r in kept["results"]] == [r["run_id"] for r in results.values()]
     done = _eval(
         ray_address, tmp_path, str(dataset), "--server", api, "--json", "--replay", experiment
     )
     replayed = {r["case"]: r for r in json.loads(done.stdout)}
     assert {r["outcome"] for r in replayed.values()} == {"pass", "fail"}
-    assert all(r["live_calls"] == [] for r in replayed.values())  # all from the record
+    # All from the record: the thread's turn too (its fork saw the turns before the original).
+    assert all(r["live_calls"] == [] for r in replayed.values())
+    # and the fork is no turn of that thread.
+    again = httpx.get(f"{api}/v1/threads/{run['thread_id']}", timeout=30).json()["turns"]
+    assert [t["run_id"] for t in again] == [t["run_id"] for t in turns]

@@ -1,4 +1,7 @@
-"""`/v1/experiments`: `baton eval`'s experiments, kept where their runs are, for the UI."""
+"""`/v1/experiments`: `baton eval`'s experiments, kept where their runs are, for the UI.
+
+And `/v1/runs/{id}/evaluations`: a case's verdicts on one run, added to the run's trace.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from orchestrator.api.deps import Caller, Service
+from orchestrator.api.deps import Caller, Run, Service
 from orchestrator.errors import ExperimentNotFound
 from orchestrator.schemas import ErrorBody
 from orchestrator.schemas.experiments import (
     CaseRun,
+    EvaluationIn,
+    EvaluationRecorded,
     ExperimentIn,
     ExperimentPageView,
     ExperimentSummary,
     ExperimentView,
 )
+from tracing.evaluations import EvaluationResult, JudgeCall
 
 __all__ = ["router"]
 
@@ -87,3 +93,36 @@ async def add_experiment(
     return ExperimentView(
         **_summary(kept), dataset_digest=kept.dataset_digest, results=experiment.results
     )
+
+
+@router.post(
+    "/runs/{run_id}/evaluations",
+    status_code=201,
+    responses={404: {"model": ErrorBody, "description": "No such run."}},
+)
+async def add_evaluation(
+    service: Service, run: Run, evaluation: EvaluationIn
+) -> EvaluationRecorded:
+    """Record a case's verdicts on the run in its trace (`baton eval --server` sends them).
+
+    One `evaluation {case}` span under the run's root span, a `gen_ai.evaluation.result` event
+    per expectation, and a `chat` span per judge model's call; exported like the run's spans.
+    """
+    results = [
+        EvaluationResult(
+            name=r.name,
+            label=r.label,
+            score=r.score,
+            explanation=r.explanation,
+            judge=JudgeCall(**r.judge.model_dump()) if r.judge is not None else None,
+        )
+        for r in evaluation.results
+    ]
+    span_id = await service.evaluations.record(
+        run.id,
+        dataset=evaluation.dataset,
+        case=evaluation.case,
+        outcome=evaluation.outcome,
+        results=results,
+    )
+    return EvaluationRecorded(run_id=run.id, span_id=span_id)
