@@ -9,7 +9,7 @@ TASK ?= Research the history of the Ray project, check the facts, and calculate 
 SYSTEM_PACKAGES := postgresql chromium
 WEB := orchestrator/web
 
-.PHONY: help setup system-deps run eval check test test-heavy conformance lint docs schema bench lock
+.PHONY: help setup system-deps run eval check test test-heavy conformance deploy-check lint docs schema bench lock
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -57,6 +57,16 @@ test: lint docs system-deps ## Lint, build the docs, then run the test suite (lo
 test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy --durations=15
 
+# The deployment's checkers, in a virtualenv of their own (checkov's pins cannot share Baton's).
+.venv-deploy/.installed: deploy/tools.lock
+	python3 -m venv .venv-deploy
+	.venv-deploy/bin/python -m pip install --quiet --upgrade pip
+	.venv-deploy/bin/python -m pip install --quiet --require-hashes -r deploy/tools.lock
+	touch $@
+
+deploy-check: .venv-deploy/.installed ## Render the Kubernetes manifests and validate them offline (schemas, checkov), lint the Dockerfile
+	.venv-deploy/bin/python deploy/check.py
+
 conformance: setup ## The protocols' own test kits against baton serve: the A2A TCK and the MCP conformance suite
 	$(PY) -m tests.conformance.run all
 
@@ -69,9 +79,13 @@ lint: setup ## Ruff (lint and format), mypy --strict on the packages, a note on 
 docs: setup ## Build the documentation site into site/ strictly (a broken link or a missing page fails)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-lock: setup ## Resolve the newest versions pyproject.toml allows into requirements.lock, install them, run the suite
+lock: setup ## Resolve the newest versions pyproject.toml allows into requirements.lock (and the image's and deploy tools' locks), install them, run the suite
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
 		--upgrade --no-annotate --custom-compile-command "make lock" -o requirements.lock -q
+	$(VENV)/bin/uv pip compile pyproject.toml -c requirements.lock --generate-hashes --python-version 3.11 \
+		--no-annotate --custom-compile-command "make lock" -o deploy/image.lock -q
+	$(VENV)/bin/uv pip compile deploy/tools.in --generate-hashes --python-version 3.11 --upgrade \
+		--no-annotate --custom-compile-command "make lock" -o deploy/tools.lock -q
 	$(MAKE) test
 
 schema: setup ## Regenerate the UI's copy of the event schema from agents/core/events.py

@@ -101,3 +101,14 @@ def test_the_image_is_built_on_the_matching_ray_image() -> None:
         if not source.startswith("--from"):
             assert (ROOT / source).exists(), source
     assert "npm ci" in dockerfile and "BATON_MERMAID_DIST" in dockerfile
+
+
+def test_the_image_installs_exactly_what_the_suite_passed_with() -> None:
+    def pins(path: Path) -> dict[str, str]:
+        return dict(re.findall(r"^([a-z0-9_.-]+)==([^\s;\\]+)", path.read_text(), re.MULTILINE))
+
+    tested, image = pins(ROOT / "requirements.lock"), pins(ROOT / "deploy" / "image.lock")
+    assert {"ray", "litellm", "fastapi"} <= set(image)
+    assert {name: v for name, v in image.items() if tested.get(name) != v} == {}
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "--require-hashes -r image.lock" in dockerfile and "\nUSER 1000\n" in dockerfile

@@ -273,6 +273,7 @@ NEEDS = {
     ("GET", "/v1/experiments"): "read",
     ("POST", "/v1/experiments"): "submit",
     ("GET", "/v1/experiments/{experiment_id}"): "read",
+    ("POST", "/v1/runs/{run_id}/evaluations"): "submit",
 }
 
 
