@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agents.core.spec import AgentSpec, RayOptions
+from agents.core.spec import AgentSpec, Autoscale, RayOptions
 
 __all__ = ["SHARED_HOST", "Host", "own_actors_reason", "plan_hosts"]
 
@@ -50,10 +50,12 @@ def own_actors_reason(spec: AgentSpec) -> str | None:
 _DEFAULTS = RayOptions()
 
 
-def plan_hosts(agents: Sequence[AgentSpec], shared_replicas: int = 1) -> list[Host]:
+def plan_hosts(
+    agents: Sequence[AgentSpec], shared_replicas: int = 1, shared_autoscale: Autoscale | None = None
+) -> list[Host]:
     """The system's hosts: the shared one (if any agent shares), then one per other agent."""
     apart = {a.name for a in agents if own_actors_reason(a) is not None}
     shared = tuple(a.name for a in agents if a.name not in apart)
-    options = RayOptions(replicas=shared_replicas)
+    options = RayOptions(replicas=shared_replicas, autoscale=shared_autoscale)
     hosts = [Host(SHARED_HOST, shared, options)] if shared else []
     return hosts + [Host(a.name, (a.name,), a.ray) for a in agents if a.name in apart]

@@ -21,6 +21,7 @@ __all__ = [
     "OFFLINE_MODEL",
     "AgentCard",
     "AgentSpec",
+    "Autoscale",
     "ContextSpec",
     "FileToolsSpec",
     "McpServerSpec",
@@ -73,10 +74,47 @@ class Timeouts(_Strict):
     tool: float = Field(default=60.0, gt=0)
 
 
+class Autoscale(_Strict):
+    """Replicas that follow the load: `replicas: {min: 1, max: 8}`.
+
+    A replica is added when the delegations in flight per replica stay above `target` for
+    `up_after_s` (as many as bring it to `target`, up to `max`); one that held nothing for
+    `down_after_s` is drained and removed, never below `min`. A replica that does not fit the
+    cluster waits for room, and Ray's autoscaler (KubeRay's, a cloud's) adds a node for it.
+    """
+
+    min: int = Field(default=1, ge=1, le=256)
+    max: int = Field(ge=1, le=256)
+    target: float = Field(default=4.0, gt=0, description="Delegations in flight per replica.")
+    up_after_s: float = Field(default=5.0, ge=0)
+    down_after_s: float = Field(default=60.0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscale:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+def _autoscaled(value: Any) -> Any:
+    """`replicas: {min, max, ...}` read as `replicas: min` plus `autoscale: {...}`."""
+    if isinstance(value, dict) and isinstance(value.get("replicas"), dict):
+        bounds = value["replicas"]
+        return {**value, "replicas": bounds.get("min", 1), "autoscale": bounds}
+    return value
+
+
 class RayOptions(_Strict):
     """How the agent's actors are placed and run on Ray."""
 
-    replicas: int = Field(default=1, ge=1, le=256)
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Its replicas (delegations are spread over them), or `{min, max}` and "
+        "the other `Autoscale` fields: as many as the load needs.",
+    )
+    autoscale: Autoscale | None = None
     num_cpus: float = Field(default=0.0, ge=0)
     num_gpus: float = Field(default=0.0, ge=0)
     resources: dict[str, float] = Field(default_factory=dict)
@@ -87,6 +125,11 @@ class RayOptions(_Strict):
         description="Run in actors of its own even with no other option set (by default an "
         "agent without `ray:` options shares one actor process with the others like it).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replica_range(cls, value: Any) -> Any:
+        return _autoscaled(value)
 
 
 class SharedHostOptions(_Strict):
@@ -101,6 +144,12 @@ class SharedHostOptions(_Strict):
         "process runs Python on one core at a time: for many runs at once, up to one replica "
         "per core; each costs about 250 MB.",
     )
+    autoscale: Autoscale | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replica_range(cls, value: Any) -> Any:
+        return _autoscaled(value)
 
 
 class SupervisionOptions(_Strict):

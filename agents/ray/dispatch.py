@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,8 @@ class SystemRef:
     `replicas` and `max_restarts` are per agent (those of the host it runs in); `hosts` names
     each agent's host (an agent missing from it has actors of its own, named after it).
     `supervised`: a host that dies is created again by the system's supervisor
-    (`agents.ray.supervisor`), which says when it is back.
+    (`agents.ray.supervisor`), which says when it is back. `autoscaled`: the replicas of some
+    host follow the load (`agents.ray.scaler`); `replicas` are those it starts with.
     """
 
     namespace: str
@@ -46,6 +48,8 @@ class SystemRef:
     max_restarts: dict[str, int] = field(default_factory=dict)
     hosts: dict[str, str] = field(default_factory=dict)
     supervised: bool = False
+    # Some host's replicas follow the load: the system's scaler says which to choose from.
+    autoscaled: bool = False
 
     def restartable(self, agent: str) -> bool:
         """Whether the agent's actors come back when they die (a delegation may be retried).
@@ -75,6 +79,11 @@ class SystemRef:
     def supervisor_name(self) -> str:
         """The Ray name of the system's host supervisor (when `supervised`)."""
         return f"{self.prefix}.supervisor"
+
+    @property
+    def scaler_name(self) -> str:
+        """The Ray name of the system's replica scaler (when `autoscaled`)."""
+        return f"{self.prefix}.scaler"
 
 
 class RayDispatcher:
@@ -108,17 +117,61 @@ class RayDispatcher:
         self._ledger = ledger
         self._local = local or {}
         self._hand_back = hand_back and ledger is not None
-        self._handles: dict[str, list[Any]] = {}
+        self._handles: dict[tuple[str, int], Any] = {}
         # Calls in flight: their actor and delegation attempt, for `cancel`.
         self._calls: dict[ray.ObjectRef[bytes], tuple[Any, str]] = {}
-        self._turns = {name: itertools.cycle(range(n)) for name, n in system.replicas.items()}
+        # The replicas each agent's delegations go to, in turn (the scaler changes them).
+        self._choice = {name: list(range(n)) for name, n in system.replicas.items()}
+        self._turns: defaultdict[str, itertools.count[int]] = defaultdict(itertools.count)
+        self._following: asyncio.Task[None] | None = None
 
     def _handle(self, target: str, replica: int) -> Any:
-        handles = self._handles.setdefault(target, [None] * self._system.replicas[target])
-        if handles[replica] is None:
+        handle = self._handles.get((target, replica))
+        if handle is None:
             name = self._system.actor_name(target, replica)
-            handles[replica] = ray.get_actor(name, namespace=self._system.namespace)
-        return handles[replica]
+            handle = ray.get_actor(name, namespace=self._system.namespace)
+            self._handles[(target, replica)] = handle
+        return handle
+
+    def _next(self, target: str) -> int:
+        """The replica of `target` whose turn it is."""
+        choice = self._choice[target]
+        return choice[next(self._turns[target]) % len(choice)]
+
+    def choose_from(self, host: str, replicas: list[int]) -> None:
+        """Send the delegations of the agents of `host` to these replicas from now on."""
+        for agent in self._choice:
+            if self._system.host_of(agent) == host and replicas:
+                self._choice[agent] = sorted(replicas)
+
+    def follow_scaling(self) -> None:
+        """Keep the replicas to choose from as the system's scaler says (in this event loop).
+
+        A call parked in the scaler returns when they change: no polling. Nothing to follow in
+        a system without autoscaled hosts.
+        """
+        if self._system.autoscaled and self._following is None:
+            self._following = asyncio.get_running_loop().create_task(self._follow())
+
+    async def _follow(self) -> None:
+        known = 0
+        while self._following is not None:
+            try:
+                scaler = ray.get_actor(self._system.scaler_name, namespace=self._system.namespace)
+                while True:
+                    known, replicas = await scaler.membership.remote(known)
+                    for host, chosen in replicas.items():
+                        self.choose_from(host, chosen)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the scaler is restarting, or not started yet: ask again
+                await asyncio.sleep(1.0)
+
+    def stop_following(self) -> None:
+        """Stop following the scaler (the process is leaving Ray); from any thread."""
+        task, self._following = self._following, None
+        if task is not None:
+            task.get_loop().call_soon_threadsafe(task.cancel)
 
     def submit(
         self,
@@ -134,7 +187,7 @@ class RayDispatcher:
         queued for the run, for the callee's to send.
         """
         if replica is None:
-            replica = next(self._turns[target])
+            replica = self._next(target)
         handle = self._handle(target, replica)
         call = HostCall(target, delegation, opening, self._hand_back, carried)
         ref: ray.ObjectRef[bytes] = handle.invoke.remote(seal(call))
@@ -170,6 +223,7 @@ class RayDispatcher:
         per run; whoever finishes the run hands it to `LedgerClient.finish` too, for a run
         whose entry agent was never reached.
         """
+        self.follow_scaling()
         here = self._local.get(target)
         if here is not None:
             if opening is not None and self._ledger is not None:
@@ -220,7 +274,7 @@ class RayDispatcher:
         opening: Event | None = None,
     ) -> tuple[str, AgentResult | BaseException]:
         """One try: the result, or the error of an actor that died or cannot be found."""
-        replica = next(self._turns[target])
+        replica = self._next(target)
         name = self._system.actor_name(target, replica)
         submitted_ns = time.time_ns()
         ref: ray.ObjectRef[bytes] | None = None
@@ -247,7 +301,7 @@ class RayDispatcher:
                 raise
         except (RayActorError, ActorUnavailableError, ValueError) as exc:
             # A dead or missing actor is the caller's tool error, never a hung run.
-            self._handles.pop(target, None)
+            self._handles.pop((target, replica), None)
             # Its own spans died with it: record what the caller saw, where it saw it.
             ctx = delegation.context
             lost_agent_span(

@@ -169,7 +169,7 @@ class AgentHost:
         self._early: OrderedDict[str, None] = OrderedDict()  # attempts cancelled before they came
         # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name) for spec in specs}
-        dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
+        self._dispatcher = dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
         self._agents: dict[str, _Hosted] = {}
         for spec in specs:
             tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
@@ -200,6 +200,7 @@ class AgentHost:
         litellm's lazy imports are paid now rather than inside the first run.
         """
         self._loop = asyncio.get_running_loop()
+        self._dispatcher.follow_scaling()  # (autoscaled hosts' replicas come and go)
         await asyncio.gather(*(hosted.open_mcp() for hosted in self._agents.values()))
         # (litellm itself was configured when the agents' clients were made.)
         warm = self._client(ModelSpec())

@@ -11,6 +11,7 @@ Detached hosts (a service's) are supervised: one that dies is created again
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,12 +22,13 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 from agents.core.gate_spec import GateSpec
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
-from agents.core.spec import AgentSpec, RayOptions, SupervisionOptions
+from agents.core.spec import AgentSpec, Autoscale, RayOptions, SupervisionOptions
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.gate_actor import GATES_ACTOR, GateActor, RayGates
 from agents.ray.host import AgentHost
 from agents.ray.ledger_actor import LedgerActor
 from agents.ray.ledger_client import LedgerClient
+from agents.ray.scaler import ReplicaScaler, ScaledHost, Scaling
 from agents.ray.supervisor import HostRecipe, HostState, HostSupervisor
 
 __all__ = ["AgentPool", "PoolOptions", "start_pool"]
@@ -77,6 +79,7 @@ class AgentPool:
     plan: list[Host]
     supervisor: Any | None = None
     gates: RayGates | None = None  # the cluster's provider gates, when the system has any
+    scaler: Any | None = None  # grows and shrinks the autoscaled hosts, when there are any
 
     @property
     def ledger(self) -> LedgerClient:
@@ -87,11 +90,47 @@ class AgentPool:
         """The dispatcher that hands delegations to the agents' replicas."""
         return RayDispatcher(self.system, ledger or self.ledger)
 
+    async def replicas(self) -> dict[str, list[int]]:
+        """Each host's replicas that take delegations now (the scaler's, for autoscaled ones)."""
+        running = {host: list(range(len(handles))) for host, handles in self.hosts.items()}
+        if self.scaler is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    _, scaled = await self.scaler.membership.remote(-1)
+                    running |= scaled
+        return running
+
+    def scaled_replicas(self) -> list[Any]:
+        """The handles of the replicas the scaler started (past those first started)."""
+        found = []
+        for host in self.plan:
+            if host.ray.autoscale is None:
+                continue
+            for i in range(len(self.hosts[host.name]), host.ray.autoscale.max):
+                with contextlib.suppress(ValueError):
+                    name = self.system.host_actor_name(host.name, i)
+                    found.append(ray.get_actor(name, namespace=self.system.namespace))
+        return found
+
+    async def scaling(self) -> list[Scaling]:
+        """The scaler's decisions of the last hour (none without autoscaled hosts)."""
+        if self.scaler is None:
+            return []
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(2.0):
+                history: list[Scaling] = await self.scaler.history.remote()
+                return history
+        return []
+
     def current(self, host: str, replica: int) -> Any:
         """The live handle of a host replica, looked up by name, and kept in `hosts`.
 
-        The supervisor may have created it again since its handle was kept.
+        The supervisor may have created it again since its handle was kept; the scaler may
+        have started it (past the replicas first started).
         """
+        if replica >= len(self.hosts[host]):
+            name = self.system.host_actor_name(host, replica)
+            return ray.get_actor(name, namespace=self.system.namespace)
         if self.supervisor is not None:
             try:
                 name = self.system.host_actor_name(host, replica)
@@ -135,8 +174,9 @@ class AgentPool:
                 for agent in host.agents
             ]
 
+        running = await self.replicas()
         asked = await asyncio.gather(
-            *(ask(host, i) for host in self.plan for i in range(len(self.hosts[host.name])))
+            *(ask(host, i) for host in self.plan for i in running.get(host.name, []))
         )
         return [row for rows in asked for row in rows]
 
@@ -146,6 +186,9 @@ class AgentPool:
         A replica created again since (the handle kept is dead) is looked up by name once,
         not on every ask.
         """
+        if replica >= len(self.hosts[host]):  # started by the scaler: found by name
+            scaled: dict[str, Any] = await self.current(host, replica).stats.remote()
+            return scaled
         try:
             stats: dict[str, Any] = await self.hosts[host][replica].stats.remote()
         except (RayActorError, ActorUnavailableError):
@@ -195,6 +238,7 @@ def start_pool(
     prefix: str,
     trace: TraceOptions | None = None,
     shared_replicas: int = 1,
+    shared_autoscale: Autoscale | None = None,
     supervision: SupervisionOptions | None = None,
     gates: tuple[GateSpec, ...] = (),
 ) -> AgentPool:
@@ -207,11 +251,12 @@ def start_pool(
         prefix: names the system's actors (`{prefix}.{host}.{replica}`, `{prefix}.ledger`).
         trace: what the agents' spans record.
         shared_replicas: replicas of the shared host (see `SharedHostOptions`).
+        shared_autoscale: the shared host's replicas follow the load between these bounds.
         supervision: how detached hosts that die are created again (`SupervisionOptions`).
         gates: the system's provider gates (declared in the cluster's gates actor).
     """
     namespace, detached = options.namespace, options.detached
-    plan = plan_hosts(agents, shared_replicas)
+    plan = plan_hosts(agents, shared_replicas, shared_autoscale)
     host_of = {agent: host for host in plan for agent in host.agents}
     system = SystemRef(
         namespace=namespace,
@@ -220,6 +265,7 @@ def start_pool(
         max_restarts={a.name: host_of[a.name].ray.max_restarts for a in agents},
         hosts={a.name: host_of[a.name].name for a in agents},
         supervised=detached,
+        autoscaled=any(host.ray.autoscale is not None for host in plan),
     )
     ledger = LedgerActor.options(  # type: ignore[attr-defined]
         name=system.ledger_name,
@@ -254,11 +300,15 @@ def start_pool(
                     gate_port,
                 ),
             )
-            for i in range(host.ray.replicas)
+            # An autoscaled host's recipes go up to its `max`; the first `replicas` start now.
+            for i in range(
+                max(host.ray.replicas, host.ray.autoscale.max if host.ray.autoscale else 0)
+            )
         ]
         for host in plan
     }
-    hosts = {host: [recipe.create() for recipe in replicas] for host, replicas in recipes.items()}
+    starting = {host.name: recipes[host.name][: host.ray.replicas] for host in plan}
+    hosts = {host: [recipe.create() for recipe in replicas] for host, replicas in starting.items()}
     # The ledger and every host start and warm up at once (hosts hold the ledger's handle,
     # so none waits for another).
     *placement, _ = ray.get(
@@ -275,8 +325,9 @@ def start_pool(
             resources={HEAD_NODE_RESOURCE: 0.001},  # as the ledger: the node that stays
             max_restarts=-1,
         ).remote()
-        every = [recipe for replicas in recipes.values() for recipe in replicas]
+        every = [recipe for replicas in starting.values() for recipe in replicas]
         ray.get(supervisor.watch.remote(every, supervision or SupervisionOptions()))
+    scaler = _start_scaler(plan, recipes, system, hosts, detached) if system.autoscaled else None
     return AgentPool(
         system=system,
         ledger_handle=ledger,
@@ -286,7 +337,44 @@ def start_pool(
         plan=plan,
         supervisor=supervisor,
         gates=gate_port,
+        scaler=scaler,
     )
+
+
+def _most(host: Host) -> int:
+    """The most replicas the host may have."""
+    return max(host.ray.replicas, host.ray.autoscale.max if host.ray.autoscale else 0)
+
+
+def _start_scaler(
+    plan: list[Host],
+    recipes: dict[str, list[HostRecipe]],
+    system: SystemRef,
+    hosts: dict[str, list[Any]],
+    detached: bool,
+) -> Any:
+    """Find (or create) the system's scaler and have it scale the autoscaled hosts."""
+    scaler = ReplicaScaler.options(  # type: ignore[attr-defined]
+        name=system.scaler_name,
+        namespace=system.namespace,
+        get_if_exists=True,
+        lifetime="detached" if detached else None,
+        resources={HEAD_NODE_RESOURCE: 0.001},  # as the ledger: the node that stays
+        max_restarts=-1,
+    ).remote()
+    scaled = [
+        ScaledHost(
+            host=host.name,
+            policy=host.ray.autoscale,
+            recipes=tuple(recipes[host.name]),
+            supervisor=system.supervisor_name if system.supervised else None,
+        )
+        for host in plan
+        if host.ray.autoscale is not None
+    ]
+    running = {host: list(range(len(handles))) for host, handles in hosts.items()}
+    ray.get(scaler.manage.remote(scaled, running), timeout=READY_TIMEOUT_S)
+    return scaler
 
 
 def _open_gates(specs: tuple[GateSpec, ...], namespace: str, detached: bool) -> RayGates | None:

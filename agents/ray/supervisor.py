@@ -120,6 +120,16 @@ class HostSupervisor:
             self._watches[recipe.name] = watch
             watch.task = asyncio.get_running_loop().create_task(self._watch(watch))
 
+    async def watch_more(self, recipes: list[HostRecipe]) -> None:
+        """Watch these replicas too (the scaler started them), under the options given."""
+        await self.watch(recipes, self._options)
+
+    def unwatch(self, actor: str) -> None:
+        """Stop watching a replica (the scaler stops it: it is not to be created again)."""
+        watch = self._watches.pop(actor, None)
+        if watch is not None and watch.task is not None:
+            watch.task.cancel()
+
     def states(self) -> dict[str, HostState]:
         """Every watched replica's state, by actor name."""
         return {name: HostState(**w.state) for name, w in self._watches.items()}

@@ -120,6 +120,7 @@ class Engine:
                 prefix=self.system.actor_prefix(self.options.store_url),
                 trace=config.tracing,
                 shared_replicas=config.shared_host.replicas,
+                shared_autoscale=config.shared_host.autoscale,
                 supervision=config.supervision,
                 gates=config.gates,
             )
@@ -162,6 +163,8 @@ class Engine:
         that ends the process (Ray's core worker exits it with status 1).
         """
         self._closed = True
+        if self._dispatcher is not None:
+            self._dispatcher.stop_following()
         if self._ledger is not None:
             self._ledger.close()
 
@@ -171,11 +174,14 @@ class Engine:
         if self._pool is None:
             return
         pool = self._pool
+        if pool.scaler is not None:  # first, or it would start replicas again
+            ray.kill(pool.scaler)
         if pool.supervisor is not None:  # first, or it would start the hosts again
             ray.kill(pool.supervisor)
         everyone = [
             pool.current(host, i) for host, hs in pool.hosts.items() for i in range(len(hs))
         ]
+        everyone += pool.scaled_replicas()
         # Let them close their MCP sessions (stdio servers exit) before they are killed.
         with contextlib.suppress(Exception):
             ray.get([h.close.remote() for h in everyone], timeout=5)

@@ -14,6 +14,7 @@ __all__ = [
     "Health",
     "Readiness",
     "ReplicaView",
+    "ScalingView",
     "ServiceView",
     "SpendLine",
     "TopologyView",
@@ -104,12 +105,25 @@ class TopologyView(BaseModel):
     max_depth: int
 
 
+class ScalingView(BaseModel):
+    """One scaling decision: an autoscaled host's replicas from how many to how many, and why."""
+
+    at: float = Field(description="Unix seconds.")
+    host: str = Field(description="The host (`_shared`, or the agent with actors of its own).")
+    before: int
+    after: int
+    why: str
+
+
 class AgentsView(BaseModel):
-    """The agent system: its agents and topology."""
+    """The agent system: its agents and topology, and its last hour's scaling decisions."""
 
     system: str
     agents: list[AgentView]
     topology: TopologyView
+    scaling: list[ScalingView] = Field(
+        default_factory=list, description="Autoscaled hosts' decisions of the last hour."
+    )
 
 
 class ServiceView(BaseModel):

@@ -111,8 +111,20 @@ class ServiceMetrics:
             unit="{call}",
             description="Model calls answered by a fallback, by model asked and answering.",
         )
+        self._scalings = meter.create_counter(
+            "baton.agent.scalings",
+            unit="{decision}",
+            description="Autoscaled hosts' scaling decisions, by host and direction (up, down).",
+        )
         self._active: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self._followers: Callable[[], int] = lambda: 0
+        self._replicas: dict[str, int] = {}
+        meter.create_observable_up_down_counter(
+            "baton.agent.replicas",
+            [self._observe_replicas],
+            unit="{replica}",
+            description="Each autoscaled host's replicas taking delegations (`baton.host`).",
+        )
         meter.create_observable_up_down_counter(
             "baton.runs.active",
             [self._observe_active],
@@ -139,6 +151,16 @@ class ServiceMetrics:
 
     def _observe_followers(self, _: CallbackOptions) -> Iterable[Observation]:
         return [Observation(self._followers())]
+
+    def _observe_replicas(self, _: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(n, {"baton.host": host}) for host, n in self._replicas.items()]
+
+    def scaled(self, replicas: dict[str, int], decisions: Iterable[tuple[str, int, int]]) -> None:
+        """The autoscaled hosts' replicas now, and the (host, before, after) decisions since."""
+        self._replicas = dict(replicas)
+        for host, before, after in decisions:
+            direction = "up" if after > before else "down"
+            self._scalings.add(1, {"baton.host": host, "baton.scaling.direction": direction})
 
     def saw(self, event: Event) -> None:
         """Count a model call of a run owned here, from its `model_finished` event."""

@@ -82,6 +82,8 @@ _STREAM_PLACE_S = 5.0
 # (one writer at a time) the runs going on meanwhile write between its batches.
 _SWEEP_BATCH = 100
 _SWEEP_PAUSE_S = 0.05
+# How often the autoscaled hosts' replicas are read for the metrics.
+_SCALING_READ_S = 5.0
 # Runs accepted here whose records followers get without reading the store (see `following`).
 _KEEP_ACCEPTED = 256
 
@@ -198,6 +200,26 @@ class RunService:
         ]
         if self.limits.retention_days is not None or self.limits.retention_max_runs is not None:
             self._background.append(asyncio.create_task(self._sweep()))
+        if self.metrics is not None and self.system.autoscaled:
+            self._background.append(asyncio.create_task(self._watch_scaling(self.metrics)))
+
+    async def _watch_scaling(self, metrics: ServiceMetrics) -> None:
+        """Keep the metrics of the autoscaled hosts' replicas and decisions current."""
+        await self._ready.wait()
+        pool, seen = self.engine.pool, time.time()
+        scaled = {h.name for h in pool.plan if h.ray.autoscale is not None}
+        while True:
+            try:
+                replicas = await pool.replicas()
+                decisions = [d for d in await pool.scaling() if d["at"] > seen]
+                seen = max([seen, *(d["at"] for d in decisions)])
+                metrics.scaled(
+                    {h: len(r) for h, r in replicas.items() if h in scaled},
+                    [(d["host"], d["before"], d["after"]) for d in decisions],
+                )
+            except Exception:
+                logger.exception("reading the agents' scaling failed; read again later")
+            await asyncio.sleep(_SCALING_READ_S)
 
     async def _sweep(self) -> None:
         """Remove the runs the retention policy no longer keeps, at once and then regularly.

@@ -49,6 +49,12 @@ class RunViews:
         """Each agent replica, asked now (none before the agents have started)."""
         return await self.engine.placement() if self.engine.started else []
 
+    async def scaling(self) -> list[dict[str, Any]]:
+        """The autoscaled hosts' scaling decisions of the last hour."""
+        if not self.engine.started:
+            return []
+        return [dict(decision) for decision in await self.engine.pool.scaling()]
+
     async def spans(self, run: StoredRun) -> list[SpanRecord]:
         """The run's spans, finished or not.
 

@@ -125,6 +125,13 @@ class AgentSystem:
         )
 
     @property
+    def autoscaled(self) -> bool:
+        """Whether some agent host's replicas follow the load (`replicas: {min, max}`)."""
+        return self.config.shared_host.autoscale is not None or any(
+            a.ray.autoscale is not None for a in self.config.agents
+        )
+
+    @property
     def fingerprint(self) -> str:
         """Short hash of the config: actors of different configs never share names."""
         return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Response
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.placement import own_actors_reason
 from orchestrator.api.deps import MERMAID, Service
-from orchestrator.schemas import AgentsView, AgentView, ReplicaView, TopologyView
+from orchestrator.schemas import AgentsView, AgentView, ReplicaView, ScalingView, TopologyView
 from orchestrator.system.topology import topology_flowchart
 
 __all__ = ["router"]
@@ -69,6 +69,7 @@ async def agents(service: Service) -> AgentsView:
             max_static_depth=topology.max_static_depth(),
             max_depth=system.config.limits.max_depth,
         ),
+        scaling=[ScalingView.model_validate(d) for d in await service.views.scaling()],
     )
 
 
