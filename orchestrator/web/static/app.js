@@ -790,6 +790,15 @@ async function agentsPage() {
       ),
     );
     $("agents").tBodies[0].replaceChildren(...rows);
+    // Autoscaled hosts: each decision of the last hour, newest first.
+    $("scaling-card").hidden = agents.scaling.length === 0;
+    $("scaling").tBodies[0].replaceChildren(
+      ...agents.scaling.toReversed().map((d) =>
+        el("tr", {},
+          el("td", {}, new Date(d.at * 1000).toLocaleTimeString()),
+          el("td", {}, d.host),
+          el("td", {}, `${d.before} → ${d.after}`),
+          el("td", {}, d.why))));
   } catch (error) {
     showError($("topology"), error);
   }
