@@ -70,6 +70,7 @@ __all__ = [
     "BATON_SPEND_SCOPE",
     "BATON_STEP",
     "BATON_SUBMITTED_BY",
+    "BATON_SYSTEM_VERSION",
     "BATON_TENANT",
     "BATON_USAGE_COST",
     "CHAT_SPAN_PREFIX",
@@ -206,6 +207,7 @@ BATON_MODEL_USED = "baton.model.used"
 BATON_SPEND_MESSAGE = "baton.spend.message"
 # Whose run it is and who submitted it (an API key's name), on the run's root span.
 BATON_TENANT = "baton.tenant"
+BATON_SYSTEM_VERSION = "baton.system.version"  # the team's release label and config digest
 # `baton eval`'s verdicts on a run, on a span under its root (`evaluation {case}`): one
 # `gen_ai.evaluation.result` event per expectation, as the GenAI conventions describe it.
 EVALUATION_SPAN_PREFIX = "evaluation "

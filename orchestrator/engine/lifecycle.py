@@ -282,6 +282,7 @@ class Engine:
             ) as span:
                 trace_id = span.get_span_context().trace_id
                 span.set_attribute(attr.BATON_TENANT, tenant)
+                span.set_attribute(attr.BATON_SYSTEM_VERSION, self.system.version)
                 if who:
                     span.set_attribute(attr.BATON_SUBMITTED_BY, who)
                 first = RunStarted(

@@ -193,6 +193,11 @@ class RunView(BaseModel):
     cancelled_by: str | None = Field(
         default=None, description="Who asked it to stop, when someone did (a key's name)."
     )
+    version: str | None = Field(
+        default=None,
+        description="The version of the team it ran on: the config's `release` label and "
+        "digest (`v2+3f9a0c1d2e`), or the digest alone.",
+    )
     links: RunLinks
 
 
@@ -314,6 +319,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         tenant=run.tenant,
         submitted_by=run.submitted_by,
         cancelled_by=run.cancelled_by,
+        version=run.version,
         links=run_links(run.id, prefix),
     )
 

@@ -130,6 +130,10 @@ class ServiceView(BaseModel):
     """What this service is: its team, its Baton, and where its runs' traces go."""
 
     system: str = Field(description="The agent system it serves (its config's `name`).")
+    system_version: str = Field(
+        default="",
+        description="The version of the team it serves: its `release` label and config digest.",
+    )
     version: str = Field(description="Baton's version.")
     instance: str = Field(description="Names this service instance in the run store.")
     trace_export: str | None = Field(

@@ -149,6 +149,7 @@ class RunExecutor:
             context_id=request.conversation,
             tenant=request.tenant,
             submitted_by=request.submitted_by,
+            version=self.system.version,
             **record,
         )
 

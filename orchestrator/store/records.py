@@ -90,6 +90,7 @@ class StoredRun(BaseModel):
     tenant: str = "default"
     submitted_by: str | None = None
     cancelled_by: str | None = None
+    version: str | None = None  # of the team it ran on: `{release}+{config digest}`
 
     @property
     def finished(self) -> bool:

@@ -270,6 +270,7 @@ class RunStore:
         context_id: str | None = None,
         tenant: str = "default",
         submitted_by: str | None = None,
+        version: str | None = None,
     ) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
@@ -304,6 +305,7 @@ class RunStore:
             context_id=context_id,
             tenant=tenant,
             submitted_by=submitted_by,
+            version=version,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))

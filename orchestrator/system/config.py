@@ -44,6 +44,12 @@ class SystemConfig(BaseModel):
 
     version: Literal[1] = 1
     name: str = Field(default="baton", pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,47}$")
+    release: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,47}$",
+        description="A label of this version of the team (`v2`, `2026-11-28`): each run "
+        "records it with the config's digest.",
+    )
     entry: str | None = Field(default=None, description="Default entry agent; the first if unset.")
     allow_cycles: bool = False
     on_interrupt: Literal["resume", "fail"] = Field(
@@ -130,6 +136,12 @@ class AgentSystem:
         return self.config.shared_host.autoscale is not None or any(
             a.ray.autoscale is not None for a in self.config.agents
         )
+
+    @property
+    def version(self) -> str:
+        """The version of the team: `{release}+{digest}`, or the config's digest alone."""
+        release = self.config.release
+        return f"{release}+{self.fingerprint}" if release else self.fingerprint
 
     @property
     def fingerprint(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import time
@@ -44,10 +45,15 @@ async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str)
     async with httpx.AsyncClient(base_url=api) as client:
         stored = (await client.get(f"/v1/runs/{run['id']}")).json()
         trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
+        served = (await client.get("/v1/service")).json()
     assert stored["status"] == "succeeded" and stored["output"] == final["output"]
     assert stored["usage"]["model_calls"] == 4 and stored["tree"]["agent"] == "coordinator"
     [root] = trace["spans"]
     assert root["name"] == "invoke_workflow baton"
+    # The version of the team it ran on (the config's digest: it has no `release` label).
+    assert re.fullmatch("[0-9a-f]{10}", served["system_version"])
+    assert stored["version"] == served["system_version"]
+    assert root["attributes"]["baton.system.version"] == served["system_version"]
     [coordinator] = root["children"]
     delegation = next(
         c for c in coordinator["children"] if c["name"] == "execute_tool delegate_to_analyst"

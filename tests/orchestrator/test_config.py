@@ -216,3 +216,35 @@ def test_actors_of_another_revision_of_the_agent_code_are_never_found_by_name(
     assert changed != before
     (package / "host.py").write_text("def invoke(agent, delegation): ...\n")
     assert code_revision.__wrapped__((package,)) == before
+
+
+def test_a_teams_version_is_its_release_label_and_its_configs_digest() -> None:
+    team = "name: versioned\nagents:\n  - name: solo\n"
+    plain = parse_config(team, "a.yaml")
+    labelled = parse_config("release: v2\n" + team, "b.yaml")
+    assert plain.version == plain.fingerprint and len(plain.version) == 10
+    assert labelled.version == f"v2+{labelled.fingerprint}"
+    assert labelled.fingerprint != plain.fingerprint  # the label is part of the config
+    with pytest.raises(ConfigError, match="release"):
+        parse_config("release: 'v 2!'\n" + team, "c.yaml")
+
+
+def test_replicas_that_follow_the_load_are_read_as_bounds() -> None:
+    team = parse_config(
+        """
+name: scaled
+shared_host: {replicas: {min: 1, max: 4}}
+agents:
+  - name: lead
+    delegates: [coder]
+  - name: coder
+    ray: {replicas: {min: 2, max: 8, target: 2}, num_cpus: 1}
+""",
+        "scaled.yaml",
+    )
+    coder = team.agent("coder").ray
+    assert coder.replicas == 2 and coder.autoscale is not None
+    assert (coder.autoscale.min, coder.autoscale.max, coder.autoscale.target) == (2, 8, 2)
+    assert team.config.shared_host.autoscale is not None and team.autoscaled
+    with pytest.raises(ConfigError, match=r"max \(1\) is below min \(3\)"):
+        parse_config("agents:\n  - name: a\n    ray: {replicas: {min: 3, max: 1}}\n", "bad.yaml")

@@ -22,6 +22,7 @@ async def service_view(service: Service) -> ServiceView:
     """The agent system served, Baton's version, this instance, its trace export and log."""
     return ServiceView(
         system=service.system.config.name,
+        system_version=service.system.version,
         version=__version__,
         instance=service.owner,
         trace_export=service.engine.trace_export,

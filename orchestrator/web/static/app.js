@@ -567,6 +567,7 @@ async function runPage(asked) {
       ["tokens", `${input}/${output}`],
       ["model calls", String(calls)],
       ["cost", cost(usage.cost_usd, usage.unpriced_calls)],
+      run.version ? ["version", run.version] : null,
     ].filter(Boolean).flatMap(([name, value], i) => [
       i ? " · " : "", `${name} `, el("span", { "data-meta": name.replace(" ", "-") }, value),
     ]));
