@@ -22,8 +22,14 @@ os.environ["BATON_FORBID_REMOTE_MODELS"] = "1"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long files first (`long` marker), so that the workers (one file at a time each) end
-    together rather than one finishing a long file alone."""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    together rather than one finishing a long file alone; `last` files after everything else
+    (their own Ray nodes would slow the timing tests the other worker runs beside them)."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("last") is not None,
+            item.get_closest_marker("long") is None,
+        )
+    )
 
 
 @pytest.fixture(scope="session")

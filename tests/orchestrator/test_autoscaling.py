@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.ports import free_port
 from tests.service import ServiceProcess
 
-pytestmark = pytest.mark.heavy
+pytestmark = [pytest.mark.heavy, pytest.mark.last]
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAM = """

@@ -120,16 +120,19 @@ def test_verdicts_are_the_conventions_evaluation_results_on_a_span_under_the_run
         "attributes": {attr.BATON_RUN_ID: "e" * 32},
         "resource": {"service.name": "baton"},
     }
-    made = evaluation_spans(
-        root,  # type: ignore[arg-type]
-        dataset="smoke",
-        case="adds",
-        outcome="fail",
-        results=evaluation_results(verdicts),
-        redact=Redactor(),
-        explain=True,
-    )
-    [span] = made
+
+    def spans(explain: bool) -> list[Any]:
+        return evaluation_spans(
+            root,  # type: ignore[arg-type]
+            dataset="smoke",
+            case="adds",
+            outcome="fail",
+            results=evaluation_results(verdicts),
+            redact=Redactor(),
+            explain=explain,
+        )
+
+    [span] = spans(explain=True)
     assert (span["name"], span["parent_span_id"], span["trace_id"]) == (
         "evaluation adds",
         "cd" * 8,
@@ -149,15 +152,7 @@ def test_verdicts_are_the_conventions_evaluation_results_on_a_span_under_the_run
     assert results["rubric"]["gen_ai.evaluation.score.value"] == 0.7
     assert "sk-proj" not in results["rubric"]["gen_ai.evaluation.explanation"]  # redacted
     # A run whose tracing keeps no content keeps no explanation (it may quote the answer).
-    [quiet] = evaluation_spans(
-        root,  # type: ignore[arg-type]
-        dataset="smoke",
-        case="adds",
-        outcome="fail",
-        results=evaluation_results(verdicts),
-        redact=Redactor(),
-        explain=False,
-    )
+    [quiet] = spans(explain=False)
     assert not any("gen_ai.evaluation.explanation" in e["attributes"] for e in quiet["events"])
 
 

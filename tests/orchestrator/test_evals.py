@@ -148,6 +148,7 @@ def _eval(
 
 @pytest.mark.ray
 @pytest.mark.heavy
+@pytest.mark.long
 def test_the_default_dataset_passes_replays_live_only_where_changed_and_shows_a_broken_contract(
     ray_address: str, tmp_path: Path
 ) -> None:
@@ -248,6 +249,7 @@ def test_the_default_dataset_passes_replays_live_only_where_changed_and_shows_a_
 
 @pytest.mark.ray
 @pytest.mark.heavy
+@pytest.mark.long
 def test_structured_answers_are_checked_against_their_schema_and_model(
     ray_address: str, tmp_path: Path
 ) -> None:
@@ -263,6 +265,7 @@ def test_structured_answers_are_checked_against_their_schema_and_model(
 
 @pytest.mark.ray
 @pytest.mark.heavy
+@pytest.mark.long
 def test_cases_run_on_a_server(api: str, ray_address: str, tmp_path: Path) -> None:
     dataset = tmp_path / "server.yaml"
     dataset.write_text(

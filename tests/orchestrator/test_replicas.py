@@ -14,7 +14,7 @@ import pytest
 from tests.postgres import fresh_database
 from tests.service import ServiceProcess, all_events, follow, submit
 
-pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
+pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")
