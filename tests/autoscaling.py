@@ -88,7 +88,7 @@ def main() -> None:
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
-            "num_cpus": 0,  # agents that ask for CPUs go to the nodes the autoscaler adds
+            "num_cpus": 1,  # one replica of a one-CPU agent; the others need nodes
             "gcs_server_port": port,
             "include_dashboard": False,
             "autoscaling_config": file.name,
