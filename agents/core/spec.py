@@ -55,12 +55,12 @@ class ModelSpec(_Strict):
         "the call past `max_wait_s`. Each is a model string or a `{name, params}` mapping.",
     )
 
-    @field_validator("fallbacks", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _fallbacks_from_strings(cls, value: Any) -> Any:
-        if isinstance(value, list | tuple):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
+    def _from_string(cls, value: Any) -> Any:
+        # `openai/gpt-4o-mini` is the common case (an agent's model, a fallback, a judge); the
+        # mapping form adds params.
+        return {"name": value} if isinstance(value, str) else value
 
     def every(self) -> tuple[ModelSpec, ...]:
         """This model and its fallbacks, in the order they are tried."""
@@ -407,12 +407,6 @@ class AgentSpec(AgentCard):
         if isinstance(value, list | tuple):
             return [{"function": v} if isinstance(v, str) else v for v in value]
         return value
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _model_from_string(cls, value: Any) -> Any:
-        # `model: openai/gpt-4o-mini` is the common case; the mapping form adds params.
-        return {"name": value} if isinstance(value, str) else value
 
     @property
     def answered_by(self) -> str:

@@ -301,9 +301,7 @@ def start_pool(
                 ),
             )
             # An autoscaled host's recipes go up to its `max`; the first `replicas` start now.
-            for i in range(
-                max(host.ray.replicas, host.ray.autoscale.max if host.ray.autoscale else 0)
-            )
+            for i in range(_most(host))
         ]
         for host in plan
     }

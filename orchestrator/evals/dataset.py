@@ -44,14 +44,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import jsonschema
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.core.errors import ConfigError, ConfigIssue
 from agents.core.messages import RunStatus
@@ -112,11 +105,6 @@ class RubricExpect(_Strict):
         "the dataset's `judge`.",
     )
 
-    @field_validator("model", mode="before")
-    @classmethod
-    def _model_from_string(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
-
 
 class Expect(_Strict):
     """What a good run of the case looks like (every expectation given must hold)."""
@@ -171,11 +159,6 @@ class Dataset(_Strict):
         default_factory=ModelSpec, description="The rubrics' model (default: the offline model)."
     )
     cases: tuple[Case, ...] = Field(min_length=1)
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _judge_from_string(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

@@ -277,6 +277,10 @@ async def evaluate(
     names it there); why they could not is the result's `untraced`.
     """
     gate = asyncio.Semaphore(concurrency)
+    if judge is None and any(c.case.expect.rubric is not None for c in cases):
+        from orchestrator.evals.judge import Judge  # (litellm: only to judge)
+
+        judge = Judge(ModelSpec())
 
     async def one(loaded: LoadedCase, n: int) -> CaseResult:
         result = CaseResult(loaded.case, n)
@@ -295,17 +299,14 @@ async def evaluate(
             if result.run is not None:
                 result.verdicts = score(loaded, result.run)
                 rubric = loaded.case.expect.rubric
-                if rubric is not None:
+                if rubric is not None and judge is not None:
                     answer = result.run.output or ""
-                    judged = (judge or Judge(ModelSpec())).verdict(
-                        rubric, loaded.case.asked, answer
-                    )
-                    result.verdicts.append(await judged)
+                    judged = await judge.verdict(rubric, loaded.case.asked, answer)
+                    result.verdicts.append(judged)
+                # The verdicts stand even if their place in the run's trace is lost.
                 try:
                     await door.record(result.run.run_id, dataset, result)
-                except (
-                    Exception
-                ) as exc:  # the verdicts stand; only their place in the trace is lost
+                except Exception as exc:
                     result.untraced = f"{type(exc).__name__}: {exc}"
         done(result)
         return result

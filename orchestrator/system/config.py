@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -137,13 +138,13 @@ class AgentSystem:
             a.ray.autoscale is not None for a in self.config.agents
         )
 
-    @property
+    @cached_property
     def version(self) -> str:
         """The version of the team: `{release}+{digest}`, or the config's digest alone."""
         release = self.config.release
         return f"{release}+{self.fingerprint}" if release else self.fingerprint
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """Short hash of the config: actors of different configs never share names."""
         return hashlib.sha256(self.config.model_dump_json().encode()).hexdigest()[:10]
