@@ -29,6 +29,8 @@ __all__ = [
     "ThreadFull",
     "ThreadNotFound",
     "UnknownTenant",
+    "VersionNotRunning",
+    "VersionRefused",
 ]
 
 
@@ -239,3 +241,28 @@ class NothingToCompare(ServiceError):
 
     status = 409
     code = "nothing_to_compare"
+
+
+class VersionNotRunning(ServiceError):
+    """A version of the team asked for (a fork's) that does not run here."""
+
+    status = 409
+    code = "version_not_running"
+
+    def __init__(self, version: str, running: list[str]) -> None:
+        super().__init__(
+            f"version {version!r} does not run here (running: {', '.join(running)})",
+            version=version,
+            running=running,
+        )
+
+
+class VersionRefused(ServiceError):
+    """A new version of the team that was not started: the current one still serves.
+
+    Its config is invalid (`issues` lists each problem where it is), names another team, or
+    its agents did not start; or this service takes no new version.
+    """
+
+    status = 422
+    code = "version_refused"

@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agents.ray.pool import PoolOptions
@@ -106,7 +107,19 @@ async def open_service(
         if ray_connection.token is not None:
             configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
         engine = Engine(system, options, export=export)
-        service = RunService(system, engine, store, owner=owner, limits=limits, metrics=metrics)
+
+        def make_engine(version: AgentSystem) -> Engine:  # a new version of the team (`roll`)
+            return Engine(version, replace(options, env=agent_env(version)), export=export)
+
+        service = RunService(
+            system,
+            engine,
+            store,
+            owner=owner,
+            limits=limits,
+            metrics=metrics,
+            make_engine=make_engine,
+        )
         await service.start()
         try:
             yield service

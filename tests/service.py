@@ -260,6 +260,11 @@ class ServiceProcess:
         assert self._process is not None
         return self._process.pid
 
+    def signal(self, number: signal.Signals) -> None:
+        """Send the service a signal."""
+        assert self._process is not None
+        self._process.send_signal(number)
+
     def kill(self) -> None:
         """Kill -9: no chance to record anything."""
         if self._process is not None:

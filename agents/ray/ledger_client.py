@@ -28,6 +28,11 @@ class LedgerClient:
         self._handle = handle
         self.outbox = Outbox(handle)
 
+    @property
+    def handle(self) -> Any:
+        """The ledger actor's handle (another version's agents are given it)."""
+        return self._handle
+
     def record(self, run_id: str, step: Step) -> None:
         """Queue a step for the run's step log; it goes out with the next batch."""
         self.outbox.record(run_id, step)

@@ -241,6 +241,7 @@ def start_pool(
     shared_autoscale: Autoscale | None = None,
     supervision: SupervisionOptions | None = None,
     gates: tuple[GateSpec, ...] = (),
+    ledger: Any | None = None,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -254,6 +255,8 @@ def start_pool(
         shared_autoscale: the shared host's replicas follow the load between these bounds.
         supervision: how detached hosts that die are created again (`SupervisionOptions`).
         gates: the system's provider gates (declared in the cluster's gates actor).
+        ledger: the ledger actor to use, another version's of the same service (None: the
+            system's own, found or created).
     """
     namespace, detached = options.namespace, options.detached
     plan = plan_hosts(agents, shared_replicas, shared_autoscale)
@@ -267,15 +270,16 @@ def start_pool(
         supervised=detached,
         autoscaled=any(host.ray.autoscale is not None for host in plan),
     )
-    ledger = LedgerActor.options(  # type: ignore[attr-defined]
-        name=system.ledger_name,
-        namespace=namespace,
-        get_if_exists=True,
-        lifetime="detached" if detached else None,
-        # On the head node, which the cluster cannot lose anyway: worker nodes may come and go.
-        resources={HEAD_NODE_RESOURCE: 0.001},
-        max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
-    ).remote(options.store_url)
+    if ledger is None:
+        ledger = LedgerActor.options(  # type: ignore[attr-defined]
+            name=system.ledger_name,
+            namespace=namespace,
+            get_if_exists=True,
+            lifetime="detached" if detached else None,
+            # On the head node, which the cluster cannot lose anyway: worker nodes come and go.
+            resources={HEAD_NODE_RESOURCE: 0.001},
+            max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
+        ).remote(options.store_url)
     gate_port = _open_gates(gates, namespace, detached)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}

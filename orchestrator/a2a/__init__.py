@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.types import AgentCard
 from starlette.routing import Route
 
 from orchestrator.a2a.card import RPC_PATH, agent_card
@@ -33,8 +34,17 @@ def a2a_routes(
     The endpoint speaks A2A 1.0, and 0.3 to clients that send no `A2A-Version` header (the
     a2a-sdk's compatibility layer), as the card's two interfaces say.
     """
-    card = agent_card(system, base_url, secured)
-    handler = BatonRequestHandler(system, current, blocking_wait_s, push_private)
+    cards = {system.version: agent_card(system, base_url, secured)}
+
+    async def newest(_: AgentCard) -> AgentCard:
+        # The card of the version new runs go to (a new one may have started: `roll`).
+        newest = (await current()).system
+        if newest.version not in cards:
+            cards.clear()
+            cards[newest.version] = agent_card(newest, base_url, secured)
+        return cards[newest.version]
+
+    handler = BatonRequestHandler(current, blocking_wait_s, push_private)
     rpc = create_jsonrpc_routes(handler, RPC_PATH, enable_v0_3_compat=True)
     strict = [Route(r.path, StrictRequests(r.app), methods=r.methods) for r in rpc]
-    return create_agent_card_routes(card), strict
+    return create_agent_card_routes(cards[system.version], newest), strict

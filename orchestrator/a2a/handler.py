@@ -69,7 +69,6 @@ from orchestrator.errors import (
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
-from orchestrator.system.config import AgentSystem
 from orchestrator.system.routing import AUTO
 
 __all__ = ["BatonRequestHandler"]
@@ -95,12 +94,10 @@ class BatonRequestHandler(RequestHandler):
 
     def __init__(
         self,
-        system: AgentSystem,
         current: Callable[[], Awaitable[RunService]],
         blocking_wait_s: float | None = None,
         push_private: bool = False,
     ) -> None:
-        self._system = system
         self._current = current
         self._blocking_wait_s = blocking_wait_s
         self._push_configs = PushConfigStore(current)
@@ -265,14 +262,14 @@ class BatonRequestHandler(RequestHandler):
             return await self._follow_up(service, message.task_id, text, context)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
-        name = self._system.config.name
+        name = service.system.config.name
         if name in origin.systems:
             route = " -> ".join([*origin.systems, name])
             raise InvalidRequestError(
                 f"delegation cycle across agent systems: {route} ({name} is already on the chain)",
                 data={"reason": "cycle", "systems": [*origin.systems, name]},
             )
-        if agent is not None and agent != AUTO and agent not in self._system.topology.graph:
+        if agent is not None and agent != AUTO and agent not in service.system.topology.graph:
             raise InvalidParamsError(f"unknown agent {agent!r} (metadata {META_AGENT!r})")
         if deadline_s is not None:
             deadline_s = min(max(deadline_s, 0.001), MAX_DEADLINE_S)
@@ -351,7 +348,7 @@ class BatonRequestHandler(RequestHandler):
 
     async def _exchanged(self, service: RunService, run: StoredRun) -> list[tuple[int, Any]]:
         """The run's questions and answers, if its team asks any."""
-        if not self._system.waits_for_people:
+        if not service.system.waits_for_people:
             return []
         return await service.store.events_of(run.id, EXCHANGED)
 

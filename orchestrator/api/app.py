@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path as FilePath
@@ -32,6 +37,8 @@ from orchestrator.system.routing import AUTO
 
 __all__ = ["ApiOptions", "create_app"]
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class ApiOptions:
@@ -48,6 +55,9 @@ class ApiOptions:
     public_url: str = "http://127.0.0.1:8000"  # where A2A clients reach it (the agent card's URL)
     a2a_blocking_wait_s: float | None = None  # see `BatonRequestHandler`
     a2a_push_allow_private: bool = False  # see `orchestrator.a2a.push`
+    # The team's config file: read again by `POST /v1/service/versions` without a body, and
+    # on SIGHUP (a new version of the team; see `RunService.roll`).
+    config_path: FilePath | None = None
 
 
 def create_app(
@@ -81,7 +91,8 @@ def create_app(
         async with service_factory() as service:
             app.state.service = service
             try:
-                yield
+                with _reload_on_hangup(service, options.config_path):
+                    yield
             finally:
                 await mcp.close()
 
@@ -94,6 +105,7 @@ def create_app(
         # run traces only; the run's trace is what Baton records and exports.
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
+    app.state.config_path = options.config_path
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     # Outside the body limit: a caller without a key has no body read (nor drained) at all.
     app.add_middleware(KeyCheck, keys=keys, guarded=("/v1", MCP_PATH, A2A_RPC_PATH, "/metrics"))
@@ -127,9 +139,48 @@ def create_app(
     return app
 
 
+@contextlib.contextmanager
+def _reload_on_hangup(service: RunService, path: FilePath | None) -> Iterator[None]:
+    """While serving, SIGHUP starts the config file's version of the team (`roll`).
+
+    Only in the main thread, where signals are delivered (not in an app served by a test).
+    """
+    if path is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    rolling: set[asyncio.Task[None]] = set()
+
+    async def roll() -> None:
+        try:
+            rolled = await service_view.new_version(service, path, None)
+            logger.info(
+                "SIGHUP: version %s serves new runs (was %s)", rolled.version, rolled.previous
+            )
+        except Exception as exc:
+            logger.error("SIGHUP: %s stays: %s", service.system.version, exc)
+
+    def hangup() -> None:
+        task = loop.create_task(roll())
+        rolling.add(task)
+        task.add_done_callback(rolling.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, hangup)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+
 def _openapi(app: FastAPI, system: AgentSystem, described: APIRouter) -> dict[str, Any]:
-    """FastAPI's document, with the system's agents as the values `agent` takes."""
-    if app.openapi_schema is None:
+    """FastAPI's document, with the system's agents as the values `agent` takes.
+
+    Those of the version new runs go to (the document is made again after a new version).
+    """
+    service = getattr(app.state, "service", None)
+    if service is not None:
+        system = service.system
+    if app.openapi_schema is None or app.state.openapi_of != system.version:
         routes = [*app.routes, *described.routes]
         schema = get_openapi(
             title=app.title, version=app.version, summary=app.summary, routes=routes
@@ -139,4 +190,5 @@ def _openapi(app: FastAPI, system: AgentSystem, described: APIRouter) -> dict[st
             agent = schema["components"]["schemas"][body]["properties"]["agent"]
             agent["anyOf"][0] = {"type": "string", "enum": [*names, AUTO]}
         app.openapi_schema = schema
+        app.state.openapi_of = system.version
     return app.openapi_schema

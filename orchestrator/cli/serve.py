@@ -24,7 +24,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
 from orchestrator.settings import Settings, is_loopback
-from orchestrator.system.config import AgentSystem
+from orchestrator.system.config import AgentSystem, default_config_path
 from tracing import configure_tracing
 
 if TYPE_CHECKING:
@@ -185,6 +185,7 @@ def serve(
             public_url=settings.public_url or f"http://{host}:{port}",
             a2a_blocking_wait_s=settings.a2a_blocking_wait_s,
             a2a_push_allow_private=settings.a2a_push_allow_private,
+            config_path=config or settings.config or default_config_path(),
         ),
     )
     # On SIGTERM or SIGINT: uvicorn stops listening, and the service stops admitting runs and

@@ -109,8 +109,12 @@ class Engine:
             raise RuntimeError("Engine.start() has not been called")
         return self._pool
 
-    def start(self) -> AgentPool:
-        """Start (or find) the system's actors on the connected Ray cluster."""
+    def start(self, ledger: LedgerClient | None = None) -> AgentPool:
+        """Start (or find) the system's actors on the connected Ray cluster.
+
+        `ledger`: another engine's, whose runs' events, approvals and step log this engine's
+        runs share (a new version of the team beside the one serving); None: the system's own.
+        """
         if self._pool is None:
             config = self.system.config
             self._pool = start_pool(
@@ -123,8 +127,9 @@ class Engine:
                 shared_autoscale=config.shared_host.autoscale,
                 supervision=config.supervision,
                 gates=config.gates,
+                ledger=ledger.handle if ledger is not None else None,
             )
-            self._ledger = self._pool.ledger
+            self._ledger = ledger if ledger is not None else self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)
         return self._pool
 
@@ -173,6 +178,22 @@ class Engine:
         self.close()
         if self._pool is None:
             return
+        ledger = self._pool.ledger_handle
+        self.retire()
+        ray.kill(ledger)
+        self._ledger = None
+
+    def retire(self) -> None:
+        """Kill this system's agents, but not its ledger: a newer version's runs use it.
+
+        The version's runs have ended; its scaler, supervisor and hosts go (they may be
+        detached: nothing else would stop them).
+        """
+        self._closed = True
+        if self._dispatcher is not None:
+            self._dispatcher.stop_following()
+        if self._pool is None:
+            return
         pool = self._pool
         if pool.scaler is not None:  # first, or it would start replicas again
             ray.kill(pool.scaler)
@@ -187,9 +208,7 @@ class Engine:
             ray.get([h.close.remote() for h in everyone], timeout=5)
         for handle in everyone:
             ray.kill(handle)
-        ray.kill(self._pool.ledger_handle)
         self._pool = None
-        self._ledger = None
 
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         """The entry agent for `task`: the one asked for, routed (`auto`), or the config's."""

@@ -46,6 +46,8 @@ from orchestrator.schemas.service import (
     SpendLine,
     TopologyView,
     UsageView,
+    VersionsView,
+    VersionView,
 )
 from orchestrator.schemas.threads import (
     ThreadCreate,
@@ -97,6 +99,8 @@ __all__ = [
     "TraceView",
     "TurnView",
     "UsageView",
+    "VersionView",
+    "VersionsView",
     "run_links",
     "run_page_view",
     "run_view",

@@ -277,6 +277,12 @@ class ForkRequest(BaseModel):
         "or a diagram arrow's `span_id`): the fork goes on live from that step, and what it "
         "delegates from there on runs live too.",
     )
+    version: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The version of the team the fork runs on, one running here (`GET "
+        "/v1/service` lists them); without one, the newest.",
+    )
 
 
 def _structured(run: StoredRun) -> Any:

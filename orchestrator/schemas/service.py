@@ -19,6 +19,8 @@ __all__ = [
     "SpendLine",
     "TopologyView",
     "UsageView",
+    "VersionView",
+    "VersionsView",
 ]
 
 
@@ -142,6 +144,34 @@ class ServiceView(BaseModel):
     step_log: bool = Field(
         description="Whether its runs keep a step log (they resume, replay and fork; not with "
         "an in-memory store)."
+    )
+    versions: list[VersionView] = Field(
+        default_factory=list,
+        description="The versions of the team running here, oldest first: the newest takes new "
+        "runs, an older one finishes its own and stops.",
+    )
+
+
+class VersionView(BaseModel):
+    """A version of the team running here."""
+
+    version: str = Field(description="Its `release` label and config digest (`v2+3f9a0c1d2e`).")
+    release: str | None = Field(description="Its config's `release:` label, if any.")
+    current: bool = Field(description="Whether new runs go to it (the newest).")
+    runs: int = Field(description="Runs in flight here on this version.")
+    started_at: float = Field(description="When it started here (Unix time).")
+    agents: list[str] = Field(description="Its agents.")
+
+
+class VersionsView(BaseModel):
+    """What a new version changed: the version now current, the one before, and every one."""
+
+    version: str = Field(description="The version new runs now go to.")
+    previous: str | None = Field(
+        description="The version it replaced (null: it was current already; nothing changed)."
+    )
+    running: list[VersionView] = Field(
+        description="The versions running here, oldest first (the previous one until its runs end)."
     )
 
 

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from agents.core.events import ApprovalRequested, InputRequested
 from agents.core.storable import nul_refusal
-from orchestrator.engine import Engine
 from orchestrator.errors import (
     ApprovalConflict,
     ApprovalNotFound,
@@ -21,6 +20,7 @@ from orchestrator.errors import (
     QuestionNotFound,
     ServiceError,
 )
+from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore, StoredRun
 
 __all__ = ["ApprovalDesk"]
@@ -30,7 +30,7 @@ __all__ = ["ApprovalDesk"]
 class ApprovalDesk:
     """The approvals and questions of a system's runs, and their runs' stored status."""
 
-    engine: Engine
+    versions: Versions  # (their ledger, which every version's runs share)
     store: RunStore
     ready: asyncio.Event
     heartbeat_s: float
@@ -39,13 +39,13 @@ class ApprovalDesk:
         """The run's calls waiting for a decision, oldest first."""
         if run.finished or not self.ready.is_set():
             return []
-        return await self.engine.ledger.pending(run.id)
+        return await self.versions.ledger.pending(run.id)
 
     async def questions(self, run: StoredRun) -> list[InputRequested]:
         """The run's questions waiting for an answer, oldest first."""
         if run.finished or not self.ready.is_set():
             return []
-        return await self.engine.ledger.questions(run.id)
+        return await self.versions.ledger.questions(run.id)
 
     async def decide(
         self,
@@ -70,7 +70,7 @@ class ApprovalDesk:
             raise ApprovalConflict(f"run {run.id!r} is {run.status}", run_id=run.id)
         if not self.ready.is_set():
             raise NotReady("the agents are starting")
-        outcome, decision = await self.engine.ledger.decide(
+        outcome, decision = await self.versions.ledger.decide(
             run.id, call_id, approved, message, "person", who, arguments
         )
         if outcome == "unknown":
@@ -107,7 +107,7 @@ class ApprovalDesk:
         if refusal := nul_refusal(answer, "the answer"):  # whichever door it came through
             raise ServiceError(refusal)
         if question_id is None:
-            waiting = await self.engine.ledger.questions(run.id)
+            waiting = await self.versions.ledger.questions(run.id)
             if not waiting:
                 raise NotWaitingForInput(
                     f"run {run.id!r} is not waiting for input ({run.status})", run_id=run.id
@@ -119,7 +119,7 @@ class ApprovalDesk:
                     questions=[q.call_id for q in waiting],
                 )
             question_id = waiting[0].call_id
-        outcome, decision = await self.engine.ledger.answer(run.id, question_id, answer, by, who)
+        outcome, decision = await self.versions.ledger.answer(run.id, question_id, answer, by, who)
         if outcome == "unknown":
             raise QuestionNotFound(run.id, question_id)
         if outcome == "already_decided":
@@ -131,7 +131,7 @@ class ApprovalDesk:
         assert decision is not None
         # Said at once (the tracker would say it a moment later): a client reading the run
         # right after its answer sees it working.
-        _, now, _ = await self.engine.ledger.watch_pending(run.id, -1, 0)
+        _, now, _ = await self.versions.ledger.watch_pending(run.id, -1, 0)
         await self.store.set_waiting(run.id, now)
         return {"question_id": question_id, **decision}
 
@@ -143,7 +143,7 @@ class ApprovalDesk:
         """
         seen, waiting = 0, None
         while True:
-            seen, now, state = await self.engine.ledger.watch_pending(
+            seen, now, state = await self.versions.ledger.watch_pending(
                 run_id, seen, self.heartbeat_s
             )
             if state == "closed":

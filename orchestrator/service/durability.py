@@ -6,7 +6,7 @@ import logging
 import uuid
 
 from orchestrator.access import LOCAL, Access
-from orchestrator.engine import Engine, Lineage, Submission
+from orchestrator.engine import Lineage, Submission
 from orchestrator.errors import NotReplayable, NotResumable, RunNotFound
 from orchestrator.service.executor import RunExecutor
 from orchestrator.store import ForkPoint, RunStore, StoredRun
@@ -30,7 +30,7 @@ class DurableRuns:
 
     def __init__(self, executor: RunExecutor, *, lease_s: float, adopts_lost_runs: bool) -> None:
         self._executor = executor
-        self._engine: Engine = executor.engine
+        self._versions = executor.versions
         self._store: RunStore = executor.store
         self._lease_s = lease_s
         self._adopts = adopts_lost_runs
@@ -41,6 +41,7 @@ class DurableRuns:
         *,
         fork: bool = False,
         from_span: str | None = None,
+        version: str | None = None,
         caller: Access = LOCAL,
     ) -> StoredRun:
         """Execute a finished run again from its step log, as a new run linked to it.
@@ -53,15 +54,19 @@ class DurableRuns:
         span of the run (a model call, a tool call, an agent): live from that step on. The new
         run is the original's tenant's, submitted by `caller`.
 
+        It runs on `version` of the team if given; else a replay on the original's version if
+        it still runs here, and a fork on the newest (see `Versions`).
+
         Raises:
             NotReplayable: the run has not ended, or runs keep no step log.
+            VersionNotRunning: `version` does not run here.
             Overloaded: too many runs in flight and queued.
         """
         original = await self._executor.get(run_id)
         if not caller.sees(original.tenant):
             raise RunNotFound(run_id)
         run_id = original.id  # (it may have been named by a prefix)
-        if not self._engine.logs_steps:
+        if not self._versions.engine.logs_steps:
             raise NotReplayable("this service's runs keep no step log (an in-memory store)")
         if not original.finished:
             raise NotReplayable(
@@ -69,6 +74,10 @@ class DurableRuns:
                 run_id=run_id,
             )
         self._executor.refuse_new()
+        if version is not None:
+            self._versions.get(version)  # (refused before anything is recorded)
+        elif not fork and original.version in self._versions.names():
+            version = original.version
         fork_from = await self._step_of(run_id, from_span) if from_span else None
         options = {**(original.options or {}), "agent": original.entry_agent}
         options |= {"tenant": original.tenant, "submitted_by": caller.who}
@@ -80,12 +89,13 @@ class DurableRuns:
             run = await self._executor.add(
                 new_id,
                 request,
+                version,
                 replay_of=run_id,
                 fork=fork,
                 fork_from=fork_from,
             )
             lineage = Lineage(replay_of=run_id, fork=fork, fork_from=_log_place(fork_from))
-            self._executor.start(new_id, request, lineage)
+            self._executor.start(new_id, request, lineage, version=run.version)
         return run
 
     async def _step_of(self, run_id: str, span_id: str) -> ForkPoint:
@@ -110,7 +120,7 @@ class DurableRuns:
         """
         run = await self._executor.get(run_id)
         run_id = run.id  # (it may have been named by a prefix)
-        if not self._engine.logs_steps:
+        if not self._versions.engine.logs_steps:
             raise NotResumable("this service's runs keep no step log (an in-memory store)")
         self._executor.refuse_new()
         reopened = await self._store.leases.reopen(run_id, self._executor.owner, self._lease_s)
@@ -133,7 +143,7 @@ class DurableRuns:
             fork=run.fork,
             fork_from=_log_place(run.fork_from),
         )
-        self._executor.start(run.id, request, lineage)
+        self._executor.start(run.id, request, lineage, version=run.version)
 
     async def take_over_lost(self) -> None:
         """Resume the runs of instances that stopped renewing their leases (one taker each)."""

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.engine import Engine
+from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore
-from orchestrator.system import AgentSystem
 from tracing import attributes as attr
 from tracing.evaluations import EvaluationResult, evaluation_spans
 
@@ -20,9 +19,8 @@ __all__ = ["RunEvaluations"]
 class RunEvaluations:
     """Adds evaluations to finished runs' traces."""
 
-    def __init__(self, system: AgentSystem, engine: Engine, store: RunStore) -> None:
-        self._explain = system.config.tracing.capture_content
-        self._engine = engine
+    def __init__(self, versions: Versions, store: RunStore) -> None:
+        self._versions = versions
         self._store = store
 
     async def record(
@@ -42,15 +40,16 @@ class RunEvaluations:
         roots = [s for s in spans if s["name"] == attr.WORKFLOW_SPAN]
         if not roots:
             return None
+        engine = self._versions.engine
         made = evaluation_spans(
             roots[0],
             dataset=dataset,
             case=case,
             outcome=outcome,
             results=results,
-            redact=self._engine.redactor,
-            explain=self._explain,
+            redact=engine.redactor,
+            explain=engine.system.config.tracing.capture_content,
         )
         await self._store.add_spans(run_id, made)
-        self._engine.export_spans(made)
+        engine.export_spans(made)
         return made[0]["span_id"]

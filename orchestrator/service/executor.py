@@ -27,6 +27,7 @@ from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
+from orchestrator.service.versions import RunningVersion, Versions
 from orchestrator.store import RunStore, StoredRun, end_values
 from orchestrator.system import AgentSystem
 
@@ -52,8 +53,8 @@ class RunExecutor:
     """Runs a service's runs in the background and records them.
 
     Args:
-        system: the agent system every run goes through.
-        engine: its engine.
+        versions: the versions of the team running here (a run executes on the one it
+            started on; new runs on the newest).
         store: the run store.
         owner: names this service instance in the store.
         events: the followers' events (a run's events are watched from its acceptance).
@@ -66,8 +67,7 @@ class RunExecutor:
 
     def __init__(
         self,
-        system: AgentSystem,
-        engine: Engine,
+        versions: Versions,
         store: RunStore,
         *,
         owner: str,
@@ -80,8 +80,7 @@ class RunExecutor:
         spending: SpendPolicy | None = None,
         metrics: ServiceMetrics | None = None,
     ) -> None:
-        self.system = system
-        self.engine = engine
+        self.versions = versions
         self.store = store
         self.owner = owner
         self.events = events
@@ -92,7 +91,6 @@ class RunExecutor:
         self.metrics = metrics
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
-        self._config = system.public_config(engine.redactor)
         self._running: set[str] = set()
         self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
         self._slots = asyncio.Semaphore(max_concurrent_runs)
@@ -127,8 +125,12 @@ class RunExecutor:
             raise RunNotFound(run_id)
         return run
 
-    async def add(self, run_id: str, request: Submission, **record: Any) -> StoredRun:
-        """Record a new run of this system, owned here (the caller holds an admission place).
+    async def add(
+        self, run_id: str, request: Submission, version: str | None = None, **record: Any
+    ) -> StoredRun:
+        """Record a new run, owned here (the caller holds an admission place).
+
+        It runs on `version` of the team (None: the newest; see `Versions.get`).
 
         A run in an A2A context makes the context a thread of its tenant, the first time; a
         context another tenant began is `ThreadNotFound` (its turns are not this caller's).
@@ -138,18 +140,19 @@ class RunExecutor:
             thread = await self.store.threads.get(request.conversation)
             if thread is None or thread.tenant != request.tenant:
                 raise ThreadNotFound(request.conversation)
+        running = self.versions.get(version)
         return await self.store.add(
             run_id,
             request.task,
             agent=request.agent,
-            system=self.system.config.name,
-            config=self._config,
+            system=running.system.config.name,
+            config=running.public_config,
             owner=self.owner,
             options=request.options(),
             context_id=request.conversation,
             tenant=request.tenant,
             submitted_by=request.submitted_by,
-            version=self.system.version,
+            version=running.version,
             **record,
         )
 
@@ -158,15 +161,25 @@ class RunExecutor:
         """The runs executing here now (the others of `tasks` wait for a slot)."""
         return self._running
 
-    def start(self, run_id: str, request: Submission, lineage: Lineage | None = None) -> None:
-        """Execute a run in the background (a new one: its events are watched from now on)."""
+    def start(
+        self,
+        run_id: str,
+        request: Submission,
+        lineage: Lineage | None = None,
+        *,
+        version: str | None = None,
+    ) -> None:
+        """Execute a run in the background (a new one: its events are watched from now on).
+
+        On `version` of the team, which it holds until it ends (see `Versions.hold`).
+        """
         if lineage is None or not lineage.epoch:
             # Its events are kept from its acceptance: a client that follows it before it
             # starts (as most do, at once) gets them from the stream, asking the ledger
             # nothing. (A resumed run is watched as it starts: until then its followers ask
             # the ledger for the events of its earlier life.)
             self.events.reader.watch(run_id)
-        work = self._execute(run_id, request, lineage)
+        work = self._execute(run_id, request, lineage, self.versions.hold(run_id, version))
         # A fresh context: the run is a trace of its own, not part of this request's.
         self.tasks[run_id] = asyncio.create_task(work, context=contextvars.Context())
 
@@ -177,7 +190,8 @@ class RunExecutor:
             return False
         if run_id in self._running:
             # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
-            if not self.engine.cancel(run_id, who):
+            running = self.versions.of_run(run_id)
+            if running is None or not running.engine.cancel(run_id, who):
                 self._cancel_asked.add(run_id)
         else:
             task.cancel()  # still queued
@@ -206,7 +220,13 @@ class RunExecutor:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _execute(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
+    async def _execute(
+        self,
+        run_id: str,
+        request: Submission,
+        lineage: Lineage | None,
+        running: RunningVersion,
+    ) -> None:
         began: float | None = None
         try:
             if request.thread is not None and request.waits_for_turns:  # after those before it
@@ -220,7 +240,7 @@ class RunExecutor:
                     await self._end_unstarted(run_id, self.startup_error)
                     return
                 self._running.add(run_id)
-                await self._run(run_id, request, lineage)
+                await self._run(run_id, request, lineage, running.engine)
         except asyncio.CancelledError:
             if run_id not in self._running:  # cancelled while queued
                 await self._end_unstarted(run_id)
@@ -230,15 +250,18 @@ class RunExecutor:
             self._running.discard(run_id)
             self._cancel_asked.discard(run_id)
             self.tasks.pop(run_id, None)
+            self.versions.release(run_id)
             if began is not None:
                 self.admission.ran(time.monotonic() - began)
 
-    async def _run(self, run_id: str, request: Submission, lineage: Lineage | None) -> None:
+    async def _run(
+        self, run_id: str, request: Submission, lineage: Lineage | None, engine: Engine
+    ) -> None:
         record = self.pending_writes.write
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         # Read before the check below: between it and the engine's taking the run, nothing
         # may wait (a cancellation then would find neither).
-        turns = await self._turns(run_id, request)
+        turns = await self._turns(run_id, request, engine.system)
         if run_id in self._cancel_asked:  # while its start (or its thread) was being read
             await self._end_unstarted(run_id)
             return
@@ -247,11 +270,11 @@ class RunExecutor:
         error: str | None = None
         tracker = (
             asyncio.create_task(self.approvals.track(run_id))
-            if self.system.waits_for_people
+            if engine.system.waits_for_people
             else None
         )
         try:
-            result = await self.engine.run(
+            result = await engine.run(
                 request.task,
                 agent=request.agent,
                 run_id=run_id,
@@ -278,11 +301,11 @@ class RunExecutor:
             # (The tracker may outlive the final record by a moment: `set_waiting` never
             # touches a finished run.)
             await _stop(tracker)
-            entry = result.entry_agent if result else (request.agent or self.system.entry)
+            entry = result.entry_agent if result else (request.agent or engine.system.entry)
             final = final_event(result, entry, error)
             if self.metrics is not None:  # (before its end is announced: a follower finds it)
                 self.metrics.ended(final.status.value, request.tenant, final.usage)
-            closed = await self._close(run_id, result, final)
+            closed = await self._close(engine, run_id, result, final)
             events = closed.events
             await record(
                 f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
@@ -303,7 +326,7 @@ class RunExecutor:
             else:  # run by another instance
                 await asyncio.sleep(_TURN_POLL_S)
 
-    async def _turns(self, run_id: str, request: Submission) -> Turns | None:
+    async def _turns(self, run_id: str, request: Submission, system: AgentSystem) -> Turns | None:
         """The thread the run is a turn of, with the turns that ended before it as messages.
 
         A replay of a turn sees the turns before the original, and is none of them.
@@ -315,7 +338,7 @@ class RunExecutor:
         if thread is None:
             return None
         history: list[dict[str, str]] = []
-        remembering = {a.name for a in self.system.config.agents if a.memory == "thread"}
+        remembering = {a.name for a in system.config.agents if a.memory == "thread"}
         memories: dict[str, list[dict[str, str]]] = {}
         turns = await self.store.threads.records(thread, trees=bool(remembering))
         ids = [t.id for t in turns]
@@ -336,7 +359,9 @@ class RunExecutor:
             ]
         return Turns(thread, tuple(history), memories)
 
-    async def _close(self, run_id: str, result: RunResult | None, final: RunFinished) -> Closed:
+    async def _close(
+        self, engine: Engine, run_id: str, result: RunResult | None, final: RunFinished
+    ) -> Closed:
         """Record how the run ended, then announce it (`run_finished`), in that order.
 
         Whoever sees `run_finished` finds the run recorded (unless the store is unavailable:
@@ -346,12 +371,12 @@ class RunExecutor:
         """
         record = self.pending_writes.write
         if result is None:  # the run broke off: recorded as failed already
-            return await self.engine.finish(run_id, final)
-        if not self.engine.logs_steps:
-            spans = await self.engine.settle(run_id)
+            return await engine.finish(run_id, final)
+        if not engine.logs_steps:
+            spans = await engine.settle(run_id)
             await record(f"run {run_id}", partial(self.store.finish, result, spans))
-            return await self.engine.finish(run_id, final)
-        closed = await self.engine.finish(run_id, final, record=end_values(result))
+            return await engine.finish(run_id, final)
+        closed = await engine.finish(run_id, final, record=end_values(result))
         if not closed.recorded:  # the store did not take it: kept, made again once it is back
             await record(f"run {run_id}", partial(self.store.finish, result, closed.spans))
         return closed
@@ -364,7 +389,7 @@ class RunExecutor:
         await self.store.end(run_id, status, reason)
         if self._ready.is_set():
             event = RunFinished(status=status, error=reason)
-            closed = await self.engine.ledger.finish(run_id, event)
+            closed = await self.versions.ledger.finish(run_id, event)
             await self.store.add_events(run_id, closed.events)
 
 

@@ -119,6 +119,14 @@ class ServiceMetrics:
         self._active: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self._followers: Callable[[], int] = lambda: 0
         self._replicas: dict[str, int] = {}
+        self._versions: Callable[[], list[tuple[str, int, bool]]] = list
+        meter.create_observable_up_down_counter(
+            "baton.system.versions",
+            [self._observe_versions],
+            unit="{run}",
+            description="Each version of the team running here, with the runs it holds "
+            "(`baton.system.version`; `baton.version.current`: new runs go to it).",
+        )
         meter.create_observable_up_down_counter(
             "baton.agent.replicas",
             [self._observe_replicas],
@@ -141,6 +149,16 @@ class ServiceMetrics:
     def watch(self, active: Callable[[], tuple[int, int]], followers: Callable[[], int]) -> None:
         """Where the gauges are read: (queued, running) runs here; followers of events."""
         self._active, self._followers = active, followers
+
+    def watch_versions(self, running: Callable[[], list[tuple[str, int, bool]]]) -> None:
+        """Where the versions running are read: (version, runs it holds, whether current)."""
+        self._versions = running
+
+    def _observe_versions(self, _: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(runs, {"baton.system.version": v, "baton.version.current": current})
+            for v, runs, current in self._versions()
+        ]
 
     def _observe_active(self, _: CallbackOptions) -> Iterable[Observation]:
         queued, running = self._active()

@@ -16,8 +16,8 @@ from typing import Literal
 
 from agents.core.events import Event, RunFinished
 from agents.core.ports import RunState
-from orchestrator.engine import Engine
 from orchestrator.service.feed_reader import FeedReader, News
+from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.store.unavailable import store_unavailable
 
@@ -32,7 +32,7 @@ _STALE_S = 5.0
 class RunEvents:
     """Follows runs' events; `ready` is set once the agents (and so the ledger) are up."""
 
-    engine: Engine
+    versions: Versions  # (their ledger, which every version's runs share)
     store: RunStore
     ready: asyncio.Event
     heartbeat_s: float
@@ -73,7 +73,7 @@ class RunEvents:
         """From the service's one stream, asking the ledger itself only to fill a gap."""
         run_id = run.id
         known: StoredRun | None = run  # read just now: the first look needs no other
-        self.reader.start(self.engine.ledger)  # once, for every follower of this service
+        self.reader.start(self.versions.ledger)  # once, for every follower of this service
         # Subscribed before the ledger is asked, so that nothing falls between the two (what
         # comes twice is told apart by its id).
         with self.reader.subscribe(run_id) as news:
@@ -81,7 +81,7 @@ class RunEvents:
             ask, quiet = not self.reader.complete(run_id), False
             while True:
                 if ask:  # what the ledger has past `last`: at first, after a gap, when quiet
-                    found, state = await self.engine.ledger.events(run_id, last)
+                    found, state = await self.versions.ledger.events(run_id, last)
                     for seq, event in found:
                         yield seq, event
                         last = seq

@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -27,6 +27,7 @@ from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
 from orchestrator.errors import (
     IdempotencyConflict,
+    NotReady,
     Overloaded,
     ProviderGateClosed,
     RunNotFound,
@@ -41,6 +42,7 @@ from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
 from orchestrator.service.threads import Threads
 from orchestrator.service.upkeep import Orphans, keep_leases
+from orchestrator.service.versions import RunningVersion, Versions
 from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
 from orchestrator.store.unavailable import store_unavailable
@@ -94,14 +96,16 @@ class RunService:
     Composed of its parts, each public for the doors that need it: `executor` (runs in the
     background, recorded), `durable` (resume, take-over, replay, fork), `views` (traces,
     diagrams, placement, health), `events` (followers' events), `approvals` (calls waiting for a
-    person), `evaluations` (verdicts added to runs' traces) and `admission` (the bounds).
+    person), `evaluations` (verdicts added to runs' traces), `admission` (the bounds) and
+    `versions` (the versions of the team running: see `roll`).
 
     Args:
-        system: the agent system every run goes through.
+        system: the agent system every run goes through (its first version).
         engine: its engine (started by `start`, in a thread: agents take a while to warm up).
         store: the run store.
         owner: names this instance in the store (stable across restarts of the instance).
         limits: admission bounds, lease and heartbeat periods.
+        make_engine: an engine for a new version of the team (`roll`); None: no new version.
     """
 
     def __init__(
@@ -113,9 +117,10 @@ class RunService:
         owner: str,
         limits: ServiceLimits | None = None,
         metrics: ServiceMetrics | None = None,
+        make_engine: Callable[[AgentSystem], Engine] | None = None,
     ) -> None:
-        self.system = system
-        self.engine = engine
+        assert engine.system is system
+        self.versions = versions = Versions(engine, make_engine)
         self.store = store
         self.owner = owner
         self.limits = limits = limits or ServiceLimits()
@@ -123,16 +128,15 @@ class RunService:
         self._ready = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self._draining: asyncio.Task[None] | None = None
-        self._orphans = Orphans(engine, store)  # interrupted runs still open in the ledger
+        self._orphans = Orphans(versions, store)  # interrupted runs still open in the ledger
         # Runs cut off by a dying service carry on from their step log (`on_interrupt`).
         self._resumes = system.config.on_interrupt == "resume" and engine.logs_steps
         heartbeat = limits.heartbeat_s
         self.pending_writes = PendingWrites()  # writes kept while the store is unavailable
-        self.events = RunEvents(engine, store, self._ready, heartbeat)
-        self.approvals = ApprovalDesk(engine, store, self._ready, heartbeat)
+        self.events = RunEvents(versions, store, self._ready, heartbeat)
+        self.approvals = ApprovalDesk(versions, store, self._ready, heartbeat)
         self.executor = RunExecutor(
-            system,
-            engine,
+            versions,
             store,
             owner=owner,
             events=self.events,
@@ -160,14 +164,29 @@ class RunService:
                     metrics.saw(event)
 
             self.events.reader.on_event = saw
+            metrics.watch_versions(
+                lambda: [
+                    (v.version, len(v.runs), v is versions.current) for v in versions.running()
+                ]
+            )
         self.durable = DurableRuns(
             self.executor, lease_s=limits.lease_s, adopts_lost_runs=limits.adopts_lost_runs
         )
-        self.views = RunViews(engine, store, self._ready, lambda: self.executor.startup_error)
-        self.evaluations = RunEvaluations(system, engine, store)
+        self.views = RunViews(versions, store, self._ready, lambda: self.executor.startup_error)
+        self.evaluations = RunEvaluations(versions, store)
         self.threads = Threads(
             store, self.executor, self.submit, self.cancel, self.limits.thread_max_turns
         )
+
+    @property
+    def system(self) -> AgentSystem:
+        """The team new runs go to (its newest version)."""
+        return self.versions.current.system
+
+    @property
+    def engine(self) -> Engine:
+        """The newest version's engine."""
+        return self.versions.engine
 
     # Life cycle ----------------------------------------------------------------------------
 
@@ -206,10 +225,11 @@ class RunService:
     async def _watch_scaling(self, metrics: ServiceMetrics) -> None:
         """Keep the metrics of the autoscaled hosts' replicas and decisions current."""
         await self._ready.wait()
-        pool, seen = self.engine.pool, time.time()
-        scaled = {h.name for h in pool.plan if h.ray.autoscale is not None}
+        seen = time.time()
         while True:
             try:
+                pool = self.engine.pool  # (the newest version's)
+                scaled = {h.name for h in pool.plan if h.ray.autoscale is not None}
                 replicas = await pool.replicas()
                 decisions = [d for d in await pool.scaling() if d["at"] > seen]
                 seen = max([seen, *(d["at"] for d in decisions)])
@@ -287,6 +307,7 @@ class RunService:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.executor.stop()
         await self.events.close()
+        await self.versions.close()
         await self.store.leases.interrupt_owned(self.owner, STOPPED)
         self.engine.close()  # before this process leaves Ray
 
@@ -294,6 +315,22 @@ class RunService:
     def ready(self) -> bool:
         """Whether the agents have started (runs wait for it)."""
         return self._ready.is_set()
+
+    async def roll(self, system: AgentSystem) -> tuple[RunningVersion, RunningVersion | None]:
+        """Start a new version of the team beside the running ones; new runs go to it.
+
+        Runs in flight (waiting for a person, or resumed, included) finish on the version they
+        started on, whose agents stop once it holds none. Returns the version now current and
+        the one it replaced (None: `system` is the current version; nothing changed).
+
+        Raises:
+            NotReady: the service is stopping, or its first version has not started.
+            VersionRefused: see `Versions.roll`.
+        """
+        self.executor.refuse_new()
+        if not self.ready:
+            raise NotReady("the agents are starting: send the new version once they are up")
+        return await self.versions.roll(system)
 
     # Runs ----------------------------------------------------------------------------------
 
@@ -401,7 +438,7 @@ class RunService:
             raise
 
     def _started(self, run: StoredRun, request: Submission) -> None:
-        self.executor.start(run.id, request)
+        self.executor.start(run.id, request, version=run.version)
         self._accepted[run.id] = run
         while len(self._accepted) > _KEEP_ACCEPTED:
             self._accepted.popitem(last=False)

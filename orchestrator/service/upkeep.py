@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
-from orchestrator.engine import Engine
 from orchestrator.service.live_trace import interrupted_spans
 from orchestrator.service.pending_writes import PendingWrites
+from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore
 
 __all__ = ["Orphans", "keep_leases"]
@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 class Orphans:
     """Interrupted runs whose event logs are still open in the ledger."""
 
-    def __init__(self, engine: Engine, store: RunStore) -> None:
-        self._engine = engine
+    def __init__(self, versions: Versions, store: RunStore) -> None:
+        self._versions = versions
         self._store = store
         self._runs: list[tuple[str, str]] = []
 
@@ -48,11 +48,11 @@ class Orphans:
             try:
                 final = RunFinished(status=RunStatus.INTERRUPTED, error=reason)
                 # What its agents sent before the service died, and what was open then.
-                finished, events = await self._engine.ledger.snapshot(run_id)
+                finished, events = await self._versions.ledger.snapshot(run_id)
                 if events:
                     spans = interrupted_spans(finished, [*events, final], reason)
                     await self._store.add_spans(run_id, spans)
-                closed = await self._engine.ledger.finish(run_id, final)
+                closed = await self._versions.ledger.finish(run_id, final)
                 await self._store.add_events(run_id, closed.events)
             except Exception:
                 logger.exception("could not close the event log of run %s", run_id)

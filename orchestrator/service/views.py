@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agents.core.errors import describe_error
-from orchestrator.engine import Engine
 from orchestrator.errors import NotReady
 from orchestrator.service.live_trace import live_spans
+from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore, StoredRun
 from tracing import SpanRecord
 from tracing.compare import differences
@@ -22,7 +22,7 @@ class RunViews:
     """A service's views of its runs: read from the store once a run is over, live before.
 
     Args:
-        engine: the system's engine (its ledger has the runs in flight).
+        versions: the versions of the team running (their ledger has the runs in flight).
         store: the run store.
         ready: set once the agents (and so the ledger) are up.
         startup_error: why the agents did not start, if they did not.
@@ -30,12 +30,12 @@ class RunViews:
 
     def __init__(
         self,
-        engine: Engine,
+        versions: Versions,
         store: RunStore,
         ready: asyncio.Event,
         startup_error: Callable[[], str | None],
     ) -> None:
-        self.engine = engine
+        self.versions = versions
         self.store = store
         self._ready = ready
         self._startup_error = startup_error
@@ -46,14 +46,16 @@ class RunViews:
         return self._ready.is_set()
 
     async def placement(self) -> list[dict[str, Any]]:
-        """Each agent replica, asked now (none before the agents have started)."""
-        return await self.engine.placement() if self.engine.started else []
+        """Each agent replica of the newest version, asked now (none before it started)."""
+        engine = self.versions.engine
+        return await engine.placement() if engine.started else []
 
     async def scaling(self) -> list[dict[str, Any]]:
-        """The autoscaled hosts' scaling decisions of the last hour."""
-        if not self.engine.started:
+        """The newest version's autoscaled hosts' scaling decisions of the last hour."""
+        engine = self.versions.engine
+        if not engine.started:
             return []
-        return [dict(decision) for decision in await self.engine.pool.scaling()]
+        return [dict(decision) for decision in await engine.pool.scaling()]
 
     async def spans(self, run: StoredRun) -> list[SpanRecord]:
         """The run's spans, finished or not.
@@ -62,7 +64,7 @@ class RunViews:
         rebuilt from its events (`orchestrator.service.live_trace`).
         """
         if not run.finished and self.ready:
-            finished, events = await self.engine.ledger.snapshot(run.id)
+            finished, events = await self.versions.ledger.snapshot(run.id)
             if events:
                 return live_spans(finished, events)
         return await self.store.spans(run.id)
@@ -91,7 +93,7 @@ class RunViews:
                 raise NotReady(startup_error)
             if not self.ready:
                 raise NotReady("the agents are starting")
-            await self.engine.ledger.ping(2.0)
+            await self.versions.ledger.ping(2.0)
             status["ray"] = "ok"
         except Exception as exc:
             status["ray"] = describe_error(exc)
@@ -102,7 +104,7 @@ class RunViews:
         except Exception as exc:
             status["store"] = describe_error(exc)
         if status["ray"] == "ok":
-            rows = await self.engine.placement()
+            rows = await self.versions.engine.placement()
             # An agent host that is dead (killed, out of memory, its node lost) or restarting:
             # not ready, naming the agents it held. One that is only slow to answer is busy.
             down = sorted(

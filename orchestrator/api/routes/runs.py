@@ -133,7 +133,7 @@ async def replay_run(run: Run, service: Service, caller: Caller) -> RunView:
 @router.post(
     "/runs/{run_id}/fork",
     status_code=202,
-    responses=_conflict("The run has not ended."),
+    responses=_conflict("The run has not ended, or the version asked for does not run here."),
 )
 async def fork_run(
     run: Run, service: Service, caller: Caller, body: ForkRequest | None = None
@@ -144,8 +144,10 @@ async def fork_run(
     Compare the two runs' diagrams (`comparable=true`): they differ from the first step the
     change touches.
     """
-    from_span = body.from_span if body is not None else None
-    forked = await service.durable.replay(run.id, fork=True, from_span=from_span, caller=caller)
+    body = body or ForkRequest()
+    forked = await service.durable.replay(
+        run.id, fork=True, from_span=body.from_span, version=body.version, caller=caller
+    )
     return run_view(forked)
 
 

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
+from agents.core.errors import ConfigError
 from agents.runtime.spend import utc_day
 from orchestrator import __version__
-from orchestrator.api.deps import Caller, Service
-from orchestrator.errors import UnknownTenant
-from orchestrator.schemas import ErrorBody, ServiceView, SpendLine, UsageView
+from orchestrator.api.deps import Caller, Service, needs
+from orchestrator.errors import UnknownTenant, VersionRefused
+from orchestrator.schemas import (
+    ErrorBody,
+    ServiceView,
+    SpendLine,
+    UsageView,
+    VersionsView,
+    VersionView,
+)
+from orchestrator.service import RunService
+from orchestrator.service.versions import RunningVersion
+from orchestrator.system.config import AgentSystem, load_config, parse_config
 
-__all__ = ["router"]
+__all__ = ["new_version", "router"]
 
 router = APIRouter(tags=["service"])
+
+# The media types a config sent in the body may have (YAML; JSON is YAML too).
+_CONFIG_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
 
 
 @router.get("/service")
@@ -27,6 +43,85 @@ async def service_view(service: Service) -> ServiceView:
         instance=service.owner,
         trace_export=service.engine.trace_export,
         step_log=service.engine.logs_steps,
+        versions=_versions(service),
+    )
+
+
+@router.post(
+    "/service/versions",
+    openapi_extra={
+        **needs("admin"),
+        "requestBody": {
+            "required": False,
+            "description": "The new config (YAML). Without a body, the file the service was "
+            "started with is read again.",
+            "content": {t: {"schema": {"type": "string"}} for t in _CONFIG_TYPES[:1]},
+        },
+    },
+    responses={
+        422: {
+            "model": ErrorBody,
+            "description": "`version_refused`: the config is invalid (`details` lists each "
+            "problem at its line), names another team, or its agents did not start; the "
+            "current version still serves.",
+        }
+    },
+)
+async def roll_version(request: Request, service: Service) -> VersionsView:
+    """Start a new version of the team beside the one serving (a reload); new runs go to it.
+
+    Runs in flight, waiting for a person or resumed ones included, finish on the version
+    they started on, whose agents stop once they hold none. The same config again changes
+    nothing (`previous` is null). `SIGHUP` to `baton serve` does the same with its file.
+    """
+    text = await request.body()
+    if text and request.headers.get("content-type", "").split(";")[0] not in _CONFIG_TYPES:
+        raise VersionRefused(f"send the config as YAML ({_CONFIG_TYPES[0]})")
+    return await new_version(service, request.app.state.config_path, text or None)
+
+
+async def new_version(service: RunService, path: Path | None, text: bytes | None) -> VersionsView:
+    """Load a config (`text`, else the file at `path`) and start it as a new version."""
+    system = await asyncio.to_thread(_load, path, text)
+    now, before = await service.roll(system)
+    return VersionsView(
+        version=now.version,
+        previous=before.version if before is not None else None,
+        running=_versions(service),
+    )
+
+
+def _load(path: Path | None, text: bytes | None) -> AgentSystem:
+    try:
+        if text is not None:
+            return parse_config(text, "<request body>")
+        if path is None:
+            raise VersionRefused("the service was started with no config file: send one")
+        return load_config(path)
+    except OSError as exc:
+        raise VersionRefused(f"cannot read {path}: {exc.strerror}") from None
+    except ConfigError as exc:
+        errors = [i for i in exc.issues if i.severity == "error"]
+        raise VersionRefused(
+            f"the config has {len(errors)} error(s): {errors[0] if errors else exc}",
+            issues=[str(i) for i in exc.issues],
+        ) from None
+
+
+def _versions(service: RunService) -> list[VersionView]:
+    current = service.versions.current
+    return [_version(v, v is current) for v in service.versions.running()]
+
+
+def _version(running: RunningVersion, current: bool) -> VersionView:
+    config = running.system.config
+    return VersionView(
+        version=running.version,
+        release=config.release,
+        current=current,
+        runs=len(running.runs),
+        started_at=running.started_at,
+        agents=[a.name for a in config.agents],
     )
 
 
