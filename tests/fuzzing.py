@@ -15,6 +15,12 @@ _CONFIG = """
 [[operations]]
 include-path-regex = '/(input|approvals/\\{call_id\\})$'  # (a literal string: no escapes)
 checks.ensure_resource_availability.enabled = false
+
+# Any text is the document's valid body (a YAML config), but only a team's config is a new
+# version: the rest is refused (422, naming each mistake), as the document says.
+[[operations]]
+include-path-regex = '/service/versions$'
+checks.positive_data_acceptance.expected-statuses = ["2xx", "422"]
 """
 
 

@@ -1,16 +1,16 @@
 """Finding a `baton serve` running on this machine, so that `baton run` can use its warm agents.
 
 A local `baton serve` announces itself in a small file under `~/.baton/servers/` (readable by
-its owner only) for as long as it runs: its URL, its process id, a digest of the agent system
-it serves and the run store it records into. `baton run` with the same config and the same
-store submits there instead of starting Ray and the agents itself (tens of seconds saved);
-anything else (another config or store, a dead process, no answer) and it runs here as before.
+its owner only) for as long as it runs: its URL, its process id, the name of the agent system
+it serves and the run store it records into. `baton run` with the config whose version the
+server runs now (its `/readyz` says which) and the same store submits there instead of
+starting Ray and the agents itself (tens of seconds saved); anything else (another config or
+store, a dead process, no answer) and it runs here as before.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -21,19 +21,13 @@ import httpx
 from orchestrator.store import absolute_store_url
 from orchestrator.system.config import AgentSystem
 
-__all__ = ["announce", "find_server", "system_digest"]
+__all__ = ["announce", "find_server"]
 
 _PROBE_S = 1.0
 
 
 def _folder() -> Path:
     return Path.home() / ".baton" / "servers"
-
-
-def system_digest(system: AgentSystem) -> str:
-    """What identifies an agent system: its validated config, canonically."""
-    canonical = system.config.model_dump_json(exclude_none=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @contextlib.contextmanager
@@ -44,7 +38,7 @@ def announce(url: str, system: AgentSystem, store_url: str, keys: bool) -> Itera
     entry = {
         "url": url,
         "pid": os.getpid(),
-        "system": system_digest(system),
+        "system": system.config.name,
         "store": absolute_store_url(store_url),
         "keys": keys,
     }
@@ -73,8 +67,11 @@ def _alive(pid: int) -> bool:
 
 
 def find_server(system: AgentSystem, store_url: str, has_key: bool) -> str | None:
-    """The URL of a live local `baton serve` of this system and store, or None."""
-    digest = system_digest(system)
+    """The URL of a live local `baton serve` of this system and store, or None.
+
+    One whose new runs go to this version of the system (it may have been given another since
+    it started: `POST /v1/service/versions`).
+    """
     for path in sorted(_folder().glob("*.json")) if _folder().is_dir() else []:
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
@@ -84,13 +81,16 @@ def find_server(system: AgentSystem, store_url: str, has_key: bool) -> str | Non
         if not _alive(pid):
             path.unlink(missing_ok=True)  # its server died without cleaning up
             continue
-        if entry.get("system") != digest or entry.get("store") != absolute_store_url(store_url):
+        if entry.get("system") != system.config.name:
+            continue
+        if entry.get("store") != absolute_store_url(store_url):
             continue
         if entry.get("keys") and not has_key:
             continue
         try:
-            if httpx.get(f"{url}/readyz", timeout=_PROBE_S).status_code == 200:
+            ready = httpx.get(f"{url}/readyz", timeout=_PROBE_S)
+            if ready.status_code == 200 and ready.json()["system_version"] == system.version:
                 return url
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ValueError, KeyError):
             continue
     return None

@@ -189,6 +189,9 @@ class Readiness(BaseModel):
         description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
         'decide readiness; "tools" reports MCP servers the agents could not use.'
     )
+    system_version: str = Field(
+        default="", description="The version of the team new runs go to (`GET /v1/service`)."
+    )
 
 
 class SpendLine(BaseModel):

@@ -111,7 +111,10 @@ def test_a_task_submitted_in_the_browser_is_watched_live_to_its_end(api: str, pa
     row = page.locator(f"#runs tr[data-run='{run_id}']")
     row.wait_for()
     # The built-in model is free: $0.00, not "unknown"; and the totals of every listed run.
-    assert row.locator("td").nth(6).inner_text() == "$0.00"
+    assert row.locator("td").nth(7).inner_text() == "$0.00"
+    # The version of the team it ran on (this team has no release label: its digest).
+    stored = httpx.get(f"{api}/v1/runs/{run_id}").json()
+    assert row.locator("td").nth(3).inner_text() == stored["version"]
     totals = page.inner_text("#runs-total")
     shape = r"All \d+ matching runs: tokens \d+/\d+, \d+ model calls, cost \$0\.00"
     assert re.fullmatch(shape, totals), totals

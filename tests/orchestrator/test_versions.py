@@ -15,6 +15,7 @@ import pytest
 import ray
 
 from orchestrator.cli.client import parse_sse
+from orchestrator.cli.discovery import find_server
 from orchestrator.store import absolute_store_url
 from orchestrator.system.config import load_config
 from tests.service import ServiceProcess
@@ -140,6 +141,11 @@ async def test_runs_in_flight_finish_on_their_version_and_new_runs_take_the_new_
         assert greeting["version"] == greeting["root"]["baton.system.version"] == v2
         served = (await client.get("/v1/service")).json()
         assert served["system_version"] == v2
+        # `baton run` on this machine uses the server with v2's config, no longer with v1's.
+        store = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
+        found = await asyncio.to_thread(find_server, load_config(service.config), store, False)
+        assert found == service.url
+        assert await asyncio.to_thread(find_server, v1, store, False) is None
 
         # The rest that was under way finished on v1.
         rest = await finished(client, resting["id"])

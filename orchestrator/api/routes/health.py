@@ -33,5 +33,9 @@ async def readyz(service: Service) -> Response:
     checks = await service.views.check()
     # Ray, the agents' hosts and the store decide; degraded tools are reported, not fatal.
     ready = all(checks.get(k) == "ok" for k in ("ray", "agents", "store"))
-    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
+    body = Readiness(
+        status="ready" if ready else "not_ready",
+        checks=checks,
+        system_version=service.system.version,
+    )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

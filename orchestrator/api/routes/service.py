@@ -30,7 +30,13 @@ __all__ = ["new_version", "router"]
 router = APIRouter(tags=["service"])
 
 # The media types a config sent in the body may have (YAML; JSON is YAML too).
-_CONFIG_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
+_CONFIG_TYPES = (
+    "application/yaml",
+    "application/x-yaml",
+    "text/yaml",
+    "text/plain",
+    "application/json",
+)
 
 
 @router.get("/service")

@@ -167,6 +167,8 @@ async function runsPage() {
         el("td", {}, el("a", { href: `/runs/${run.id}` }, run.id.slice(0, 12)), lineageTag(run)),
         el("td", {}, statusBadge(run.status)),
         el("td", {}, run.entry_agent || run.requested_agent || "–"),
+        // The release label (`v2`) where the team has one, else the config's digest.
+        el("td", { title: run.version || "" }, run.version ? run.version.split("+")[0] : "–"),
         el("td", {}, when(run.created_at)),
         el("td", {}, duration(run.duration_s)),
         el("td", {}, `${run.usage.input_tokens}/${run.usage.output_tokens}`),
