@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,24 +29,29 @@ from mcp.types import (
 from mcp_types import (
     ElicitRequest,
     ElicitRequestFormParams,
-    ElicitResult,
     InputRequiredResult,
-    InputResponses,
 )
 from mcp_types.version import is_version_at_least
-from pydantic import ValidationError
 from starlette.applications import Starlette
 
-from agents.core.a2a_meta import TRACE_KEYS
 from agents.core.events import AgentStarted, InputRequested, RunFinished
 from orchestrator import __version__
-from orchestrator.access import LOCAL, Access, Role
-from orchestrator.engine.submission import Origin
+from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
-from orchestrator.schemas import RunRequest, run_view
+from orchestrator.mcp.runs import (
+    ANSWER_SCHEMA,
+    caller,
+    outcome,
+    question,
+    read_run,
+    submit,
+    summary,
+    take_answers,
+)
+from orchestrator.mcp.tasks import RunTasks
+from orchestrator.schemas import run_view
 from orchestrator.service import RunService
 from orchestrator.store import StoredRun
-from orchestrator.system.routing import AUTO
 
 __all__ = ["build_mcp_server", "mcp_http_app"]
 
@@ -58,26 +62,6 @@ _CANCEL_WAIT_S = 15.0
 # (`InputRequiredResult`) and the client calls it again with the answers: no back channel is
 # needed, so it works on the stateless `/mcp` (the multi-round-trip flow).
 _ROUND_TRIPS = "2026-07-28"
-_ANSWER_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "title": "Your answer"}},
-    "required": ["answer"],
-}
-
-
-def _summary(view: dict[str, Any]) -> dict[str, Any]:
-    keep = (
-        "id",
-        "status",
-        "entry_agent",
-        "output",
-        "error",
-        "duration_s",
-        "usage",
-        "thread_id",
-        "links",
-    )
-    return {k: view[k] for k in keep if k in view}
 
 
 async def _follow(
@@ -136,41 +120,17 @@ async def _elicit(runs: RunService, run: StoredRun, asked: InputRequested, ctx: 
     ):
         return False
     try:
-        who = f"mcp:{_caller(ctx, 'approve').who}"
+        who = f"mcp:{_who(ctx, 'approve').who}"
     except ToolError:
         return False
     try:
         result = await ctx.session.elicit_form(
-            _question(asked), _ANSWER_SCHEMA, ctx.request_context.request_id
+            question(asked), ANSWER_SCHEMA, ctx.request_context.request_id
         )
     except MCPError:
         return False
-    await _take_answers(runs, run, {asked.call_id: result}, who)
+    await take_answers(runs, run, {asked.call_id: result}, who)
     return True
-
-
-def _question(asked: InputRequested) -> str:
-    choices = f" ({' / '.join(asked.choices)})" if asked.choices else ""
-    return f"{asked.agent} asks: {asked.question}{choices}"
-
-
-async def _take_answers(
-    runs: RunService, run: StoredRun, answers: InputResponses, who: str
-) -> tuple[str, ...]:
-    """Give the run the client's answers (a declined or cancelled question: no answer).
-
-    Returns the questions answered.
-    """
-    for question_id, result in answers.items():
-        if not isinstance(result, ElicitResult):
-            continue
-        said = (result.content or {}).get("answer") if result.action == "accept" else None
-        with contextlib.suppress(ServiceError):  # answered already (or the run is over)
-            if said is None:
-                await runs.approvals.answer(run, "", question_id, "expiry", who)
-            else:
-                await runs.approvals.answer(run, str(said), question_id, who=who)
-    return tuple(answers)
 
 
 async def _wait(
@@ -198,75 +158,16 @@ async def _wait(
             await asyncio.shield(runs.cancel(run.id, caller))
             raise
     if asked is not None and _asks_by_round_trip(ctx):
-        params = ElicitRequestFormParams(message=_question(asked), requested_schema=_ANSWER_SCHEMA)
+        params = ElicitRequestFormParams(message=question(asked), requested_schema=ANSWER_SCHEMA)
         return InputRequiredResult(
             input_requests={asked.call_id: ElicitRequest(params=params)}, request_state=run.id
         )
-    summary = _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
-    waiting = await runs.approvals.questions(await runs.get(run.id))
-    if waiting:
-        summary["status"] = "input_required"  # the ledger says it before the store does
-        summary["questions"] = [
-            {"question_id": q.call_id, "agent": q.agent, "question": q.question,
-             "choices": q.choices}
-            for q in waiting
-        ]  # fmt: skip
-    return summary
+    return await outcome(runs, run)
 
 
-async def _submit(
-    runs: RunService,
-    task: str,
-    agent: str | None,
-    meta: Mapping[str, Any],
-    caller: Access,
-    thread: str | None = None,
-) -> StoredRun:
-    """Start a run (a turn of `thread`, if given; `new`: of a new thread).
-
-    A W3C trace context in the call's `_meta` (SEP-414) is the run's parent: the MCP host's
-    trace goes on into the run's.
-    """
-    agents = {a.name for a in runs.system.config.agents}
-    if agent is not None and agent != AUTO and agent not in agents:
-        raise ToolError(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents))}")
-    carrier = {k: str(meta[k]) for k in TRACE_KEYS if isinstance(meta.get(k), str)}
-    try:
-        request = RunRequest(task=task, agent=agent).submission()
-        if carrier:
-            request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
-        if thread is None:
-            run, _ = await runs.submit(request, caller=caller)
-        else:
-            run, _ = await runs.threads.continue_or_start(thread, request, caller)
-    except ValidationError as exc:
-        raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
-    except ServiceError as exc:
-        raise ToolError(exc.message) from None
-    return run
-
-
-async def _run(runs: RunService, run_id: str, viewer: Access) -> StoredRun:
-    try:
-        return await runs.get(run_id, viewer)
-    except ServiceError as exc:
-        raise ToolError(exc.message) from None
-
-
-def _caller(ctx: Context, role: Role) -> Access:
-    """Who calls, if they have `role`.
-
-    Over HTTP, the key `KeyCheck` named; over stdio, the person who started `baton mcp`.
-    """
-    request = ctx.request_context.request
-    if request is None:
-        return LOCAL
-    access = request.scope.get("auth")
-    if not isinstance(access, Access):
-        raise ToolError("no caller: this endpoint is served behind baton's key check")
-    if refusal := access.lacks(role):
-        raise ToolError(refusal)
-    return access
+def _who(ctx: Context, role: Role) -> Access:
+    """Who calls the tool, if they have `role` (see `caller`)."""
+    return caller(ctx.request_context.request, role)
 
 
 def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
@@ -282,6 +183,8 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         log_level="WARNING",
         instructions="Baton runs tasks through a team of AI agents. submit_task hands the team "
         "a task and returns its answer (or the run id to ask about later with get_run).",
+        # A client that takes MCP tasks gets submit_task's run as one (`orchestrator.mcp.tasks`).
+        extensions=[RunTasks(service)],
     )
 
     @server.tool()
@@ -310,18 +213,18 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         runs = await service()
         answered: tuple[str, ...] = ()
         if ctx.request_state:  # called again with the answers to the run's questions
-            caller = _caller(ctx, "approve")
-            run = await _run(runs, ctx.request_state, caller)
+            caller = _who(ctx, "approve")
+            run = await read_run(runs, ctx.request_state, caller)
             answers = ctx.input_responses or {}
-            answered = await _take_answers(runs, run, answers, f"mcp:{caller.who}")
+            answered = await take_answers(runs, run, answers, f"mcp:{caller.who}")
         else:
-            caller = _caller(ctx, "submit")
+            caller = _who(ctx, "submit")
             meta = ctx.request_context.meta or {}
-            run = await _submit(runs, task, agent, meta, caller, thread)
+            run = await submit(runs, task, agent, meta, caller, thread)
         return await _wait(runs, run, ctx, wait_s, caller, answered)
 
     @server.tool()
-    async def answer_question(
+    async def answerquestion(
         run_id: str,
         answer: str,
         ctx: Context,
@@ -338,8 +241,8 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             wait_s: how long to wait for the run to end, as for submit_task.
         """
         runs = await service()
-        caller = _caller(ctx, "approve")
-        run = await _run(runs, run_id, caller)
+        caller = _who(ctx, "approve")
+        run = await read_run(runs, run_id, caller)
         try:
             who = f"mcp:{caller.who}"
             answered = await runs.approvals.answer(run, answer, question_id, who=who)
@@ -356,16 +259,16 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             ctx: the call.
         """
         runs = await service()
-        caller = _caller(ctx, "submit")
+        caller = _who(ctx, "submit")
         try:
-            run = await runs.cancel((await _run(runs, run_id, caller)).id, caller)
+            run = await runs.cancel((await read_run(runs, run_id, caller)).id, caller)
         except ServiceError as exc:
             raise ToolError(exc.message) from None
         if not run.finished:  # wait (bounded) for it to stop
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_CANCEL_WAIT_S):
                     await _follow(runs, run, None)
-        return _summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
+        return summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
 
     @server.prompt()
     def ask_team(task: str, agent: str = "") -> str:
@@ -398,8 +301,8 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             run_id: the id submit_task returned.
             ctx: the call.
         """
-        run = await _run(await service(), run_id, _caller(ctx, "read"))
-        return _summary(run_view(run).model_dump(mode="json"))
+        run = await read_run(await service(), run_id, _who(ctx, "read"))
+        return summary(run_view(run).model_dump(mode="json"))
 
     @server.tool()
     async def get_run_diagram(
@@ -413,7 +316,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             detail: agents only; tools: tool calls too; full: model calls too.
         """
         runs = await service()
-        run = await _run(runs, run_id, _caller(ctx, "read"))
+        run = await read_run(runs, run_id, _who(ctx, "read"))
         return (await runs.views.diagram(run, detail)).text
 
     @server.tool()

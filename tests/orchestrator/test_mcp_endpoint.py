@@ -9,17 +9,21 @@ import sqlite3
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.client import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, PromptReference
+from mcp_types import CallToolResult, Request, RequestParams, Result
 from opentelemetry.sdk.trace import TracerProvider
+from pydantic import TypeAdapter
 
 from tests.service import KEYS, ServiceProcess, all_events
 
@@ -258,3 +262,120 @@ agents:
     with sqlite3.connect(tmp_path / "runs.db") as db:
         statuses = [row[0] for row in db.execute("SELECT status FROM runs")]
     assert statuses == ["interrupted"]
+
+
+# --- MCP tasks: the tasks extension's client, as an MCP host would run it ---------------------
+
+
+class TaskParams(RequestParams):
+    task_id: str
+
+
+class TaskAnswers(TaskParams):
+    input_responses: dict[str, Any]
+
+
+class GetTask(Request[TaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    name_param: ClassVar[str | None] = "taskId"  # the spec's Mcp-Name header
+
+
+class UpdateTask(Request[TaskAnswers, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class CancelTask(Request[TaskParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    name_param: ClassVar[str | None] = "taskId"
+
+
+class CreatedTask(Result):
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+ANY = TypeAdapter(dict[str, Any])
+
+
+class Tasks(ClientExtension):
+    """The tasks extension's requester: polls a task to its end, answering its questions with
+    `answer`, or cancelling it after the first poll (`cancel`). `seen` keeps each status."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self, answer: str = "", cancel: bool = False) -> None:
+        self.answer, self.cancel = answer, cancel
+        self.created: list[CreatedTask] = []
+        self.seen: list[dict[str, Any]] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.resolve)]
+
+    async def resolve(self, created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
+        self.created.append(created)
+        ref = TaskParams(task_id=created.task_id)
+        with anyio.fail_after(60):
+            while True:
+                task = await ctx.session.send_request(GetTask(params=ref), ANY)
+                self.seen.append(task)
+                if task["status"] == "completed":
+                    return CallToolResult.model_validate(task["result"])
+                if task["status"] in ("failed", "cancelled"):
+                    return CallToolResult(content=[], is_error=True)
+                if self.cancel:
+                    await ctx.session.send_request(CancelTask(params=ref), ANY)
+                elif task["status"] == "input_required":
+                    responses = {
+                        key: {"action": "accept", "content": {"answer": self.answer}}
+                        for key in task["inputRequests"]
+                    }
+                    answers = TaskAnswers(task_id=created.task_id, input_responses=responses)
+                    await ctx.session.send_request(UpdateTask(params=answers), ANY)
+                await anyio.sleep(min(created.poll_interval_ms or 1000, 200) / 1000)
+
+
+async def test_a_client_that_takes_tasks_gets_the_run_as_a_task_and_answers_its_questions(
+    api: str,
+) -> None:
+    tasks = Tasks(answer="savings")
+    async with Client(f"{api}/mcp", extensions=[tasks]) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert "io.modelcontextprotocol/tasks" in (client.server_capabilities.extensions or {})
+        run = result_json(await client.call_tool("submit_task", {"task": ASK, "agent": "teller"}))
+    # The call answered at once with the run as a task; the client polled it, was asked the
+    # agent's question (an elicitation of the task), answered it, and read the answer.
+    [created] = tasks.created
+    assert created.status == "working" and created.task_id == run["id"]
+    statuses = [t["status"] for t in tasks.seen]
+    assert "input_required" in statuses and statuses[-1] == "completed", statuses
+    [asking] = [t for t in tasks.seen if t["status"] == "input_required"][:1]
+    [request] = asking["inputRequests"].values()
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["message"] == f"teller asks: {ASK}"
+    assert run["status"] == "succeeded" and "- ask_user: savings" in run["output"], run
+    assert tasks.seen[-1]["createdAt"].endswith("Z") and tasks.seen[-1]["ttlMs"] is None
+    events = await all_events(api, run["id"])
+    provided = [data for _, kind, data in events if kind == "input_provided"]
+    assert [p["answer"] for p in provided] == ["savings"]
+
+
+async def test_a_task_is_cancelled_and_an_unknown_one_is_an_error(api: str) -> None:
+    tasks = Tasks(cancel=True)
+    async with Client(f"{api}/mcp", extensions=[tasks]) as client:
+        ended = await client.call_tool("submit_task", {"task": "wait", "agent": "dozer"})
+        assert ended.is_error
+        [created] = tasks.created
+        assert tasks.seen[-1]["status"] == "cancelled"
+        async with httpx.AsyncClient(base_url=api) as http:
+            run = (await http.get(f"/v1/runs/{created.task_id}")).json()
+        assert run["status"] == "cancelled"
+        with pytest.raises(MCPError) as unknown:
+            await client.session.send_request(GetTask(params=TaskParams(task_id="f" * 32)), ANY)
+        assert unknown.value.error.code == -32602 and "no task" in unknown.value.error.message
+    # A client that does not take tasks waits in the call, as before.
+    async with Client(f"{api}/mcp") as client:
+        plain = result_json(await client.call_tool("submit_task", {"task": "calculate 2 + 2"}))
+        assert plain["status"] == "succeeded"
