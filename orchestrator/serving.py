@@ -112,7 +112,6 @@ async def open_service(
             return Engine(version, replace(options, env=agent_env(version)), export=export)
 
         service = RunService(
-            system,
             engine,
             store,
             owner=owner,

@@ -342,6 +342,6 @@ async def held_service(
 
     monkeypatch.setattr(store, "start", held_start)
     own = Engine(engine.system, PoolOptions(namespace=engine.options.namespace))
-    service = RunService(engine.system, own, store, owner=owner)
+    service = RunService(own, store, owner=owner)
     await service.start()
     return service, recording, release

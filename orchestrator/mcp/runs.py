@@ -26,7 +26,7 @@ from orchestrator.system.routing import AUTO
 
 __all__ = [
     "ANSWER_SCHEMA",
-    "caller",
+    "caller_of",
     "outcome",
     "question",
     "read_run",
@@ -103,7 +103,7 @@ async def submit(
     task: str,
     agent: str | None,
     meta: Mapping[str, Any],
-    caller: Access,
+    who: Access,
     thread: str | None = None,
 ) -> StoredRun:
     """Start a run (a turn of `thread`, if given; `new`: of a new thread).
@@ -120,9 +120,9 @@ async def submit(
         if carrier:
             request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
         if thread is None:
-            run, _ = await runs.submit(request, caller=caller)
+            run, _ = await runs.submit(request, caller=who)
         else:
-            run, _ = await runs.threads.continue_or_start(thread, request, caller)
+            run, _ = await runs.threads.continue_or_start(thread, request, who)
     except ValidationError as exc:
         raise ToolError(f"invalid task: {exc.errors()[0]['msg']}") from None
     except ServiceError as exc:
@@ -138,7 +138,7 @@ async def read_run(runs: RunService, run_id: str, viewer: Access) -> StoredRun:
         raise ToolError(exc.message) from None
 
 
-def caller(request: Any, role: Role) -> Access:
+def caller_of(request: Any, role: Role) -> Access:
     """Who calls, if they have `role`.
 
     `request`: the HTTP request (None over stdio). Over HTTP, the key `KeyCheck` named; over

@@ -40,7 +40,7 @@ from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
 from orchestrator.mcp.runs import (
     ANSWER_SCHEMA,
-    caller,
+    caller_of,
     outcome,
     question,
     read_run,
@@ -167,7 +167,7 @@ async def _wait(
 
 def _who(ctx: Context, role: Role) -> Access:
     """Who calls the tool, if they have `role` (see `caller`)."""
-    return caller(ctx.request_context.request, role)
+    return caller_of(ctx.request_context.request, role)
 
 
 def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
@@ -224,7 +224,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         return await _wait(runs, run, ctx, wait_s, caller, answered)
 
     @server.tool()
-    async def answerquestion(
+    async def answer_question(
         run_id: str,
         answer: str,
         ctx: Context,

@@ -37,7 +37,7 @@ from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
 from orchestrator.mcp.runs import (
     ANSWER_SCHEMA,
-    caller,
+    caller_of,
     outcome,
     question,
     submit,
@@ -109,7 +109,7 @@ class RunTasks(Extension):
                 task,
                 _text(arguments.get("agent")),
                 ctx.meta or {},
-                caller(ctx.request, "submit"),
+                caller_of(ctx.request, "submit"),
                 _text(arguments.get("thread")),
             )
         except ToolError as exc:
@@ -163,7 +163,7 @@ class RunTasks(Extension):
         """The task's run and the caller, if it has `role` and may see the run."""
         runs = await self._service()
         try:
-            viewer = caller(ctx.request, role)
+            viewer = caller_of(ctx.request, role)
         except ToolError as exc:
             raise MCPError(code=INVALID_REQUEST, message=str(exc)) from None
         try:

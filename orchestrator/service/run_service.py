@@ -100,8 +100,8 @@ class RunService:
     `versions` (the versions of the team running: see `roll`).
 
     Args:
-        system: the agent system every run goes through (its first version).
-        engine: its engine (started by `start`, in a thread: agents take a while to warm up).
+        engine: the engine of the team's first version (its `system`; started by `start`, in a
+            thread: agents take a while to warm up).
         store: the run store.
         owner: names this instance in the store (stable across restarts of the instance).
         limits: admission bounds, lease and heartbeat periods.
@@ -110,7 +110,6 @@ class RunService:
 
     def __init__(
         self,
-        system: AgentSystem,
         engine: Engine,
         store: RunStore,
         *,
@@ -119,7 +118,6 @@ class RunService:
         metrics: ServiceMetrics | None = None,
         make_engine: Callable[[AgentSystem], Engine] | None = None,
     ) -> None:
-        assert engine.system is system
         self.versions = versions = Versions(engine, make_engine)
         self.store = store
         self.owner = owner
@@ -130,7 +128,7 @@ class RunService:
         self._draining: asyncio.Task[None] | None = None
         self._orphans = Orphans(versions, store)  # interrupted runs still open in the ledger
         # Runs cut off by a dying service carry on from their step log (`on_interrupt`).
-        self._resumes = system.config.on_interrupt == "resume" and engine.logs_steps
+        self._resumes = engine.system.config.on_interrupt == "resume" and engine.logs_steps
         heartbeat = limits.heartbeat_s
         self.pending_writes = PendingWrites()  # writes kept while the store is unavailable
         self.events = RunEvents(versions, store, self._ready, heartbeat)
