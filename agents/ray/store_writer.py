@@ -8,6 +8,10 @@ them). Writes are batched (group commit): whatever arrived while the previous ba
 written goes in the next one. `sync` waits until everything queued before it is stored: the
 barrier before an effect that must not be repeated, and before a run's end is announced.
 
+A run removed while rows of it are on their way (its thread deleted, a turn rolled back just
+after its end was announced) takes them with it: the store's keys refuse them (SQLite enforces
+foreign keys here too), and the batch is written again run by run without them.
+
 The tables are the run store's (`orchestrator.store.tables`, created by its migrations); this
 module names only the columns it writes.
 """
@@ -35,6 +39,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agents.core.events import EVENTS, Event
@@ -132,6 +137,7 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA busy_timeout={int(WAIT_S * 1000)}")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")  # as the service's store: rows of no run refused
     cursor.close()
 
 
@@ -238,7 +244,10 @@ class StoreWriter:
             spend, self._spend = list(self._spend.values()), {}
             replies = sum(row["calls"] for row in spend)
             try:
-                await self._write(steps, events, spans, ends, spend)
+                try:
+                    await self._write(steps, events, spans, ends, spend)
+                except IntegrityError:  # some run was removed meanwhile: the others, alone
+                    await self._write_each(steps, events, spans, ends, spend)
             except Exception:
                 self._failures += 1
                 rows = len(steps) + len(events) + len(spans) + len(ends) + len(spend)
@@ -270,6 +279,30 @@ class StoreWriter:
                 await connection.execute(
                     insert.on_conflict_do_update(index_elements=list(_SPEND_KEY), set_=added)
                 )
+
+    async def _write_each(
+        self,
+        steps: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        spans: list[dict[str, Any]],
+        ends: list[dict[str, Any]],
+        spend: list[dict[str, Any]],
+    ) -> None:
+        """Write a batch run by run, dropping the rows of runs the store no longer has."""
+        runs: defaultdict[str, tuple[list[dict[str, Any]], ...]] = defaultdict(
+            lambda: ([], [], [], [])
+        )
+        for kind, rows, key in ((0, steps, "run_id"), (1, events, "run_id"), (2, spans, "run_id"),
+                                (3, ends, "run_id_")):  # fmt: skip
+            for row in rows:
+                runs[row[key]][kind].append(row)
+        for run_id, (its_steps, its_events, its_spans, its_ends) in runs.items():
+            try:
+                await self._write(its_steps, its_events, its_spans, its_ends, [])
+            except IntegrityError:
+                logger.info("run %s was removed: its last rows were dropped", run_id)
+        if spend:
+            await self._write([], [], [], [], spend)
 
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite

@@ -57,6 +57,7 @@ async def test_a_write_that_fails_is_said_so_and_the_writer_goes_on(
         assert "could not be written" in caplog.text
         store = await RunStore.open(url)  # the store is back (migrated)
         try:
+            await store.add("r", "a task", agent=None, system="s", config={})
             writer.event("r", 2, AgentStarted(agent="a"))
             assert await writer.sync()
             assert [seq for seq, _ in await store.events("r")] == [2]
@@ -106,6 +107,30 @@ async def test_a_run_s_end_is_written_whole_with_its_spans(tmp_path: Path) -> No
         assert await store.spans("r") == [span]
         with pytest.raises(ValueError, match="its end's columns; not: output"):
             writer.end("r", {k: v for k, v in end_values(result).items() if k != "output"}, [])
+    finally:
+        await writer.close()
+        await store.close()
+
+
+async def test_the_rows_of_a_run_removed_meanwhile_are_dropped_and_the_others_written(
+    store_url: str,
+) -> None:
+    """A thread deleted just after its turn's end was announced: the turn's last rows are on
+    their way. The store refuses them (no run), and the rest of their batch is stored."""
+    store = await RunStore.open(store_url)
+    await store.threads.create("t", {})
+    await store.add("gone", "a task", agent=None, system="s", config={}, context_id="t")
+    await store.add("kept", "a task", agent=None, system="s", config={})
+    assert await store.threads.delete("t")
+    writer = StoreWriter(store_url)
+    try:
+        for run_id in ("kept", "gone"):  # one batch: queued before the writer wakes
+            writer.step(run_id, Step(invocation="inv", key="m1", kind="model", data={}))
+            writer.event(run_id, 1, AgentStarted(agent="a"))
+        assert await writer.sync()  # no failure: the batch was written
+        assert [seq for seq, _ in await store.events("kept")] == [1]
+        assert len(await store.steps("kept")) == 1
+        assert await store.events("gone") == [] and await store.steps("gone") == []
     finally:
         await writer.close()
         await store.close()
