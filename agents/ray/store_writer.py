@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
@@ -141,6 +142,21 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+@dataclass
+class _Batch:
+    """What one transaction writes: rows of steps, events, spans, runs' ends and spending."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    ends: list[dict[str, Any]] = field(default_factory=list)
+    spend: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(map(len, (self.steps, self.events, self.spans, self.ends, self.spend)))
+
+
 class StoreWriter:
     """Batches steps and events of every run into the store; see the module's docstring."""
 
@@ -237,72 +253,58 @@ class StoreWriter:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            steps, self._steps = self._steps, []
-            events, self._events = self._events, []
-            spans, self._spans = self._spans, []
-            ends, self._ends = self._ends, []
-            spend, self._spend = list(self._spend.values()), {}
-            replies = sum(row["calls"] for row in spend)
+            batch = _Batch(self._steps, self._events, self._spans, self._ends)
+            batch.spend = list(self._spend.values())
+            self._steps, self._events, self._spans, self._ends, self._spend = [], [], [], [], {}
             try:
                 try:
-                    await self._write(steps, events, spans, ends, spend)
+                    await self._write(batch)
                 except IntegrityError:  # some run was removed meanwhile: the others, alone
-                    await self._write_each(steps, events, spans, ends, spend)
+                    await self._write_each(batch)
             except Exception:
                 self._failures += 1
-                rows = len(steps) + len(events) + len(spans) + len(ends) + len(spend)
-                logger.exception("the run store could not be written (%d rows)", rows)
+                logger.exception("the run store could not be written (%d rows)", batch.rows)
             async with self._progress:
-                self._written += len(steps) + len(events) + len(spans) + len(ends) + replies
+                replies = sum(row["calls"] for row in batch.spend)
+                self._written += batch.rows - len(batch.spend) + replies
                 self._progress.notify_all()
 
-    async def _write(
-        self,
-        steps: list[dict[str, Any]],
-        events: list[dict[str, Any]],
-        spans: list[dict[str, Any]],
-        ends: list[dict[str, Any]],
-        spend: list[dict[str, Any]],
-    ) -> None:
+    async def _write(self, batch: _Batch) -> None:
         async with self._engine.begin() as connection:
-            for rows, target in ((steps, _STEPS), (events, _EVENTS), (spans, _SPANS)):
+            targets = ((batch.steps, _STEPS), (batch.events, _EVENTS), (batch.spans, _SPANS))
+            for rows, target in targets:
                 for start in range(0, len(rows), _CHUNK):
                     await connection.execute(
                         self._insert(target).on_conflict_do_nothing(),
                         rows[start : start + _CHUNK],
                     )
-            if ends:
-                await connection.execute(_UPDATE_RUN, ends)
-            for row in spend:  # a day's sums grow (rows of one batch were summed already)
+            if batch.ends:
+                await connection.execute(_UPDATE_RUN, batch.ends)
+            for row in batch.spend:  # a day's sums grow (rows of one batch were summed already)
                 insert = self._insert(_SPEND).values(**row)
                 added = {c: getattr(_SPEND.c, c) + getattr(insert.excluded, c) for c in _SPEND_SUMS}
                 await connection.execute(
                     insert.on_conflict_do_update(index_elements=list(_SPEND_KEY), set_=added)
                 )
 
-    async def _write_each(
-        self,
-        steps: list[dict[str, Any]],
-        events: list[dict[str, Any]],
-        spans: list[dict[str, Any]],
-        ends: list[dict[str, Any]],
-        spend: list[dict[str, Any]],
-    ) -> None:
+    async def _write_each(self, batch: _Batch) -> None:
         """Write a batch run by run, dropping the rows of runs the store no longer has."""
-        runs: defaultdict[str, tuple[list[dict[str, Any]], ...]] = defaultdict(
-            lambda: ([], [], [], [])
-        )
-        for kind, rows, key in ((0, steps, "run_id"), (1, events, "run_id"), (2, spans, "run_id"),
-                                (3, ends, "run_id_")):  # fmt: skip
-            for row in rows:
-                runs[row[key]][kind].append(row)
-        for run_id, (its_steps, its_events, its_spans, its_ends) in runs.items():
+        runs: defaultdict[str, _Batch] = defaultdict(_Batch)
+        for row in batch.steps:
+            runs[row["run_id"]].steps.append(row)
+        for row in batch.events:
+            runs[row["run_id"]].events.append(row)
+        for row in batch.spans:
+            runs[row["run_id"]].spans.append(row)
+        for row in batch.ends:
+            runs[row["run_id_"]].ends.append(row)
+        for run_id, its in runs.items():
             try:
-                await self._write(its_steps, its_events, its_spans, its_ends, [])
+                await self._write(its)
             except IntegrityError:
                 logger.info("run %s was removed: its last rows were dropped", run_id)
-        if spend:
-            await self._write([], [], [], [], spend)
+        if batch.spend:
+            await self._write(_Batch(spend=batch.spend))
 
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,10 @@ import httpx
 import pytest
 import ray
 
-from orchestrator.cli.client import parse_sse
 from orchestrator.cli.discovery import find_server
 from orchestrator.store import absolute_store_url
 from orchestrator.system.config import load_config
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, follow
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
 
@@ -68,18 +67,10 @@ def service(ray_address: str, tmp_path: Path) -> Iterator[ServiceProcess]:
     served.stop()
 
 
-async def events(url: str, run_id: str) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    async with (
-        httpx.AsyncClient(base_url=url, timeout=60) as client,
-        client.stream("GET", f"/v1/runs/{run_id}/events") as response,
-    ):
-        async for event in parse_sse(response.aiter_lines()):
-            yield event.event, event.json()
-
-
-async def until(stream: AsyncIterator[tuple[str, dict[str, Any]]], kind: str) -> dict[str, Any]:
+async def until(url: str, run_id: str, kind: str) -> dict[str, Any]:
+    """The data of the run's first event of this kind (followed over SSE)."""
     async with asyncio.timeout(60):
-        async for seen, data in stream:
+        async for _, seen, data in follow(url, run_id):
             if seen == kind:
                 return data
     raise AssertionError(f"the run ended without {kind}")
@@ -87,7 +78,7 @@ async def until(stream: AsyncIterator[tuple[str, dict[str, Any]]], kind: str) ->
 
 async def finished(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
     """The run once it has ended, with its root span."""
-    await until(events(str(client.base_url), run_id), "run_finished")
+    await until(str(client.base_url), run_id, "run_finished")
     run = (await client.get(f"/v1/runs/{run_id}")).json()
     [root] = (await client.get(f"/v1/runs/{run_id}/trace")).json()["spans"]
     return {**run, "root": root["attributes"]}
@@ -119,9 +110,9 @@ async def test_runs_in_flight_finish_on_their_version_and_new_runs_take_the_new_
     async with httpx.AsyncClient(base_url=service.url, timeout=60) as client:
         # On v1: a payment waiting for its approval, and a rest under way.
         paying = (await client.post("/v1/runs", json={"task": "pay", "agent": "clerk"})).json()
-        asked = await until(events(service.url, paying["id"]), "approval_requested")
+        asked = await until(service.url, paying["id"], "approval_requested")
         resting = (await client.post("/v1/runs", json={"task": "rest", "agent": "sleeper"})).json()
-        await until(events(service.url, resting["id"]), "tool_started")
+        await until(service.url, resting["id"], "tool_started")
 
         # v2 is written over the file and the service reads it again.
         service.config.write_text(team("v2"))
