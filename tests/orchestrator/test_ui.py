@@ -141,6 +141,9 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "clerk",
         "vault",
     ]
+    # The version of the team new runs go to (the only one running).
+    served = httpx.get(f"{api}/v1/service").json()
+    assert page.inner_text("#versions") == f"Version {served['system_version']} (new runs)"
 
 
 def test_a_run_page_for_an_unknown_run_says_so(api: str, page: Page, problems: list[str]) -> None:

@@ -771,8 +771,14 @@ async function threadPage(threadId) {
 
 async function agentsPage() {
   try {
-    const [text, agents] = await Promise.all([api("/v1/agents/diagram"), api("/v1/agents")]);
+    const [text, agents, service] = await Promise.all(
+      [api("/v1/agents/diagram"), api("/v1/agents"), api("/v1/service")]);
     await drawMermaid($("topology"), text);
+    // The versions of the team running: new runs go to the current one; an older one finishes
+    // its runs, then stops.
+    $("versions").textContent = "Version " + service.versions.map((v) =>
+      `${v.version}${v.current ? " (new runs)" : ` (finishing ${v.runs} run${v.runs === 1 ? "" : "s"})`}`,
+    ).join(", ");
     const rows = agents.agents.map((agent) =>
       el(
         "tr",
