@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ElicitResult, InputResponses
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputResponses
 from pydantic import ValidationError
 
 from agents.core.a2a_meta import TRACE_KEYS
@@ -27,6 +27,7 @@ from orchestrator.system.routing import AUTO
 __all__ = [
     "ANSWER_SCHEMA",
     "caller_of",
+    "elicitation",
     "outcome",
     "question",
     "read_run",
@@ -61,8 +62,9 @@ def summary(view: dict[str, Any]) -> dict[str, Any]:
 
 async def outcome(runs: RunService, run: StoredRun) -> dict[str, Any]:
     """The run as it stands now (`summary`), with the questions its agents wait on."""
-    said = summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
-    waiting = await runs.approvals.questions(await runs.get(run.id))
+    now = await runs.get(run.id)
+    said = summary(run_view(now).model_dump(mode="json"))
+    waiting = await runs.approvals.questions(now)
     if waiting:
         said["status"] = "input_required"  # the ledger says it before the store does
         said["questions"] = [
@@ -77,6 +79,13 @@ def question(asked: InputRequested) -> str:
     """An agent's question as its client's user reads it."""
     choices = f" ({' / '.join(asked.choices)})" if asked.choices else ""
     return f"{asked.agent} asks: {asked.question}{choices}"
+
+
+def elicitation(asked: InputRequested) -> ElicitRequest:
+    """An agent's question as an input request for the client's user (a round trip's, a task's)."""
+    return ElicitRequest(
+        params=ElicitRequestFormParams(message=question(asked), requested_schema=ANSWER_SCHEMA)
+    )
 
 
 async def take_answers(

@@ -27,8 +27,6 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 from mcp_types import (
-    ElicitRequest,
-    ElicitRequestFormParams,
     InputRequiredResult,
 )
 from mcp_types.version import is_version_at_least
@@ -41,6 +39,7 @@ from orchestrator.errors import ServiceError
 from orchestrator.mcp.runs import (
     ANSWER_SCHEMA,
     caller_of,
+    elicitation,
     outcome,
     question,
     read_run,
@@ -158,9 +157,8 @@ async def _wait(
             await asyncio.shield(runs.cancel(run.id, caller))
             raise
     if asked is not None and _asks_by_round_trip(ctx):
-        params = ElicitRequestFormParams(message=question(asked), requested_schema=ANSWER_SCHEMA)
         return InputRequiredResult(
-            input_requests={asked.call_id: ElicitRequest(params=params)}, request_state=run.id
+            input_requests={asked.call_id: elicitation(asked)}, request_state=run.id
         )
     return await outcome(runs, run)
 

@@ -23,8 +23,6 @@ from mcp_types import (
     INVALID_REQUEST,
     CallToolRequestParams,
     CallToolResult,
-    ElicitRequest,
-    ElicitRequestFormParams,
     InputResponses,
     RequestParams,
     TextContent,
@@ -36,10 +34,9 @@ from agents.core.messages import RunStatus
 from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
 from orchestrator.mcp.runs import (
-    ANSWER_SCHEMA,
     caller_of,
+    elicitation,
     outcome,
-    question,
     submit,
     take_answers,
 )
@@ -122,11 +119,7 @@ class RunTasks(Extension):
         # (The ledger says a question waits before the store says the run is input_required.)
         if asked := await runs.approvals.questions(run):
             requests = {
-                q.call_id: ElicitRequest(
-                    params=ElicitRequestFormParams(
-                        message=question(q), requested_schema=ANSWER_SCHEMA
-                    )
-                ).model_dump(by_alias=True, mode="json", exclude_none=True)
+                q.call_id: elicitation(q).model_dump(by_alias=True, mode="json", exclude_none=True)
                 for q in asked
             }
             waiting = "the team asks: answer with tasks/update"

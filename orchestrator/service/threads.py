@@ -98,9 +98,6 @@ class Threads:
         async with self._lock(thread_id):
             _, turns = await self.get(thread_id, viewer)
             await self._end([t.id for t in turns if not t.finished])
-            # A turn that has ended here may be recording its last events still: after them,
-            # or they would be written back once its rows are gone.
-            await self._awaited([t.id for t in turns if t.finished])
             if not await self._store.threads.delete(thread_id):
                 raise ThreadNotFound(thread_id)
 
@@ -174,10 +171,6 @@ class Threads:
         """Cancel the runs and wait (bounded) until each is recorded as ended."""
         for run_id in run_ids:
             await self._cancel(run_id)
-        await self._awaited(run_ids)
-
-    async def _awaited(self, run_ids: list[str]) -> None:
-        """Wait (bounded) until each run is recorded as ended, and done here if it ran here."""
         deadline = time.monotonic() + _CANCEL_WAIT_S
         for run_id in run_ids:
             task = self._executor.tasks.get(run_id)

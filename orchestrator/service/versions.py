@@ -61,7 +61,6 @@ class Versions:
         self._make_engine = make_engine
         self._running: dict[str, RunningVersion] = {}
         self._current = self._add(engine)
-        self._of_run: dict[str, RunningVersion] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()  # one new version at a time
 
@@ -126,20 +125,18 @@ class Versions:
                 running.version,
             )
         running.runs.add(run_id)
-        self._of_run[run_id] = running
         return running
 
     def of_run(self, run_id: str) -> RunningVersion | None:
         """The version a run executing here holds (None: none does)."""
-        return self._of_run.get(run_id)
+        return next((v for v in self._running.values() if run_id in v.runs), None)
 
     def release(self, run_id: str) -> None:
         """The run ended here: an older version that holds no run any more is retired."""
-        running = self._of_run.pop(run_id, None)
-        if running is None:
-            return
-        running.runs.discard(run_id)
-        self._retire_idle()
+        running = self.of_run(run_id)
+        if running is not None:
+            running.runs.discard(run_id)
+            self._retire_idle()
 
     async def roll(self, system: AgentSystem) -> tuple[RunningVersion, RunningVersion | None]:
         """Start `system` beside the running versions; new runs go to it from then on.
