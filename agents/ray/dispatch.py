@@ -202,8 +202,13 @@ class RayDispatcher:
         the call's coroutine is queued there (ray-project/ray#52628), and asking again does not
         help: the call runs to its end. So the host is asked too (`AgentHost.cancel`), and it
         stops the call, or refuses it when it comes.
+
+        Not recursive: the call's delegations stop because their callers stop waiting (`dispatch`
+        cancels each of its own), and a recursive cancellation would also cancel the agent's
+        calls to the ledger in flight, losing the events and steps they carry and ending the
+        agent `failed` (Ray's `TaskCancelledError` is an exception to it, not a cancellation).
         """
-        ray.cancel(ref, recursive=True)
+        ray.cancel(ref, recursive=False)
         call = self._calls.get(ref)
         if call is not None:
             handle, attempt = call
