@@ -26,7 +26,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from bench._common import PlainModel, engine, interleaved_medians, start
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Submission
 
 DEPTHS = tuple(int(d) for d in sys.argv[1:]) or (1, 4, 16)
 REPEATS = 60
@@ -97,7 +97,7 @@ def chain_yaml(depth: int, tracing: bool = True, isolate: bool = False) -> str:
 
 def baton_run(baton: Engine, tracing: bool) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
-        result = await baton.run("go")
+        result = await baton.run(Submission("go"))
         assert result.status == RunStatus.SUCCEEDED, result.error
         assert bool(result.spans) == tracing
 

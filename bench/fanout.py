@@ -22,6 +22,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from bench._common import PlainModel, engine, median_seconds, start
+from orchestrator.engine import Submission
 
 WIDTHS = tuple(int(n) for n in sys.argv[1:]) or (8, 32)
 LATENCY_MS = 100
@@ -113,7 +114,7 @@ async def main() -> None:
         baton = engine(fanout_yaml(width))
 
         async def run(baton=baton, width=width) -> None:  # type: ignore[no-untyped-def]
-            result = await baton.run("fan out")
+            result = await baton.run(Submission("fan out"))
             assert result.status == RunStatus.SUCCEEDED, result.error
             assert result.tree is not None and len(result.tree.children) == width
 

@@ -39,7 +39,7 @@ import httpx
 from agents.ray.pool import PoolOptions
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.cli.client import parse_sse
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Submission
 from tests.ports import free_port
 
 TASKS = 200
@@ -127,7 +127,7 @@ async def concurrently(task: Callable[[], Awaitable[None]], tasks: int) -> float
 
 async def engine_round(engine: Engine, tasks: int) -> float:
     async def task() -> None:
-        result = await engine.run("go")
+        result = await engine.run(Submission("go"))
         assert result.status == "succeeded", result.error
 
     return await concurrently(task, tasks)

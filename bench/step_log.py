@@ -34,8 +34,8 @@ from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
 from bench._common import interleaved_medians, start, system
 from bench.delegation_overhead import chain_yaml
-from orchestrator.engine import Engine
-from orchestrator.store import RunStore, absolute_store_url
+from orchestrator.engine import Engine, Execution, Submission
+from orchestrator.store import RunMeta, RunStore, absolute_store_url
 
 REPEATS = 40
 WARMUP = 5
@@ -64,13 +64,13 @@ def _engine(yaml_text: str, url: str | None) -> Engine:
 async def _runs(store: RunStore, count: int) -> list[str]:
     ids = [uuid.uuid4().hex for _ in range(count)]
     for run_id in ids:
-        await store.add(run_id, "go", agent=None, system="bench", config={})
+        await store.add(Submission("go"), RunMeta(run_id, "bench", {}))
     return ids
 
 
 def _contender(engine: Engine, ids: list[str]) -> Callable[[], Awaitable[object]]:
     async def run() -> None:
-        result = await engine.run("go", run_id=ids.pop())
+        result = await engine.run(Submission("go"), Execution(ids.pop()))
         assert result.status == RunStatus.SUCCEEDED, result.error
 
     return run

@@ -123,11 +123,11 @@ def workflow_span(
     record: bool = True,
     epoch: int = 0,
     parent: Context | None = None,
-    conversation: str | None = None,
+    thread_id: str | None = None,
 ) -> Iterator[Span]:
     """The root span of a run (`epoch`: how many times it was resumed).
 
-    `conversation`: the thread the run is a turn of. `parent`: the context of a caller in
+    `thread_id`: the thread the run is a turn of. `parent`: the context of a caller in
     another system (A2A), whose trace the run joins.
 
     With `record=False` the run gets an unsampled trace context: every span below it, in every
@@ -152,7 +152,7 @@ def workflow_span(
                 attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_WORKFLOW,
                 attr.GEN_AI_WORKFLOW_NAME: workflow,
                 attr.BATON_RUN_ID: run_id,
-                attr.GEN_AI_CONVERSATION_ID: conversation or run_id,
+                attr.GEN_AI_CONVERSATION_ID: thread_id or run_id,
                 attr.GEN_AI_AGENT_NAME: entry_agent,
                 attr.OPENINFERENCE_SPAN_KIND: attr.OPENINFERENCE_CHAIN,
                 **({attr.BATON_RUN_EPOCH: epoch} if epoch else {}),
@@ -196,14 +196,14 @@ def end_workflow(
 
 
 def _agent_attributes(
-    agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], conversation: str | None
+    agent: str, actor_id: str, run_id: str, chain: tuple[str, ...], thread_id: str | None
 ) -> dict[str, Any]:
     return {
         attr.GEN_AI_OPERATION_NAME: attr.OP_INVOKE_AGENT,
         attr.GEN_AI_AGENT_NAME: agent,
         attr.GEN_AI_AGENT_ID: actor_id,
         attr.BATON_RUN_ID: run_id,
-        attr.GEN_AI_CONVERSATION_ID: conversation or run_id,
+        attr.GEN_AI_CONVERSATION_ID: thread_id or run_id,
         attr.BATON_DELEGATION_DEPTH: len(chain),
         attr.BATON_DELEGATION_CHAIN: list(chain),
     }
@@ -216,18 +216,18 @@ def agent_span(
     run_id: str,
     chain: tuple[str, ...],
     parent: Context | None,
-    conversation: str | None = None,
+    thread_id: str | None = None,
 ) -> Iterator[Span]:
     """The span of one agent invocation, under `parent` (the caller's, from the carrier).
 
-    `conversation`: the thread the run is a turn of (`gen_ai.conversation.id`; else the run).
+    `thread_id`: the thread the run is a turn of (`gen_ai.conversation.id`; else the run).
     """
     with (
         _tracer.start_as_current_span(
             attr.agent_span_name(agent),
             context=parent,
             kind=SpanKind.INTERNAL,
-            attributes=_agent_attributes(agent, actor_id, run_id, chain, conversation),
+            attributes=_agent_attributes(agent, actor_id, run_id, chain, thread_id),
         ) as span,
         _cut_off_is_an_error(span),
     ):
@@ -296,7 +296,7 @@ def lost_agent_span(
     start_ns: int,
     error_type: str,
     message: str,
-    conversation: str | None = None,
+    thread_id: str | None = None,
 ) -> None:
     """An error `invoke_agent` span for an invocation that could not report its own.
 
@@ -307,7 +307,7 @@ def lost_agent_span(
         kind=SpanKind.INTERNAL,
         start_time=start_ns,
         attributes={
-            **_agent_attributes(agent, actor_id, run_id, chain, conversation),
+            **_agent_attributes(agent, actor_id, run_id, chain, thread_id),
             attr.ERROR_TYPE: error_type,
             attr.BATON_AGENT_LOST: True,
         },

@@ -151,7 +151,7 @@ class RunContext(BaseModel):
         description="A fork from a chosen step: the invocation and the step's key. That step "
         "runs live, and what follows it; a delegation there runs live all the way down.",
     )
-    conversation: str | None = Field(
+    thread_id: str | None = Field(
         default=None,
         description="The thread the run is a turn of (its spans' `gen_ai.conversation.id`).",
     )

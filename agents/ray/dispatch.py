@@ -317,7 +317,7 @@ class RayDispatcher:
                 submitted_ns,
                 type(exc).__name__,
                 f"actor unavailable: {type(exc).__name__}",
-                ctx.conversation,
+                ctx.thread_id,
             )
             return name, exc
         finally:

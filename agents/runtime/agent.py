@@ -155,7 +155,7 @@ class AgentRuntime:
                 ctx.run_id,
                 ctx.chain,
                 extract_context(ctx.trace_context),
-                ctx.conversation,
+                ctx.thread_id,
             ) as span:
                 inv.trace_id = span.get_span_context().trace_id
                 ids = span_ids(span)

@@ -179,7 +179,7 @@ class BatonRequestHandler(RequestHandler):
         offset = int(token or 0)
         page = await service.list_runs(
             status=statuses,
-            context_id=params.context_id or None,
+            thread_id=params.context_id or None,
             changed_after=after,
             viewer=viewer,
             limit=size,
@@ -273,14 +273,24 @@ class BatonRequestHandler(RequestHandler):
             raise InvalidParamsError(f"unknown agent {agent!r} (metadata {META_AGENT!r})")
         if deadline_s is not None:
             deadline_s = min(max(deadline_s, 0.001), MAX_DEADLINE_S)
+        # Its context is a thread of the caller's tenant, made the first time: the task's
+        # agents see the context's earlier tasks. Tasks of one context run side by side.
         request = Submission(
-            task=text, agent=agent, deadline_s=deadline_s, stream=stream, origin=origin
+            task=text,
+            agent=agent,
+            deadline_s=deadline_s,
+            stream=stream,
+            origin=origin,
+            thread_id=message.context_id or None,
+            waits_for_turns=False,
         )
         pushed = params.configuration.HasField("task_push_notification_config")
         webhook = params.configuration.task_push_notification_config
         if pushed:
             await self._pusher.check(webhook.url)
         try:
+            if request.thread_id is not None:
+                await service.threads.ensure(request.thread_id, _caller(context, "submit"))
             run, _ = await service.submit(
                 request,
                 idempotency_key=f"a2a:{message.message_id}",
@@ -294,7 +304,7 @@ class BatonRequestHandler(RequestHandler):
             ) from None
         except ThreadNotFound:
             raise InvalidParamsError(
-                f"contextId {request.conversation!r} is a conversation this caller cannot "
+                f"contextId {request.thread_id!r} is a conversation this caller cannot "
                 "continue: send the message with another contextId (or none)",
                 data={"reason": "context_not_yours"},
             ) from None

@@ -117,7 +117,7 @@ def _origin(run: StoredRun) -> dict[str, Any]:
 
 def context_of(run: StoredRun) -> str:
     """The task's context: the client's, else its own id (a conversation of one task)."""
-    return run.context_id or str(_origin(run).get("context_id") or run.id)
+    return run.thread_id or run.id
 
 
 def changed_at(run: StoredRun) -> float:
@@ -261,7 +261,6 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
         trace_context=carrier,
         chain=tuple(str(c) for c in meta.get(META_CHAIN) or ()),
         systems=tuple(str(s) for s in meta.get(META_SYSTEMS) or ()),
-        context_id=message.context_id or None,
         message_id=message.message_id or None,
     )
     agent, deadline = meta.get(META_AGENT), meta.get(META_DEADLINE)

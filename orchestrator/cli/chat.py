@@ -73,8 +73,8 @@ class _HereTeam:
     async def turn(self, thread: str | None, text: str, agent: str | None) -> tuple[str, str]:
         submission = RunRequest(task=text, agent=agent, stream=True).submission()
         run, _ = await self.service.threads.continue_or_start(thread or "new", submission)
-        assert run.context_id is not None  # a thread's run: its context is the thread
-        return run.id, run.context_id
+        assert run.thread_id is not None  # a thread's run: its context is the thread
+        return run.id, run.thread_id
 
     async def events(self, run_id: str) -> AsyncIterator[Event | None]:
         async for item in self.service.events.follow(await self.service.get(run_id)):

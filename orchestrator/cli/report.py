@@ -201,7 +201,7 @@ def _run_cells(run: StoredRun) -> dict[str, str]:
         "status": run.status,
         "task": " ".join(filter(None, [_lineage_tag(run), *run.task.split()])),
         "created": time.strftime("%m-%d %H:%M:%S", time.localtime(run.created_at)),
-        "entry": run.entry_agent or run.requested_agent or "-",
+        "entry": run.entry_agent or run.agent or "-",
         "duration": f"{run.duration_s:.2f}s" if run.duration_s is not None else "-",
         "tokens in/out": f"{run.input_tokens}/{run.output_tokens}",
         "cost": _money(run.usage),

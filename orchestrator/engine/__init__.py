@@ -9,12 +9,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.engine.results import RunResult
-from orchestrator.engine.submission import Lineage, Origin, Submission, Turns
+from orchestrator.engine.submission import (
+    Execution,
+    ForkPoint,
+    Lineage,
+    Origin,
+    Submission,
+    Turns,
+)
 
 if TYPE_CHECKING:
     from orchestrator.engine.lifecycle import Engine
 
-__all__ = ["Engine", "Lineage", "Origin", "RunResult", "Submission", "Turns"]
+__all__ = [
+    "Engine",
+    "Execution",
+    "ForkPoint",
+    "Lineage",
+    "Origin",
+    "RunResult",
+    "Submission",
+    "Turns",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -23,7 +23,7 @@ from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from agents.ray.wire import Closed, RunSettle
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
-from orchestrator.engine.submission import Lineage, Origin, Turns
+from orchestrator.engine.submission import Execution, Lineage, Origin, Submission
 from orchestrator.system.config import AgentSystem
 from orchestrator.system.routing import AUTO, RoutingDecision, route
 from tracing import (
@@ -218,78 +218,30 @@ class Engine:
         return agent or self.system.entry, None
 
     async def run(
-        self,
-        task: str,
-        *,
-        agent: str | None = None,
-        run_id: str | None = None,
-        token_budget: int | None = None,
-        deadline_s: float | None = None,
-        finish: bool = True,
-        lineage: Lineage | None = None,
-        stream: bool = False,
-        origin: Origin | None = None,
-        turns: Turns | None = None,
-        tenant: str = "default",
-        who: str | None = None,
-        caps: tuple[SpendCap, ...] = (),
+        self, request: Submission, execution: Execution | None = None, *, finish: bool = True
     ) -> RunResult:
-        """Run `task` to its end; refusals and failures are results, not exceptions.
+        """Run a request to its end; refusals and failures are results, not exceptions.
 
         Args:
-            task: what the team should do.
-            agent: the entry agent; `auto` routes by capabilities; None: the config's entry.
-            run_id: the run's id (default: a new one).
-            token_budget: tokens the whole delegation tree may spend (default: the config's).
-            deadline_s: the run's wall-clock limit (default: the config's).
+            request: what to run, and how.
+            execution: this life of the run: its id, lineage, thread turns and spending caps
+                (None: a new run with a new id).
             finish: close the run's event log when it ends. False leaves it open for the
                 caller to record the result first and then call `finish` (so that
                 whoever sees the `run_finished` event finds the run recorded).
-            lineage: a resumed run, a replay or a fork: where its steps come from besides its
-                own execution (see `PoolOptions.store_url`). None: a new run.
-            stream: models stream their output (`model_delta` events for followers).
-            origin: another agent system's delegation this run carries on (A2A).
-            turns: the thread the run is a turn of: its entry agent sees the earlier turns.
-            tenant: whose run it is: its spending counts as the tenant's (the day's sums).
-            who: who submitted it (an API key's name): its spending counts as theirs too.
-            caps: its tenant's and key's daily spending caps; the config's (or the request's)
-                `cost_budget_usd` is the run's own.
         """
         self.start()
-        lineage, origin = lineage or Lineage(), origin or Origin()
-        run_id = run_id or uuid.uuid4().hex
-        limits = self.system.config.limits
-        overrides: dict[str, Any] = {}
-        if token_budget is not None:
-            overrides["token_budget"] = token_budget
-        if deadline_s is not None:
-            overrides["deadline_s"] = deadline_s
-        limits = limits.model_copy(update=overrides)
-        if limits.cost_budget_usd is not None:
-            caps = (*caps, SpendCap(scope="run", usd=limits.cost_budget_usd))
-        entry, decision = self.choose_entry(task, agent)
-        started, clock = time.time(), time.perf_counter()
-        ctx = RunContext(
-            run_id=run_id,
-            chain=origin.chain,
-            systems=(*origin.systems, self.system.config.name),
-            deadline=started + limits.deadline_s,
-            limits=limits,
-            step_log=self.logs_steps,
-            conversation=turns.thread if turns else None,
-            memories=turns.memories if turns else {},
-            capped=bool(caps),
-            stream=stream,
-            epoch=lineage.epoch,
-            replay_only=lineage.replay_only,
-            fork_from=lineage.fork_from,
-        )
+        execution = execution or Execution(uuid.uuid4().hex)
+        run_id, lineage = execution.run_id, execution.lineage
+        entry, decision = self.choose_entry(request.task, request.agent)
+        ctx, caps = self._context(request, execution)
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
         settle: RunSettle | None = None
         riding: RunStarted | None = None  # the first event, if the entry agent sends it
         self._active.add(run_id)
         try:
+            origin = request.origin or Origin()
             with workflow_span(
                 run_id,
                 entry,
@@ -297,72 +249,42 @@ class Engine:
                 record=recorded,
                 epoch=lineage.epoch,
                 parent=extract_context(origin.trace_context),
-                conversation=ctx.conversation,
+                thread_id=ctx.thread_id,
             ) as span:
-                trace_id = span.get_span_context().trace_id
-                span.set_attribute(attr.BATON_TENANT, tenant)
+                span.set_attribute(attr.BATON_TENANT, request.tenant)
                 span.set_attribute(attr.BATON_SYSTEM_VERSION, self.system.version)
-                if who:
-                    span.set_attribute(attr.BATON_SUBMITTED_BY, who)
+                if request.submitted_by:
+                    span.set_attribute(attr.BATON_SUBMITTED_BY, request.submitted_by)
                 first = RunStarted(
                     agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
-                    tenant=tenant,
-                    who=who,
+                    tenant=request.tenant,
+                    who=request.submitted_by,
                     epoch=lineage.epoch,
                     **span_ids(span),
                 )
-                if limits.token_budget is None and not (
-                    caps or lineage.epoch or lineage.replay_of or lineage.fork_from
-                ):
-                    # No call of its own (a round trip per run): it rides with the entry
-                    # agent's first events, and the ledger orders it before theirs.
-                    riding = first
-                else:  # agents ask the ledger for the budget; a past run's steps load first
-                    await self.ledger.open(
-                        run_id,
-                        limits.token_budget,
-                        first,
-                        lineage.epoch,
-                        lineage.replay_of,
-                        lineage.fork_from,
-                        caps,
-                    )
-                history = list(turns.history) if turns else []
+                riding = await self._open(ctx, first, lineage, caps)
+                history = list(execution.turns.history) if execution.turns else []
                 tree = await self._dispatch_entry(
-                    task, entry, ctx, lineage.replay_of, riding, history
+                    request.task, entry, ctx, lineage.replay_of, riding, history
                 )
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
-                options = self.system.config.tracing
                 # An input guardrail of the entry agent blocked part of the task: the run keeps
                 # only the rest, anywhere it records the task.
-                task = tree.input_kept if tree.input_kept is not None else task
+                task = tree.input_kept if tree.input_kept is not None else request.task
                 cancelled_by = self._cancelled.get(run_id)
                 if tree.status == RunStatus.CANCELLED and cancelled_by:
                     span.set_attribute(attr.BATON_CANCELLED_BY, cancelled_by)
+                options = self.system.config.tracing
                 end_workflow(span, options, task, tree.output, failure=failure, error=tree.error)
-            redact = self._collector.redactor
-            result = RunResult(
-                run_id=run_id,
-                task=task,
-                entry_agent=entry,
-                routing=decision,
-                status=tree.status,
-                output=redact.text(tree.output) if tree.output is not None else None,
-                error=redact.text(tree.error) if tree.error is not None else None,
-                usage=tree.total_usage(),
-                started_at=started,
-                duration_s=time.perf_counter() - clock,
-                tree=tree,
-                cancelled_by=cancelled_by if tree.status == RunStatus.CANCELLED else None,
-            )
+            result = self._result(ctx, task, entry, decision, tree, cancelled_by)
             # Every process sent its spans to the ledger; the run's come from there, once all
             # the items each process counted are in (this process's own go along).
             settle = RunSettle(
                 run_id,
                 self.ledger.outbox.forget(run_id),
                 riding,
-                self._collector.drain(trace_id),
+                self._collector.drain(span.get_span_context().trace_id),
                 traced=recorded,
             )
         finally:
@@ -386,6 +308,85 @@ class Engine:
                 if settle is not None:
                     self._settling[run_id] = settle
         return result
+
+    def _context(
+        self, request: Submission, execution: Execution
+    ) -> tuple[RunContext, tuple[SpendCap, ...]]:
+        """The run's context for its agents (limits as asked), and every cap it is under."""
+        overrides: dict[str, Any] = {}
+        if request.token_budget is not None:
+            overrides["token_budget"] = request.token_budget
+        if request.deadline_s is not None:
+            overrides["deadline_s"] = request.deadline_s
+        limits = self.system.config.limits.model_copy(update=overrides)
+        caps = execution.caps
+        if limits.cost_budget_usd is not None:
+            caps = (*caps, SpendCap(scope="run", usd=limits.cost_budget_usd))
+        origin, lineage, turns = request.origin or Origin(), execution.lineage, execution.turns
+        ctx = RunContext(
+            run_id=execution.run_id,
+            chain=origin.chain,
+            systems=(*origin.systems, self.system.config.name),
+            deadline=time.time() + limits.deadline_s,
+            limits=limits,
+            step_log=self.logs_steps,
+            thread_id=turns.thread_id if turns else None,
+            memories=turns.memories if turns else {},
+            capped=bool(caps),
+            stream=request.stream,
+            epoch=lineage.epoch,
+            replay_only=lineage.replay_only,
+            fork_from=lineage.fork_from.place if lineage.fork_from else None,
+        )
+        return ctx, caps
+
+    async def _open(
+        self, ctx: RunContext, first: RunStarted, lineage: Lineage, caps: tuple[SpendCap, ...]
+    ) -> RunStarted | None:
+        """Open the run in the ledger; or, when nothing needs it yet, let its first event ride.
+
+        Returns the first event if it rides with the entry agent's own (no round trip per
+        run: the ledger orders it before theirs).
+        """
+        if ctx.limits.token_budget is None and not caps and not lineage.has_past:
+            return first
+        # Agents ask the ledger for the budget and the caps; a past run's steps load first.
+        await self.ledger.open(
+            ctx.run_id,
+            ctx.limits.token_budget,
+            first,
+            lineage.epoch,
+            lineage.replay_of,
+            ctx.fork_from,
+            caps,
+        )
+        return None
+
+    def _result(
+        self,
+        ctx: RunContext,
+        task: str,
+        entry: str,
+        decision: RoutingDecision | None,
+        tree: AgentResult,
+        cancelled_by: str | None,
+    ) -> RunResult:
+        """How the run ended, from its entry agent's result tree (secrets redacted)."""
+        redact = self._collector.redactor
+        return RunResult(
+            run_id=ctx.run_id,
+            task=task,
+            entry_agent=entry,
+            routing=decision,
+            status=tree.status,
+            output=redact.text(tree.output) if tree.output is not None else None,
+            error=redact.text(tree.error) if tree.error is not None else None,
+            usage=tree.total_usage(),
+            started_at=ctx.started_at,
+            duration_s=time.time() - ctx.started_at,
+            tree=tree,
+            cancelled_by=cancelled_by if tree.status == RunStatus.CANCELLED else None,
+        )
 
     async def settle(self, run_id: str) -> list[SpanRecord]:
         """Wait until the last items of a run that `run(..., finish=False)` left open are in.

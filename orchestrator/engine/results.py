@@ -66,7 +66,7 @@ def abandoned_entry(entry: str, ctx: RunContext, grace_s: float) -> AgentResult:
         int(ctx.started_at * 1e9),
         "abandoned",
         why,
-        ctx.conversation,
+        ctx.thread_id,
     )
     return AgentResult(
         agent=entry,

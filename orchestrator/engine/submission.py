@@ -1,13 +1,22 @@
-"""What the run service is asked to run: its own input type, whatever door it came through."""
+"""What a run is asked to do, and how one life of it executes.
+
+`Submission` is the run request, the same from every door (HTTP, CLI, A2A, MCP) to the engine;
+`Execution` is what the service decides beside it for one life of the run (its id, where its
+steps come from, the thread's earlier turns, the caps its spending counts against).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["Lineage", "Origin", "Submission", "Turns"]
+from pydantic import BaseModel, Field
+
+from agents.core.limits import SpendCap
+
+__all__ = ["Execution", "ForkPoint", "Lineage", "Origin", "Submission", "Turns"]
 
 
 @dataclass(frozen=True)
@@ -21,67 +30,71 @@ class Origin:
             the run's depth counts it.
         systems: the agent systems (config names) the chain went through, in order; a system
             on it refuses the delegation (a cycle across systems).
-        context_id: the A2A conversation the caller put the task in.
         message_id: the A2A message that asked for it (the task's history keeps its id).
     """
 
     trace_context: dict[str, str] = field(default_factory=dict)
     chain: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
-    context_id: str | None = None
     message_id: str | None = None
 
-
-@dataclass(frozen=True)
-class Turns:
-    """The thread a run is a turn of, and the turns before it, as the entry agent sees them.
-
-    Attributes:
-        thread: the thread's id (its spans' `gen_ai.conversation.id`).
-        history: the earlier turns as chat messages: each user message and final answer,
-            oldest first (the agent's context policy fits them to its model's window).
-        memories: the earlier exchanges of each agent with `memory: thread` (its tasks and
-            answers in the earlier turns), as chat messages, oldest first.
-    """
-
-    thread: str
-    history: tuple[dict[str, str], ...] = ()
-    memories: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    @classmethod
+    def stored(cls, values: dict[str, Any]) -> Origin:
+        """An origin as the store keeps it (lists for tuples; keys of older releases ignored)."""
+        known = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in values.items() if k in known}
+        chain, systems = tuple(kept.pop("chain", ())), tuple(kept.pop("systems", ()))
+        return cls(**kept, chain=chain, systems=systems)
 
 
 @dataclass(frozen=True)
 class Submission:
-    """A task to run, and how (validated by the door it came through: HTTP, CLI, MCP)."""
+    """A run request: the task and how to run it (validated by the door it came through).
+
+    Attributes:
+        task: what the team should do.
+        agent: the entry agent asked for: a name, `auto` (routed by capabilities), or None
+            (the config's entry).
+        token_budget: tokens the whole delegation tree may spend (None: the config's).
+        deadline_s: the run's wall-clock limit (None: the config's).
+        stream: models stream their output (`model_delta` events for followers).
+        origin: another agent system's delegation this run carries on (A2A).
+        thread_id: the thread the run is a turn of: its entry agent sees the earlier turns.
+        history_of: a replay of a turn (the original run's id): its entry agent sees the turns
+            before that one, as the original did, and it is not a turn of the thread itself.
+        waits_for_turns: a turn starts once the thread's earlier turns have ended (False: it
+            was submitted knowing none is under way, or its door runs turns side by side).
+        tenant: whose run it is (set by the service from the caller): its spending counts
+            as the tenant's.
+        submitted_by: who submitted it (an API key's name), likewise.
+    """
 
     task: str
     agent: str | None = None
     token_budget: int | None = None
     deadline_s: float | None = None
-    stream: bool = False  # models stream their output: `model_delta` events
-    origin: Origin | None = None  # asked by another agent system (A2A)
-    thread: str | None = None  # a turn of this thread: its entry agent sees the earlier turns
-    # A replay of a turn (the original run's id): its entry agent sees the turns before that
-    # one, as the original did, and it is not a turn of the thread itself.
+    stream: bool = False
+    origin: Origin | None = None
+    thread_id: str | None = None
     history_of: str | None = None
-    # A turn submitted while others were under way (`enqueue`): it starts once they have ended.
     waits_for_turns: bool = True
-    # Whose run it is and who submitted it (set by the service from the caller, after the
-    # request's fingerprint: what is asked, not who asks): its spending counts as theirs.
     tenant: str = "default"
     submitted_by: str | None = None
 
-    def __post_init__(self) -> None:
-        if isinstance(self.origin, dict):  # read back from the store
-            origin = Origin(**self.origin)
-            origin = replace(origin, chain=tuple(origin.chain), systems=tuple(origin.systems))
-            object.__setattr__(self, "origin", origin)
+    @classmethod
+    def stored(cls, task: str, options: dict[str, Any] | None, **whose: Any) -> Submission:
+        """The request of a stored run: its task and `options` (as `options()` made them).
 
-    @property
-    def conversation(self) -> str | None:
-        """The thread the run belongs to: its own, or the A2A context it came in."""
-        if self.thread is not None:
-            return self.thread
-        return self.origin.context_id if self.origin is not None else None
+        `whose`: its `tenant` and `submitted_by`, which the store keeps in columns of their own.
+        Options of older releases are read in today's names.
+        """
+        values = dict(options or {})
+        if "thread" in values:  # (its name in older releases)
+            values["thread_id"] = values.pop("thread")
+        origin = values.pop("origin", None)
+        known = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in {**values, **whose}.items() if k in known}
+        return cls(task=task, origin=Origin.stored(origin) if origin else None, **kept)
 
     def fingerprint(self) -> str:
         """Identifies the submission, for idempotent retries.
@@ -97,12 +110,43 @@ class Submission:
         return hashlib.sha256(body.encode()).hexdigest()
 
     def options(self) -> dict[str, Any]:
-        """Everything but the task that was set, as the store keeps it."""
+        """Everything but the task and whose it is that was set, as the store keeps it."""
         return {
             k: v
             for k, v in asdict(self).items()
-            if k != "task" and v is not None and v is not False
+            if k not in ("task", "tenant", "submitted_by") and v is not None and v is not False
         }
+
+
+@dataclass(frozen=True)
+class Turns:
+    """The thread a run is a turn of, and the turns before it, as the entry agent sees them.
+
+    Attributes:
+        thread_id: the thread (its spans' `gen_ai.conversation.id`).
+        history: the earlier turns as chat messages: each user message and final answer,
+            oldest first (the agent's context policy fits them to its model's window).
+        memories: the earlier exchanges of each agent with `memory: thread` (its tasks and
+            answers in the earlier turns), as chat messages, oldest first.
+    """
+
+    thread_id: str
+    history: tuple[dict[str, str], ...] = ()
+    memories: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+
+class ForkPoint(BaseModel):
+    """The step a fork went on live from: everything before it was taken from the record."""
+
+    span_id: str = Field(description="Its span in the original run.")
+    step: str = Field(description="Its place in the original's step log: `<invocation>/<key>`.")
+    label: str = Field(description='The step in words: "writer, step 2: called word_count".')
+
+    @property
+    def place(self) -> tuple[str, str]:
+        """The step as the ledger takes it: its invocation and its key."""
+        invocation, _, key = self.step.partition("/")
+        return invocation, key
 
 
 @dataclass(frozen=True)
@@ -116,16 +160,39 @@ class Lineage:
             tool call (a step the log lacks fails) ...
         fork: ... unless a fork: it goes on live from the first step the log lacks or whose
             request differs (the config changed since).
-        fork_from: a fork from a chosen step (an invocation and the step's key): live from
-            there (`agents.core.steps.kept_by_fork` says what is kept).
+        fork_from: a fork from a chosen step: live from there (`agents.core.steps.kept_by_fork`
+            says what is kept).
     """
 
     epoch: int = 0
     replay_of: str | None = None
     fork: bool = False
-    fork_from: tuple[str, str] | None = None
+    fork_from: ForkPoint | None = None
 
     @property
     def replay_only(self) -> bool:
         """Whether nothing may run live (a replay that is not a fork)."""
         return self.replay_of is not None and not self.fork
+
+    @property
+    def has_past(self) -> bool:
+        """Whether the run's steps load from a record (resumed, replayed or forked)."""
+        return bool(self.epoch or self.replay_of or self.fork_from)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One life of a run, as the service decided it beside the request.
+
+    Attributes:
+        run_id: the run.
+        lineage: where its steps come from besides its own execution (a new run: none).
+        turns: the thread it is a turn of, with the turns before it (None: not a turn).
+        caps: its tenant's and key's daily spending caps (the run's own `cost_budget_usd`
+            is the config's or the request's, added by the engine).
+    """
+
+    run_id: str
+    lineage: Lineage = field(default_factory=Lineage)
+    turns: Turns | None = None
+    caps: tuple[SpendCap, ...] = ()

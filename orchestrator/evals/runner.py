@@ -161,7 +161,7 @@ class ServiceDoor:
         thread = NEW_THREAD
         for n, turn in enumerate(asked, 1):
             made, _ = await self.service.threads.continue_or_start(thread, turn)
-            thread = made.context_id or thread
+            thread = made.thread_id or thread
             if n < len(asked):
                 async for _ in self.service.events.follow(made):
                     pass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import uuid
+from dataclasses import replace
 
 from orchestrator.access import LOCAL, Access
 from orchestrator.engine import Lineage, Submission
@@ -73,30 +73,20 @@ class DurableRuns:
                 f"run {run_id!r} is {original.status.value}: replay a run that has ended",
                 run_id=run_id,
             )
-        self._executor.refuse_new()
-        if version is not None:
-            self._versions.get(version)  # (refused before anything is recorded)
-        elif not fork and original.version in self._versions.names():
+        if version is None and not fork and original.version in self._versions.names():
             version = original.version
         fork_from = await self._step_of(run_id, from_span) if from_span else None
-        options = {**(original.options or {}), "agent": original.entry_agent}
-        options |= {"tenant": original.tenant, "submitted_by": caller.who}
-        if options.pop("thread", None) is not None:  # a turn: replayed with what it saw
-            options["history_of"] = run_id
-        request = Submission(task=original.task, **options)
-        new_id = uuid.uuid4().hex
-        with self._executor.admission.place():  # a new run like any other: within the bounds
-            run = await self._executor.add(
-                new_id,
-                request,
-                version,
-                replay_of=run_id,
-                fork=fork,
-                fork_from=fork_from,
-            )
-            lineage = Lineage(replay_of=run_id, fork=fork, fork_from=_log_place(fork_from))
-            self._executor.start(new_id, request, lineage, version=run.version)
-        return run
+        request = Submission.stored(
+            original.task,
+            original.options,
+            agent=original.entry_agent,
+            tenant=original.tenant,
+            submitted_by=caller.who,
+        )
+        if request.thread_id is not None:  # a turn: replayed with what it saw
+            request = replace(request, thread_id=None, history_of=run_id)
+        lineage = Lineage(replay_of=run_id, fork=fork, fork_from=fork_from)
+        return await self._executor.accept(request, lineage, version=version)
 
     async def _step_of(self, run_id: str, span_id: str) -> ForkPoint:
         """The step a span of a run stands for (its place in the step log): a fork point."""
@@ -135,13 +125,11 @@ class DurableRuns:
 
     def resume_run(self, run: StoredRun) -> None:
         """Run a reopened run again: its agents take their finished steps from the record."""
-        whose = {"tenant": run.tenant, "submitted_by": run.submitted_by}
-        request = Submission(task=run.task, **{**(run.options or {}), **whose})
+        request = Submission.stored(
+            run.task, run.options, tenant=run.tenant, submitted_by=run.submitted_by
+        )
         lineage = Lineage(
-            epoch=run.resumes,
-            replay_of=run.replay_of,
-            fork=run.fork,
-            fork_from=_log_place(run.fork_from),
+            epoch=run.resumes, replay_of=run.replay_of, fork=run.fork, fork_from=run.fork_from
         )
         self._executor.start(run.id, request, lineage, version=run.version)
 
@@ -153,11 +141,3 @@ class DurableRuns:
         for run in await self._store.leases.take_over(owner, lease_s=self._lease_s):
             logger.warning("resuming run %s of a lost instance", run.id)
             self.resume_run(run)
-
-
-def _log_place(point: ForkPoint | None) -> tuple[str, str] | None:
-    """A fork point as the engine takes it: the step's invocation and its key."""
-    if point is None:
-        return None
-    invocation, _, key = point.step.partition("/")
-    return invocation, key

@@ -12,24 +12,27 @@ import contextlib
 import contextvars
 import logging
 import time
+import uuid
+from collections import OrderedDict
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.ray.wire import Closed
 from orchestrator.access import SpendPolicy
-from orchestrator.engine import Engine, Lineage, RunResult, Submission, Turns
+from orchestrator.engine import Engine, Execution, Lineage, RunResult, Submission
 from orchestrator.engine.results import final_event
-from orchestrator.errors import NotReady, RunNotFound, ThreadNotFound
+from orchestrator.errors import NotReady, RunNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.approvals import ApprovalDesk
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
+from orchestrator.service.threads import turns_before
 from orchestrator.service.versions import RunningVersion, Versions
-from orchestrator.store import RunStore, StoredRun, end_values
-from orchestrator.system import AgentSystem
+from orchestrator.store import RunMeta, RunStore, StoredRun, end_values
+from orchestrator.store.unavailable import store_unavailable
 
 if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
     from orchestrator.service.metrics import ServiceMetrics
@@ -43,6 +46,9 @@ STOPPED = "the service stopped while the run was in flight"
 STOPPING = "the service is stopping"
 _CANCELLED = (RunStatus.CANCELLED, "cancelled before it started")
 
+
+# Runs accepted here whose records followers get without reading the store (`accepted`).
+_KEEP_ACCEPTED = 256
 
 # How often a turn waiting for the thread's earlier turns looks again (one run by another
 # instance; those run here are awaited).
@@ -91,6 +97,8 @@ class RunExecutor:
         self.metrics = metrics
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        # Runs accepted here, as recorded, oldest first (the newest `_KEEP_ACCEPTED`).
+        self.accepted: OrderedDict[str, StoredRun] = OrderedDict()
         self._running: set[str] = set()
         self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
         self._slots = asyncio.Semaphore(max_concurrent_runs)
@@ -125,36 +133,69 @@ class RunExecutor:
             raise RunNotFound(run_id)
         return run
 
-    async def add(
-        self, run_id: str, request: Submission, version: str | None = None, **record: Any
+    async def accept(
+        self,
+        request: Submission,
+        lineage: Lineage | None = None,
+        *,
+        version: str | None = None,
+        idempotency_key: str | None = None,
     ) -> StoredRun:
-        """Record a new run, owned here (the caller holds an admission place).
+        """Record a new run (owned here, within the admission bounds) and start it.
 
-        It runs on `version` of the team (None: the newest; see `Versions.get`).
+        It runs on `version` of the team (None: the newest; see `Versions.get`); `lineage`:
+        a replay or a fork of another run. A record the store may have made though its write
+        failed is looked for once the store is back, and the run started if it is there.
 
-        A run in an A2A context makes the context a thread of its tenant, the first time; a
-        context another tenant began is `ThreadNotFound` (its turns are not this caller's).
+        Raises:
+            NotReady: the service is stopping, or its agents did not start.
+            Overloaded: too many runs in flight and queued.
+            DuplicateIdempotencyKey: a concurrent twin holds the key.
         """
-        if request.thread is None and request.conversation is not None:
-            await self.store.threads.ensure(request.conversation, request.tenant)
-            thread = await self.store.threads.get(request.conversation)
-            if thread is None or thread.tenant != request.tenant:
-                raise ThreadNotFound(request.conversation)
+        self.refuse_new()
         running = self.versions.get(version)
-        return await self.store.add(
-            run_id,
-            request.task,
-            agent=request.agent,
+        meta = RunMeta(
+            run_id=uuid.uuid4().hex,
             system=running.system.config.name,
             config=running.public_config,
-            owner=self.owner,
-            options=request.options(),
-            context_id=request.conversation,
-            tenant=request.tenant,
-            submitted_by=request.submitted_by,
             version=running.version,
-            **record,
+            owner=self.owner,
+            idempotency_key=idempotency_key,
+            lineage=lineage or Lineage(),
         )
+        with self.admission.place():
+            try:
+                run = await self.store.add(request, meta)
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    raise
+                # The record may have been made all the same (its commit reached the database,
+                # its answer did not): look, now or once the store answers; if it is there, it
+                # runs (a client retrying with its idempotency key finds it).
+                look = partial(self._run_if_recorded, meta.run_id, request, lineage)
+                await self.pending_writes.write(f"the submission of run {meta.run_id}", look)
+                confirmed = self.accepted.get(meta.run_id)
+                if confirmed is None:
+                    raise
+                return confirmed
+            self._accept(run, request, lineage)
+        return run
+
+    def _accept(self, run: StoredRun, request: Submission, lineage: Lineage | None) -> None:
+        self.start(run.id, request, lineage, version=run.version)
+        self.accepted[run.id] = run
+        while len(self.accepted) > _KEEP_ACCEPTED:
+            self.accepted.popitem(last=False)
+
+    async def _run_if_recorded(
+        self, run_id: str, request: Submission, lineage: Lineage | None
+    ) -> None:
+        """Start a run whose record's writing was reported failed, if it was made after all."""
+        stored = await self.store.get(run_id)
+        if stored is not None and stored.status == RunStatus.QUEUED:
+            if run_id not in self.tasks:
+                logger.warning("run %s was recorded though its store write failed: started", run_id)
+                self._accept(stored, request, lineage)
 
     @property
     def running(self) -> set[str]:
@@ -229,8 +270,8 @@ class RunExecutor:
     ) -> None:
         began: float | None = None
         try:
-            if request.thread is not None and request.waits_for_turns:  # after those before it
-                await self._after_earlier_turns(run_id, request.thread)
+            if request.thread_id is not None and request.waits_for_turns:  # after those before it
+                await self._after_earlier_turns(run_id, request.thread_id)
             async with self._slots:
                 # Timed from its place, not its acceptance: a mean that counted queueing would
                 # grow with every burst, and the `Retry-After` it gives with it.
@@ -261,7 +302,7 @@ class RunExecutor:
         await record(f"the start of run {run_id}", partial(self.store.start, run_id))
         # Read before the check below: between it and the engine's taking the run, nothing
         # may wait (a cancellation then would find neither).
-        turns = await self._turns(run_id, request, engine.system)
+        turns = await turns_before(self.store, run_id, request, engine.system)
         if run_id in self._cancel_asked:  # while its start (or its thread) was being read
             await self._end_unstarted(run_id)
             return
@@ -274,21 +315,13 @@ class RunExecutor:
             else None
         )
         try:
-            result = await engine.run(
-                request.task,
-                agent=request.agent,
-                run_id=run_id,
-                token_budget=request.token_budget,
-                deadline_s=request.deadline_s,
-                finish=False,
-                stream=request.stream,
-                origin=request.origin,
-                lineage=lineage,
-                turns=turns,
-                tenant=request.tenant,
-                who=request.submitted_by,
-                caps=self.spending.caps(request.tenant, request.submitted_by),
+            execution = Execution(
+                run_id,
+                lineage or Lineage(),
+                turns,
+                self.spending.caps(request.tenant, request.submitted_by),
             )
+            result = await engine.run(request, execution, finish=False)
             if self.stopping and result.status == RunStatus.CANCELLED:
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": STOPPED}
@@ -325,39 +358,6 @@ class RunExecutor:
                 await asyncio.wait(held, timeout=_TURN_POLL_S, return_when=asyncio.FIRST_COMPLETED)
             else:  # run by another instance
                 await asyncio.sleep(_TURN_POLL_S)
-
-    async def _turns(self, run_id: str, request: Submission, system: AgentSystem) -> Turns | None:
-        """The thread the run is a turn of, with the turns that ended before it as messages.
-
-        A replay of a turn sees the turns before the original, and is none of them.
-        """
-        thread, before = request.conversation, run_id
-        if thread is None and request.history_of is not None:  # a replay of a turn
-            original = await self.store.get(request.history_of)
-            thread, before = (original.context_id, original.id) if original else (None, run_id)
-        if thread is None:
-            return None
-        history: list[dict[str, str]] = []
-        remembering = {a.name for a in system.config.agents if a.memory == "thread"}
-        memories: dict[str, list[dict[str, str]]] = {}
-        turns = await self.store.threads.records(thread, trees=bool(remembering))
-        ids = [t.id for t in turns]
-        for turn in turns[: ids.index(before)] if before in ids else turns:
-            if not turn.status.finished:
-                continue
-            if remembering and turn.tree is not None:
-                _remember(turn.tree, remembering, memories)
-            if turn.status == RunStatus.SUCCEEDED and turn.output is not None:
-                answer = turn.output
-            else:  # what the agent produced is part of it: that it did not finish, and why
-                answer = f"(this turn ended {turn.status.value}" + (
-                    f": {turn.error})" if turn.error else ")"
-                )
-            history += [
-                {"role": "user", "content": turn.task},
-                {"role": "assistant", "content": answer},
-            ]
-        return Turns(thread, tuple(history), memories)
 
     async def _close(
         self, engine: Engine, run_id: str, result: RunResult | None, final: RunFinished
@@ -398,22 +398,3 @@ async def _stop(task: asyncio.Task[None] | None) -> None:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
-
-
-def _remember(
-    node: dict[str, Any], agents: set[str], memories: dict[str, list[dict[str, str]]]
-) -> None:
-    """Add the exchanges of `agents` in a run's delegation tree (calls in order) to `memories`.
-
-    Each invocation that kept its task (`memory: thread`) and answered is one exchange.
-    """
-    if node.get("agent") in agents and node.get("task") and node.get("output") is not None:
-        if node.get("status") == RunStatus.SUCCEEDED:
-            memories.setdefault(node["agent"], []).extend(
-                [
-                    {"role": "user", "content": str(node["task"])},
-                    {"role": "assistant", "content": str(node["output"])},
-                ]
-            )
-    for child in node.get("children") or ():
-        _remember(child, agents, memories)

@@ -13,16 +13,12 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import TYPE_CHECKING
 
 from agents.core.errors import describe_error
 from agents.core.events import Event
-from agents.core.messages import RunStatus
 from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
 from orchestrator.errors import (
@@ -45,7 +41,6 @@ from orchestrator.service.upkeep import Orphans, keep_leases
 from orchestrator.service.versions import RunningVersion, Versions
 from orchestrator.service.views import RunViews
 from orchestrator.store import DuplicateIdempotencyKey, RunPage, RunStore, StoredRun
-from orchestrator.store.unavailable import store_unavailable
 from orchestrator.system import AgentSystem
 
 if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
@@ -86,8 +81,6 @@ _SWEEP_BATCH = 100
 _SWEEP_PAUSE_S = 0.05
 # How often the autoscaled hosts' replicas are read for the metrics.
 _SCALING_READ_S = 5.0
-# Runs accepted here whose records followers get without reading the store (see `following`).
-_KEEP_ACCEPTED = 256
 
 
 class RunService:
@@ -122,7 +115,6 @@ class RunService:
         self.store = store
         self.owner = owner
         self.limits = limits = limits or ServiceLimits()
-        self._accepted: OrderedDict[str, StoredRun] = OrderedDict()  # as recorded, oldest first
         self._ready = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
         self._draining: asyncio.Task[None] | None = None
@@ -348,45 +340,23 @@ class RunService:
             Overloaded: too many runs in flight and queued.
             NotReady: the service is stopping, or its agents did not start.
         """
-        digest = request.fingerprint()
         request = replace(request, tenant=caller.tenant, submitted_by=caller.who)
         scoped = caller.own(idempotency_key) if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)
             if existing is not None:
-                return _replay(existing, digest), False
+                return _replay(existing, request), False
         await self._check_spending(request)
         await self._check_gates(request)
-        run_id = uuid.uuid4().hex
-        self.executor.refuse_new()
-        with self._counting_refusals(), self.admission.place():
+        with self._counting_refusals():
             try:
-                run = await self.executor.add(
-                    run_id,
-                    request,
-                    idempotency_key=scoped,
-                    request_hash=digest,
-                )
+                return await self.executor.accept(request, idempotency_key=scoped), True
             except DuplicateIdempotencyKey:
                 # A concurrent twin got there first: it is the run.
                 existing = await self.store.by_idempotency_key(scoped or "")
                 if existing is None:
                     raise
-                return _replay(existing, digest), False
-            except Exception as exc:
-                if not store_unavailable(exc):
-                    raise
-                # The record may have been made all the same (its commit reached the database,
-                # its answer did not): look, now or once the store answers; if it is there, it
-                # runs (a client retrying with its idempotency key finds it).
-                look = partial(self._run_if_recorded, run_id, request)
-                await self.pending_writes.write(f"the submission of run {run_id}", look)
-                confirmed = self._accepted.get(run_id)
-                if confirmed is None:
-                    raise
-                return confirmed, True
-            self._started(run, request)
-        return run, True
+                return _replay(existing, request), False
 
     async def _check_spending(self, request: Submission) -> None:
         """Refuse a run whose tenant or key spent its daily cap (it could not make a call)."""
@@ -435,27 +405,13 @@ class RunService:
                 self.metrics.refused(exc.code)
             raise
 
-    def _started(self, run: StoredRun, request: Submission) -> None:
-        self.executor.start(run.id, request, version=run.version)
-        self._accepted[run.id] = run
-        while len(self._accepted) > _KEEP_ACCEPTED:
-            self._accepted.popitem(last=False)
-
-    async def _run_if_recorded(self, run_id: str, request: Submission) -> None:
-        """Start a run whose record's writing was reported failed, if it was made after all."""
-        stored = await self.store.get(run_id)
-        if stored is not None and stored.status == RunStatus.QUEUED:
-            if run_id not in self.executor.tasks:
-                logger.warning("run %s was recorded though its store write failed: started", run_id)
-                self._started(stored, request)
-
     async def following(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """A run to follow, or `RunNotFound` (also when it is not the viewer's to see).
 
         As accepted, if in flight here or if the stream kept its every event (the store may be
         away); else as stored.
         """
-        run = self._accepted.get(run_id)
+        run = self.executor.accepted.get(run_id)
         if run is not None and (
             run_id in self.executor.tasks or self.events.reader.complete(run_id)
         ):
@@ -471,7 +427,7 @@ class RunService:
         *,
         status: str | Collection[str] | None = None,
         agent: str | None = None,
-        context_id: str | None = None,
+        thread_id: str | None = None,
         changed_after: float | None = None,
         viewer: Access = LOCAL,
         limit: int,
@@ -481,7 +437,7 @@ class RunService:
         return await self.store.list(
             status=status,
             agent=agent,
-            context_id=context_id,
+            thread_id=thread_id,
             changed_after=changed_after,
             tenant=viewer.tenant_filter,
             limit=limit,
@@ -511,8 +467,8 @@ def _seen_by(viewer: Access, run: StoredRun) -> StoredRun:
     return run
 
 
-def _replay(existing: StoredRun, digest: str) -> StoredRun:
-    if existing.request_hash != digest:
+def _replay(existing: StoredRun, request: Submission) -> StoredRun:
+    if existing.request_hash != request.fingerprint():
         raise IdempotencyConflict(
             "this Idempotency-Key was used with a different request body",
             run_id=existing.id,

@@ -1,7 +1,8 @@
 """Threads: conversations whose runs are turns, and what a second run in a busy thread does.
 
-A thread's turns are its runs in order (the store keeps them by the run's `context_id`); the
-executor gives each turn's entry agent the turns before it (`RunExecutor._turns`). A run
+A thread's turns are its runs in order (the store keeps them by the run's `context_id`); each
+turn's entry agent sees the turns before it (`turns_before`, asked by the executor as the turn
+starts). A run
 submitted while another of its thread is under way follows its `multitask_strategy`, as
 LangGraph's threads do: `reject` (409), `enqueue` (it starts when the earlier ones end),
 `interrupt` (the earlier one is cancelled, recorded so, and the new one sees what it made) or
@@ -16,16 +17,20 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from agents.core.messages import RunStatus
 from orchestrator.access import LOCAL, Access
-from orchestrator.engine import Submission
+from orchestrator.engine import Submission, Turns
 from orchestrator.errors import ThreadBusy, ThreadFull, ThreadNotFound
-from orchestrator.service.executor import RunExecutor
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.store.threads import StoredThread
+from orchestrator.system import AgentSystem
 
-__all__ = ["NEW_THREAD", "MultitaskStrategy", "Threads"]
+if TYPE_CHECKING:  # (the executor asks this module for a turn's history)
+    from orchestrator.service.executor import RunExecutor
+
+__all__ = ["NEW_THREAD", "MultitaskStrategy", "Threads", "turns_before"]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 # What the CLI and the MCP tool take for "a thread of its own, made now".
@@ -73,6 +78,16 @@ class Threads:
         """A new, empty thread of the caller's tenant."""
         return await self._store.threads.create(uuid.uuid4().hex, metadata, caller.tenant)
 
+    async def ensure(self, thread_id: str, caller: Access = LOCAL) -> None:
+        """Make the thread for the caller's tenant unless it exists (an A2A context's first task).
+
+        `ThreadNotFound` if it exists and is another tenant's.
+        """
+        await self._store.threads.ensure(thread_id, caller.tenant)
+        thread = await self._store.threads.get(thread_id)
+        if thread is None or not caller.sees(thread.tenant):
+            raise ThreadNotFound(thread_id)
+
     async def get(
         self, thread_id: str, viewer: Access = LOCAL
     ) -> tuple[StoredThread, list[StoredRun]]:
@@ -116,7 +131,7 @@ class Threads:
         """
         options = {"caller": caller, "idempotency_key": idempotency_key}
         if idempotency_key and await self._store.by_idempotency_key(caller.own(idempotency_key)):
-            return await self._submit(replace(request, thread=thread_id), **options)
+            return await self._submit(replace(request, thread_id=thread_id), **options)
         async with self._lock(thread_id), self._held(thread_id):
             turns = await self._store.threads.states(thread_id, caller.tenant_filter)
             if turns is None:
@@ -134,7 +149,7 @@ class Threads:
             # `enqueue`: the executor starts it once the turns before it have ended (with none
             # under way, or those ended above, it need not look).
             waits = bool(under_way) and strategy == "enqueue"
-            turn = replace(request, thread=thread_id, waits_for_turns=waits)
+            turn = replace(request, thread_id=thread_id, waits_for_turns=waits)
             return await self._submit(turn, **options)
 
     async def continue_or_start(
@@ -192,3 +207,58 @@ class Threads:
             for key in [k for k, v in self._locks.items() if not v.locked() and k != thread_id]:
                 del self._locks[key]
         return lock
+
+
+async def turns_before(
+    store: RunStore, run_id: str, request: Submission, system: AgentSystem
+) -> Turns | None:
+    """The thread a run is a turn of, with the turns that ended before it as messages.
+
+    A replay of a turn sees the turns before the original, and is none of them.
+    """
+    thread_id, before = request.thread_id, run_id
+    if thread_id is None and request.history_of is not None:  # a replay of a turn
+        original = await store.get(request.history_of)
+        thread_id, before = (original.thread_id, original.id) if original else (None, run_id)
+    if thread_id is None:
+        return None
+    history: list[dict[str, str]] = []
+    remembering = {a.name for a in system.config.agents if a.memory == "thread"}
+    memories: dict[str, list[dict[str, str]]] = {}
+    turns = await store.threads.records(thread_id, trees=bool(remembering))
+    ids = [t.id for t in turns]
+    for turn in turns[: ids.index(before)] if before in ids else turns:
+        if not turn.status.finished:
+            continue
+        if remembering and turn.tree is not None:
+            _remember(turn.tree, remembering, memories)
+        if turn.status == RunStatus.SUCCEEDED and turn.output is not None:
+            answer = turn.output
+        else:  # what the agent produced is part of it: that it did not finish, and why
+            answer = f"(this turn ended {turn.status.value}" + (
+                f": {turn.error})" if turn.error else ")"
+            )
+        history += [
+            {"role": "user", "content": turn.task},
+            {"role": "assistant", "content": answer},
+        ]
+    return Turns(thread_id, tuple(history), memories)
+
+
+def _remember(
+    node: dict[str, Any], agents: set[str], memories: dict[str, list[dict[str, str]]]
+) -> None:
+    """Add the exchanges of `agents` in a run's delegation tree (calls in order) to `memories`.
+
+    Each invocation that kept its task (`memory: thread`) and answered is one exchange.
+    """
+    if node.get("agent") in agents and node.get("task") and node.get("output") is not None:
+        if node.get("status") == RunStatus.SUCCEEDED:
+            memories.setdefault(node["agent"], []).extend(
+                [
+                    {"role": "user", "content": str(node["task"])},
+                    {"role": "assistant", "content": str(node["output"])},
+                ]
+            )
+    for child in node.get("children") or ():
+        _remember(child, agents, memories)

@@ -6,12 +6,14 @@ The CLI and the API's schemas use these; only code that opens a store loads the 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
 from agents.core.storable import stored_text
+from orchestrator.engine.submission import ForkPoint, Lineage
 
 if TYPE_CHECKING:
     from orchestrator.engine.results import RunResult
@@ -23,6 +25,7 @@ __all__ = [
     "POOL_OVERFLOW",
     "DuplicateIdempotencyKey",
     "ForkPoint",
+    "RunMeta",
     "RunPage",
     "StoredRun",
     "end_values",
@@ -45,12 +48,27 @@ class DuplicateIdempotencyKey(Exception):
     """Another run already holds this idempotency key."""
 
 
-class ForkPoint(BaseModel):
-    """The step a fork went on live from: everything before it was taken from the record."""
+@dataclass(frozen=True)
+class RunMeta:
+    """What the service records of a new run beside its request.
 
-    span_id: str = Field(description="Its span in the original run.")
-    step: str = Field(description="Its place in the original's step log: `<invocation>/<key>`.")
-    label: str = Field(description='The step in words: "writer, step 2: called word_count".')
+    Attributes:
+        run_id: the run's id.
+        system: the team's name (its config's).
+        config: the team's config as the API shows it (no secrets).
+        version: the version of the team it runs on: `{release}+{config digest}`.
+        owner: the service instance that runs it (None: none yet).
+        idempotency_key: the caller-scoped key that made it, if any.
+        lineage: a replay or fork of another run (none: its own first life).
+    """
+
+    run_id: str
+    system: str
+    config: dict[str, Any]
+    version: str | None = None
+    owner: str | None = None
+    idempotency_key: str | None = None
+    lineage: Lineage = field(default_factory=Lineage)
 
 
 class StoredRun(BaseModel):
@@ -61,7 +79,8 @@ class StoredRun(BaseModel):
     id: str
     status: RunStatus
     task: str
-    requested_agent: str | None
+    # The entry agent asked for (`auto`, a name, or None: the config's); the one that ran.
+    agent: str | None = Field(validation_alias=AliasChoices("agent", "requested_agent"))
     entry_agent: str | None
     system: str
     config: dict[str, Any]
@@ -86,7 +105,10 @@ class StoredRun(BaseModel):
     replay_of: str | None = None
     fork: bool = False
     fork_from: ForkPoint | None = None
-    context_id: str | None = None
+    # The thread it is a turn of (the store's `context_id` column: an A2A contextId names one).
+    thread_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("thread_id", "context_id")
+    )
     tenant: str = "default"
     submitted_by: str | None = None
     cancelled_by: str | None = None

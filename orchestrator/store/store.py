@@ -51,7 +51,7 @@ from orchestrator.store.records import (
     DEFAULT_STORE_WAIT_S,
     POOL_OVERFLOW,
     DuplicateIdempotencyKey,
-    ForkPoint,
+    RunMeta,
     RunPage,
     StoredRun,
     end_values,
@@ -74,6 +74,7 @@ from tracing.records import SpanEventRecord
 
 if TYPE_CHECKING:
     from orchestrator.engine.results import RunResult
+    from orchestrator.engine.submission import Submission
 
 __all__ = ["RunStore"]
 
@@ -252,66 +253,48 @@ class RunStore:
         async with self._engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
 
-    async def add(
-        self,
-        run_id: str,
-        task: str,
-        *,
-        agent: str | None,
-        system: str,
-        config: dict[str, Any],
-        owner: str | None = None,
-        idempotency_key: str | None = None,
-        request_hash: str | None = None,
-        options: dict[str, Any] | None = None,
-        replay_of: str | None = None,
-        fork: bool = False,
-        fork_from: ForkPoint | None = None,
-        context_id: str | None = None,
-        tenant: str = "default",
-        submitted_by: str | None = None,
-        version: str | None = None,
-    ) -> StoredRun:
+    async def add(self, request: Submission, meta: RunMeta) -> StoredRun:
         """Record a new run as `queued`, and return it as stored.
 
         Raises:
-            DuplicateIdempotencyKey: `idempotency_key` is taken (by a concurrent twin, say).
+            DuplicateIdempotencyKey: its idempotency key is taken (by a concurrent twin, say).
         """
-        now = time.time()
+        now, lineage = time.time(), meta.lineage
         # Every column, so that rows added together have the same keys (one executemany).
         row: dict[str, Any] = dict.fromkeys(RUNS_TABLE.c.keys()) | dict(
-            id=run_id,
+            id=meta.run_id,
             status=RunStatus.QUEUED,
-            task=task,
-            requested_agent=agent,
-            system=system,
-            config=config,
+            task=request.task,
+            requested_agent=request.agent,
+            system=meta.system,
+            config=meta.config,
             input_tokens=0,
             output_tokens=0,
             model_calls=0,
             cost_usd=0.0,
             unpriced_calls=0,
             created_at=now,
-            owner=owner,
-            heartbeat_at=now if owner else None,
-            idempotency_key=idempotency_key,
-            request_hash=request_hash,
+            owner=meta.owner,
+            heartbeat_at=now if meta.owner else None,
+            idempotency_key=meta.idempotency_key,
+            request_hash=request.fingerprint() if meta.idempotency_key else None,
             cancel_requested=False,
-            options=options,
+            options=request.options(),
             resumes=0,
-            replay_of=replay_of,
-            fork=fork,
-            fork_from=fork_from.model_dump() if fork_from is not None else None,
-            context_id=context_id,
-            tenant=tenant,
-            submitted_by=submitted_by,
-            version=version,
+            replay_of=lineage.replay_of,
+            fork=lineage.fork,
+            fork_from=lineage.fork_from.model_dump() if lineage.fork_from else None,
+            context_id=request.thread_id,
+            tenant=request.tenant,
+            submitted_by=request.submitted_by,
+            version=meta.version,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))
         except IntegrityError as exc:
-            if idempotency_key is not None and await self.by_idempotency_key(idempotency_key):
-                raise DuplicateIdempotencyKey(idempotency_key) from None
+            key = meta.idempotency_key
+            if key is not None and await self.by_idempotency_key(key):
+                raise DuplicateIdempotencyKey(key) from None
             raise exc
         return StoredRun.model_validate(row)
 
@@ -548,7 +531,7 @@ class RunStore:
         *,
         status: str | Collection[str] | None = None,
         agent: str | None = None,
-        context_id: str | None = None,
+        thread_id: str | None = None,
         changed_after: float | None = None,
         tenant: str | None = None,
         limit: int = 50,
@@ -556,8 +539,9 @@ class RunStore:
     ) -> RunPage:
         """Runs newest first, optionally filtered.
 
-        By status (one or several), entry agent, conversation (a run without one is the
-        conversation of its own id), the time of its last state change and tenant.
+        By status (one or several), entry agent, thread (a run in none is a thread of its own
+        id, as an A2A task without a context is its own context), the time of its last state
+        change and tenant.
         """
         query = select(RunRow)
         if tenant is not None:
@@ -566,10 +550,10 @@ class RunStore:
             query = query.where(RunRow.status.in_([status] if isinstance(status, str) else status))
         if agent is not None:
             query = query.where(RunRow.entry_agent == agent)
-        if context_id is not None:
+        if thread_id is not None:
             query = query.where(
-                (RunRow.context_id == context_id)
-                | (RunRow.context_id.is_(None) & (RunRow.id == context_id))
+                (RunRow.context_id == thread_id)
+                | (RunRow.context_id.is_(None) & (RunRow.id == thread_id))
             )
         if changed_after is not None:
             changed = func.coalesce(RunRow.finished_at, RunRow.started_at, RunRow.created_at)

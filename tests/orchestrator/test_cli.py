@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from agents.core.messages import RunStatus
 from orchestrator.cli import app
-from orchestrator.engine import Engine
-from orchestrator.store import RunStore
+from orchestrator.engine import Engine, Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.service import ServiceProcess
 from tests.testkit import OtlpReceiver
 
@@ -159,7 +159,7 @@ def test_run_prints_the_answer_and_the_tree_records_the_run_and_exports_its_trac
 async def _lost_run(url: str) -> None:
     store = await RunStore.open(url)
     try:
-        await store.add("lost", "wait", agent=None, system="baton", config={}, owner="gone:1")
+        await store.add(Submission("wait"), RunMeta("lost", "baton", {}, owner="gone:1"))
         await store.start("lost")
         await store._set("lost", heartbeat_at=0.0)  # its server stopped renewing long ago
     finally:
@@ -287,10 +287,10 @@ async def finished_runs(url: str, *run_ids: str, going: str | None = None) -> No
     """A store with these runs finished (in this order), and one still going."""
     store = await RunStore.open(url)
     for run_id in run_ids:
-        await store.add(run_id, "t", agent=None, system="s", config={})
+        await store.add(Submission("t"), RunMeta(run_id, "s", {}))
         await store.end(run_id, RunStatus.SUCCEEDED, "")
     if going is not None:
-        await store.add(going, "t", agent=None, system="s", config={})
+        await store.add(Submission("t"), RunMeta(going, "s", {}))
     await store.close()
 
 

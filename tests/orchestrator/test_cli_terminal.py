@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from agents.core.messages import AgentResult, RunStatus, Usage
-from orchestrator.engine import RunResult
+from orchestrator.engine import RunResult, Submission
+from orchestrator.store import RunMeta
 from orchestrator.store.store import RunStore
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -51,7 +52,7 @@ async def _structured_run(url: str) -> None:
                 {"name": "checker", "output_schema": {"type": "object"}},
             ]
         }
-        await store.add("r1", "check it", agent="checker", system="s", config=config)
+        await store.add(Submission("check it", agent="checker"), RunMeta("r1", "s", config))
         reason = "the claim holds " + " ".join(f"because of reason number {i}" for i in range(8))
         output = '{"verdict": "true", "reason": "' + reason + '"}'
         tree = AgentResult(

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agents.core.events import ModelFinished
 from agents.core.messages import RunStatus
 from agents.ray.gate_actor import GATES_ACTOR
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Execution, Submission
 from tests.openai_server import FakeOpenAI
 from tests.service import ServiceProcess, all_events, follow
 from tests.testkit import start, until_written, wait_for_event
@@ -63,7 +63,7 @@ async def test_agents_land_where_their_resources_are_and_their_spans_join_one_tr
     assert placement["writer"]["node_id"] == node_of(ray_cluster, "writer")
     assert placement["coder"]["node_ip"] and placement["coder"]["state"] == "alive"
 
-    result = await engine.run("write the code and write the prose")
+    result = await engine.run(Submission("write the code and write the prose"))
     assert result.status == RunStatus.SUCCEEDED and result.tree is not None
     assert {c.agent for c in result.tree.children} == {"coder", "writer"}
     assert len({s["trace_id"] for s in result.spans}) == 1
@@ -105,7 +105,9 @@ async def test_a_node_removed_mid_run_ends_the_run_with_its_spans(
               params: {replies: [{tool_calls: [{name: slow_step, arguments: {seconds: 60}}]}]}
         """,
     )
-    job = asyncio.ensure_future(engine.run("search the archive", run_id="node-gone"))
+    job = asyncio.ensure_future(
+        engine.run(Submission("search the archive"), Execution("node-gone"))
+    )
     await wait_for_event(engine, "node-gone", "tool_started", "remote", timeout_s=60)
     ray_cluster.remove_node(doomed)
     result = await asyncio.wait_for(job, timeout=60)
@@ -152,7 +154,7 @@ async def kill_helper_mid_tool(engine: Engine, run_id: str, effect: Path | None 
     (`tool_started` reaches the ledger as the tool is about to run: the tool's own first act
     may not have happened yet.)
     """
-    job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
+    job = asyncio.ensure_future(engine.run(Submission("help with the archive"), Execution(run_id)))
     await wait_for_event(engine, run_id, "tool_started", "helper", timeout_s=60)
     if effect is not None:
         await until_written(effect, f"the tool never made {effect}")
@@ -223,7 +225,9 @@ async def test_a_host_killed_past_its_restarts_is_started_again_until_a_crash_lo
     async def sigkill_helper_mid_tool(run_id: str) -> Any:
         # As the kernel's OOM killer does: SIGKILL to the actor's process.
         pid = {r["agent"]: r for r in await engine.placement()}["helper"]["pid"]
-        job = asyncio.ensure_future(engine.run("help with the archive", run_id=run_id))
+        job = asyncio.ensure_future(
+            engine.run(Submission("help with the archive"), Execution(run_id))
+        )
         await wait_for_event(engine, run_id, "tool_started", "helper", timeout_s=60)
         os.kill(pid, signal.SIGKILL)
         return await asyncio.wait_for(job, timeout=90)

@@ -12,7 +12,8 @@ import ray
 
 from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
-from orchestrator.store import RunStore
+from orchestrator.engine import Execution, Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.orchestrator.test_durable import _recorded
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
@@ -72,8 +73,10 @@ async def test_an_agent_that_dies_mid_delegation_resumes_from_its_steps(
     )
     try:
         engine.start()
-        await store.add("resumed-" + loss, "help", agent=None, system=system.config.name, config={})
-        job = asyncio.ensure_future(engine.run("help with the parcels", run_id="resumed-" + loss))
+        await store.add(Submission("help"), RunMeta("resumed-" + loss, system.config.name, {}))
+        job = asyncio.ensure_future(
+            engine.run(Submission("help with the parcels"), Execution("resumed-" + loss))
+        )
         # The count has run and the slow step was asked for (both recorded): it is under way.
         await _recorded(store_url, "resumed-" + loss, {"tool_result"}, frozenset({"model:2"}))
         if loss == "actor":

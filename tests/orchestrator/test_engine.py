@@ -15,7 +15,7 @@ import ray
 
 from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Execution, Submission
 from orchestrator.system.config import AgentSystem
 from tests.openai_server import FakeOpenAI
 from tests.snapshots import assert_snapshot, tree_text
@@ -150,7 +150,7 @@ def team(ray_address: str, fake: FakeOpenAI, markers: Path) -> Iterator[Engine]:
 
 async def test_a_task_flows_through_three_levels_of_delegation(default_engine: Engine) -> None:
     result = await default_engine.run(
-        "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
+        Submission("Research the history of Ray, check the facts, and calculate 17 * 23 + 4")
     )
     assert result.status == RunStatus.SUCCEEDED
     assert result.tree is not None
@@ -168,14 +168,14 @@ async def test_a_task_flows_through_three_levels_of_delegation(default_engine: E
 async def test_auto_routing_sends_the_task_to_the_matching_specialist(
     default_engine: Engine,
 ) -> None:
-    result = await default_engine.run("calculate 6 * 7", agent="auto")
+    result = await default_engine.run(Submission("calculate 6 * 7", agent="auto"))
     assert result.entry_agent == "analyst"
     assert result.routing is not None and result.routing.scores["analyst"] > 0
     assert "calculate: 42" in (result.output or "")
 
 
 async def test_parallel_delegations_really_overlap_in_time(team: Engine) -> None:
-    result = await team.run("run the survey", agent="hub")
+    result = await team.run(Submission("run the survey", agent="hub"))
     assert result.status == RunStatus.SUCCEEDED and result.tree is not None
     workers = result.tree.children
     assert sorted(w.agent for w in workers) == ["w1", "w2", "w3", "w4"]
@@ -186,7 +186,7 @@ async def test_parallel_delegations_really_overlap_in_time(team: Engine) -> None
 
 
 async def test_depth_limit_refusal_is_seen_by_the_calling_model(team: Engine) -> None:
-    result = await team.run("relay this message", agent="a")
+    result = await team.run(Submission("relay this message", agent="a"))
     assert result.tree is not None
     b = node(result.tree, "b")
     assert [(r.reason, r.message) for r in b.refusals] == [
@@ -201,14 +201,14 @@ async def test_depth_limit_refusal_is_seen_by_the_calling_model(team: Engine) ->
 
 
 async def test_a_runtime_cycle_is_refused_with_the_chain(team: Engine) -> None:
-    result = await team.run("a customer has questions", agent="sales")
+    result = await team.run(Submission("a customer has questions", agent="sales"))
     assert result.tree is not None
     support = node(result.tree, "support")
     assert [r.message for r in support.refusals] == ["cycle refused: sales -> support -> sales"]
 
 
 async def test_the_token_budget_stops_a_model_that_always_delegates(team: Engine) -> None:
-    result = await team.run("go", agent="spender", token_budget=600)
+    result = await team.run(Submission("go", agent="spender", token_budget=600))
     assert result.status == RunStatus.BUDGET_EXCEEDED
     assert "token budget 600 spent" in (result.error or "")
     assert result.tree is not None and len(result.tree.children) >= 2
@@ -217,7 +217,7 @@ async def test_the_token_budget_stops_a_model_that_always_delegates(team: Engine
 
 
 async def test_the_deadline_stops_a_model_that_always_calls_a_tool(team: Engine) -> None:
-    result = await team.run("loop", agent="looper", deadline_s=1.0)
+    result = await team.run(Submission("loop", agent="looper", deadline_s=1.0))
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert "deadline" in (result.error or "")
     assert result.duration_s < 3.0
@@ -231,7 +231,10 @@ async def test_an_agent_at_its_limit_says_where_it_runs_and_cancels(
     # `max_concurrency` (2); Ray's cancel dropped (ray-project/ray#52628): the host's stops them.
     monkeypatch.setattr(ray, "cancel", lambda *_, **__: None)
     ids = ("full-1", "full-2")
-    jobs = [asyncio.ensure_future(team.run("search", agent="slowpoke", run_id=i)) for i in ids]
+    jobs = [
+        asyncio.ensure_future(team.run(Submission("search", agent="slowpoke"), Execution(i)))
+        for i in ids
+    ]
     for run_id in ids:
         await wait_for_event(team, run_id, "tool_started", "slowpoke")
     rows = [r for r in await team.placement(timeout_s=10) if r["agent"] == "slowpoke"]
@@ -245,7 +248,9 @@ async def test_an_agent_at_its_limit_says_where_it_runs_and_cancels(
 
 async def test_a_killed_sub_agent_becomes_a_tool_error_not_a_hang(team: Engine) -> None:
     engine = team
-    job = asyncio.ensure_future(engine.run("search the archive", agent="boss", run_id="kill-me"))
+    job = asyncio.ensure_future(
+        engine.run(Submission("search the archive", agent="boss"), Execution("kill-me"))
+    )
     await wait_for_event(engine, "kill-me", "tool_started", "slowpoke")
     ray.kill(engine.pool.actors["slowpoke"][0], no_restart=True)
     result = await asyncio.wait_for(job, timeout=30)
@@ -278,7 +283,7 @@ async def test_litellm_talks_to_an_openai_compatible_server_over_http(
     team: Engine, fake: FakeOpenAI
 ) -> None:
     # A model litellm has a local price for, served by the fake: the run has a cost.
-    result = await team.run("what is two to the tenth?", agent="remote", stream=True)
+    result = await team.run(Submission("what is two to the tenth?", agent="remote", stream=True))
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert result.output == "The tool said 1024"
     assert [r["body"]["stream"] for r in fake.requests] == [True, True]  # streamed, joined
@@ -301,7 +306,7 @@ async def test_cancelling_a_run_stops_every_agent_working_on_it(
 ) -> None:
     engine, marker, run_id = team, markers / key, f"cancel-me-{key}"
     job = asyncio.ensure_future(
-        engine.run("search the archive", agent=f"lead_{key}", run_id=run_id)
+        engine.run(Submission("search the archive", agent=f"lead_{key}"), Execution(run_id))
     )
     await wait_for_event(engine, run_id, "tool_started", f"digger_{key}")
     await until_written(marker.with_suffix(".started"), "the tool did not start")
@@ -335,7 +340,7 @@ async def test_an_agent_that_cannot_stop_is_abandoned_shortly_after_the_deadline
         entry_grace_s=0.5,
     )
     began = time.monotonic()
-    result = await asyncio.wait_for(engine.run("get stuck", deadline_s=1.0), timeout=10)
+    result = await asyncio.wait_for(engine.run(Submission("get stuck", deadline_s=1.0)), timeout=10)
     assert result.status == RunStatus.LIMIT_EXCEEDED
     assert result.error == "stuck did not return within 0.5s after the deadline"
     # Abandoned 1.5 s in (the deadline, then the grace), its record settled within 5 s more
@@ -350,7 +355,7 @@ async def test_delegations_are_spread_over_an_agents_replicas(team: Engine) -> N
     engine = team
     actors = set()
     for _ in range(4):
-        result = await engine.run("calculate 1 + 1", agent="adder")
+        result = await engine.run(Submission("calculate 1 + 1", agent="adder"))
         assert result.tree is not None and result.status == RunStatus.SUCCEEDED
         actors.add(result.tree.actor)
     assert len(actors) == 2
@@ -363,7 +368,7 @@ async def test_spans_from_every_process_join_one_trace_with_correct_parentage(
     default_engine: Engine,
 ) -> None:
     result = await default_engine.run(
-        "Research the history of Ray, check the facts, and calculate 17 * 23 + 4"
+        Submission("Research the history of Ray, check the facts, and calculate 17 * 23 + 4")
     )
     spans = result.spans
     by_id = {s["span_id"]: s for s in spans}

@@ -17,7 +17,7 @@ import yaml
 from agents.core.messages import RunStatus
 from agents.core.placement import SHARED_HOST, own_actors_reason, plan_hosts
 from agents.ray.pool import PoolOptions
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Execution, Submission
 from orchestrator.engine.results import RunResult
 from orchestrator.system.config import load_config, parse_config
 from tests.snapshots import tree_text
@@ -91,7 +91,7 @@ def apart(ray_address: str) -> Iterator[Engine]:
 async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
     default_engine: Engine, apart: Engine
 ) -> None:
-    shared = await default_engine.run(TASK, run_id="same-run")
+    shared = await default_engine.run(Submission(TASK), Execution("same-run"))
     separate = await apart.run(TASK, run_id="same-run")
     assert shared.status == separate.status == RunStatus.SUCCEEDED
     assert shared.output == separate.output
@@ -198,7 +198,7 @@ async def test_a_busy_caller_s_events_and_its_callees_reach_consumers_in_causal_
     engine = Engine(parse_config(BUSY_BOSS, "busy.yaml"), PoolOptions(namespace="baton-tests"))
     engine.start()
     try:
-        results = await asyncio.gather(*(engine.run("go") for _ in range(4)))
+        results = await asyncio.gather(*(engine.run(Submission("go")) for _ in range(4)))
         for result in results:
             assert result.status == RunStatus.SUCCEEDED, result.error
             found, _ = await engine.ledger.events(result.run_id)
@@ -244,7 +244,7 @@ async def test_a_run_is_closed_only_once_its_last_events_have_come(ray_address: 
     engine = Engine(parse_config(LATE_MAIL, "late.yaml"), PoolOptions(namespace="baton-tests"))
     engine.start()
     try:
-        result = await engine.run("go")
+        result = await engine.run(Submission("go"))
         assert result.status == RunStatus.SUCCEEDED, result.error
         found, state = await engine.ledger.events(result.run_id)
         assert state == "closed"

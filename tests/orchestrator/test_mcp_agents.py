@@ -13,7 +13,7 @@ import pytest
 
 from agents.core.errors import ConfigError
 from agents.core.messages import RunStatus
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Submission
 from tests.testkit import config, start
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
@@ -63,7 +63,7 @@ async def test_an_agent_calls_mcp_tools_and_the_calls_join_the_run_trace(
     placement = {r["agent"]: r for r in await engine.placement()}
     assert placement["clerk"]["tool_problems"] == []
 
-    result = await engine.run("add and tell the time")
+    result = await engine.run(Submission("add and tell the time"))
     assert result.status == RunStatus.SUCCEEDED, result.error
     assert len({s["trace_id"] for s in result.spans}) == 1
     spans = by_id(result.spans)
@@ -103,7 +103,7 @@ async def test_an_unreachable_server_is_reported_and_the_agent_works_without_it(
     )
     placement = await engine.placement()
     assert any("MCP server gone" in p for p in placement[0]["tool_problems"])
-    result = await engine.run("anything")
+    result = await engine.run(Submission("anything"))
     assert result.status == RunStatus.SUCCEEDED and result.output == "fine without it"
 
 
@@ -133,7 +133,7 @@ async def test_file_tools_read_inside_the_base_folder_only(
             files: {{base_dir: {base}}}
         """,
     )
-    result = await engine.run("read the guide")
+    result = await engine.run(Submission("read the guide"))
     assert result.status == RunStatus.SUCCEEDED, result.error
     outcomes = [
         (

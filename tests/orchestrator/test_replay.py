@@ -10,8 +10,8 @@ import pytest
 
 from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
-from orchestrator.engine.submission import Lineage
-from orchestrator.store import RunStore
+from orchestrator.engine import Execution, ForkPoint, Lineage, Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.orchestrator.test_durable import _answer
 from tests.service import submit
 
@@ -96,14 +96,15 @@ async def test_a_fork_with_a_changed_instruction_goes_live_from_the_step_it_chan
     try:
         for engine, run_id in zip(engines, ("parent", "fork"), strict=True):
             engine.start()
-            await store.add(run_id, "calculate 6 * 7", agent=None, system="forked", config={})
-        parent = await engines[0].run("calculate 6 * 7", run_id="parent")
+            await store.add(Submission("calculate 6 * 7"), RunMeta(run_id, "forked", {}))
+        parent = await engines[0].run(Submission("calculate 6 * 7"), Execution("parent"))
         fork = await engines[1].run(
-            "calculate 6 * 7", run_id="fork", lineage=Lineage(replay_of="parent", fork=True)
+            Submission("calculate 6 * 7"),
+            Execution("fork", lineage=Lineage(replay_of="parent", fork=True)),
         )
         # The same with the old config is a plain replay: nothing differs, nothing is called.
         same = await engines[0].run(
-            "calculate 6 * 7", run_id="same", lineage=Lineage(replay_of="parent")
+            Submission("calculate 6 * 7"), Execution("same", lineage=Lineage(replay_of="parent"))
         )
     finally:
         for engine in engines:
@@ -228,16 +229,15 @@ async def test_a_fork_from_a_delegation_keeps_everything_before_it_and_runs_it_l
     try:
         engine.start()
         for run_id in ("parent", "fork"):
-            await store.add(run_id, "both sides", agent=None, system="parallel", config={})
-        parent = await engine.run("both sides", run_id="parent")
+            await store.add(Submission("both sides"), RunMeta(run_id, "parallel", {}))
+        parent = await engine.run(Submission("both sides"), Execution("parent"))
         assert parent.status == RunStatus.SUCCEEDED, parent.error
         before = {agent: calls(agent) for agent in ("lead", "left", "right")}
         [to_right] = [s for s in parent.spans if s["name"] == "execute_tool delegate_to_right"]
-        invocation, _, key = str(to_right["attributes"]["baton.step"]).partition("/")
+        point = ForkPoint(span_id="", step=str(to_right["attributes"]["baton.step"]), label="")
         fork = await engine.run(
-            "both sides",
-            run_id="fork",
-            lineage=Lineage(replay_of="parent", fork=True, fork_from=(invocation, key)),
+            Submission("both sides"),
+            Execution("fork", lineage=Lineage(replay_of="parent", fork=True, fork_from=point)),
         )
     finally:
         engine.stop()

@@ -22,7 +22,7 @@ def _run(n: int, status: RunStatus) -> StoredRun:
         id=f"{n:032x}",
         status=status,
         task=TASK,
-        requested_agent=None,
+        agent=None,
         entry_agent="coordinator",
         system="default",
         config={},

@@ -9,9 +9,9 @@ import pytest
 
 from agents.core.events import RunFinished
 from agents.core.messages import AgentResult, RunStatus, Usage
-from orchestrator.engine.lifecycle import RunResult
+from orchestrator.engine import RunResult, Submission
 from orchestrator.errors import AmbiguousRunId
-from orchestrator.store import DEFAULT_POOL_SIZE, RunStore
+from orchestrator.store import DEFAULT_POOL_SIZE, RunMeta, RunStore
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ def _result(run_id: str, status: RunStatus = RunStatus.SUCCEEDED) -> RunResult:
 async def test_a_run_round_trips_through_the_store(store_url: str) -> None:
     url = store_url
     store = await RunStore.open(url)
-    await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
+    await store.add(Submission("what is 6 * 7"), RunMeta("r1", "default", {"name": "x"}))
     assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
     await store.start("r1")
     await store.finish(_result("r1"), _result("r1").spans)
@@ -94,12 +94,7 @@ async def test_runs_written_at_once_each_keep_their_own_record_and_outcome(
     added = await asyncio.gather(
         *(
             store.add(
-                run_id,
-                f"task {run_id}",
-                agent=None,
-                system="s",
-                config={},
-                idempotency_key=keys[run_id],
+                Submission(f"task {run_id}"), RunMeta(run_id, "s", {}, idempotency_key=keys[run_id])
             )
             for run_id in ids
         ),
@@ -133,7 +128,7 @@ async def test_runs_written_at_once_each_keep_their_own_record_and_outcome(
 async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> None:
     store = await RunStore.open(store_url)
     for i in range(5):
-        await store.add(f"r{i}", "task", agent=None, system="s", config={})
+        await store.add(Submission("task"), RunMeta(f"r{i}", "s", {}))
         result = _result(f"r{i}", RunStatus.SUCCEEDED if i % 2 else RunStatus.FAILED)
         await store.finish(result, result.spans)
     page = await store.list(limit=2)
@@ -152,10 +147,10 @@ async def test_runs_list_newest_first_with_filters_and_pages(store_url: str) -> 
 
 async def test_unfinished_runs_are_marked_interrupted_with_the_reason(store_url: str) -> None:
     store = await RunStore.open(store_url)
-    await store.add("queued", "t", agent=None, system="s", config={})
-    await store.add("running", "t", agent=None, system="s", config={})
+    await store.add(Submission("t"), RunMeta("queued", "s", {}))
+    await store.add(Submission("t"), RunMeta("running", "s", {}))
     await store.start("running")
-    await store.add("done", "t", agent=None, system="s", config={})
+    await store.add(Submission("t"), RunMeta("done", "s", {}))
     await store.finish(_result("done"), [])
     assert await store.leases.interrupt_unfinished("service restarted") == 2
     statuses = {r.id: (r.status, r.error) for r in (await store.list()).runs}
@@ -174,12 +169,12 @@ async def test_a_start_written_late_never_turns_an_ended_run_back_to_running(
     # made after the run's end was recorded by the ledger: the end stands.
     store = await RunStore.open(store_url)
     try:
-        await store.add("ended", "t", agent=None, system="s", config={})
+        await store.add(Submission("t"), RunMeta("ended", "s", {}))
         await store.finish(_result("ended"), [])
         await store.start("ended")
         ended = await store.get("ended")
         assert ended is not None and ended.status == "succeeded"
-        await store.add("queued", "t", agent=None, system="s", config={})
+        await store.add(Submission("t"), RunMeta("queued", "s", {}))
         await store.start("queued")
         started = await store.get("queued")
         assert started is not None and started.status == "running" and started.started_at
@@ -236,7 +231,7 @@ async def test_reads_at_once_reuse_the_stores_connections(store_url: str) -> Non
     # database must not see a new connection (a server process on PostgreSQL) per read of a
     # burst: SQLAlchemy's default pool kept 5 and opened and closed up to 10 more each time.
     store = await RunStore.open(store_url)
-    await store.add("r1", "t", agent=None, system="s", config={})
+    await store.add(Submission("t"), RunMeta("r1", "s", {}))
     probe = await _probe(store_url)
     sessions = "SELECT sessions FROM pg_stat_database WHERE datname = $1"
     database = _database(store_url)
@@ -256,7 +251,7 @@ async def test_reads_at_once_reuse_the_stores_connections(store_url: str) -> Non
 @pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
 async def test_a_store_keeps_as_many_connections_open_as_its_pool_size(store_url: str) -> None:
     store = await RunStore.open(store_url, pool_size=3)
-    await store.add("r1", "t", agent=None, system="s", config={})
+    await store.add(Submission("t"), RunMeta("r1", "s", {}))
     probe = await _probe(store_url)
     try:
         await asyncio.gather(*(store.get("r1") for _ in range(8)))  # 5 beyond the pool
@@ -277,7 +272,7 @@ async def test_a_store_keeps_as_many_connections_open_as_its_pool_size(store_url
 async def test_a_store_in_memory_opens_with_its_one_connection() -> None:
     store = await RunStore.open("sqlite+aiosqlite:///:memory:")
     try:
-        await store.add("r1", "t", agent=None, system="s", config={})
+        await store.add(Submission("t"), RunMeta("r1", "s", {}))
         assert (await store.get("r1")).status == "queued"  # type: ignore[union-attr]
     finally:
         await store.close()
@@ -293,7 +288,7 @@ async def test_a_run_is_found_by_a_prefix_of_its_id_unless_it_is_ambiguous_or_sh
             ("abcdef0199999999", "globex"),
             ("fedcba0000000000", "acme"),
         ):
-            await store.add(run_id, "a task", agent=None, system="s", config={}, tenant=tenant)
+            await store.add(Submission("a task", tenant=tenant), RunMeta(run_id, "s", {}))
         found = await store.find("fedcba00")
         assert found is not None and found.id == "fedcba0000000000"
         found = await store.find("abcdef012")  # one run begins so
@@ -316,7 +311,7 @@ async def test_a_nul_character_is_kept_as_a_replacement_on_every_store(store_url
     # PostgreSQL refuses U+0000 in text and JSON (a dropped connection, a 500); SQLite keeps it.
     # Both keep U+FFFD in its place; the six characters `\u0000` stay as they are.
     store = await RunStore.open(store_url)
-    await store.add("r1", "what is 6 * 7", agent=None, system="default", config={"name": "x"})
+    await store.add(Submission("what is 6 * 7"), RunMeta("r1", "default", {"name": "x"}))
     result = _result("r1")
     result = result.model_copy(update={"output": "4\x002", "error": None})
     spans = result.spans
@@ -334,7 +329,7 @@ async def test_pruning_removes_old_finished_runs_with_every_row_of_theirs(
 ) -> None:
     store = await RunStore.open(store_url)
     for run_id in ("old", "newer", "newest", "running"):
-        await store.add(run_id, "what is 6 * 7", agent=None, system="default", config={})
+        await store.add(Submission("what is 6 * 7"), RunMeta(run_id, "default", {}))
     for run_id in ("old", "newer", "newest"):
         await store.start(run_id)
         await store.finish(_result(run_id), _result(run_id).spans)

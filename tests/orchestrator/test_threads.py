@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from agents.core.events import RunStarted
-from orchestrator.store import RunStore
+from orchestrator.engine import Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.service import KEYS, ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
@@ -236,7 +237,7 @@ async def test_deleting_a_thread_removes_its_rows_on_every_store(store_url: str)
         await store.threads.create("t1", {})
         await store.threads.create("t2", {})
         for run_id, thread in (("r1", "t1"), ("r2", "t1"), ("r3", "t2")):
-            await store.add(run_id, "task", agent=None, system="s", config={}, context_id=thread)
+            await store.add(Submission("task", thread_id=thread), RunMeta(run_id, "s", {}))
             await store.add_events(run_id, [(1, RunStarted(agent="a"))])
         assert [r.id for r in await store.threads.turns("t1")] == ["r1", "r2"]
         assert await store.threads.delete("t1")
@@ -263,7 +264,7 @@ async def test_a_thread_is_held_by_one_submission_at_a_time_on_every_store(
         assert await store.threads.hold("held", 0)  # a hold that ran out (its holder died)...
         assert await store.threads.hold("held", 30)  # ...is taken over
         assert not await store.threads.hold("missing", 30)
-        await store.add("h1", "task", agent=None, system="s", config={}, context_id="held")
+        await store.add(Submission("task", thread_id="held"), RunMeta("h1", "s", {}))
         assert await store.threads.states("held") == [("h1", False)]
         assert await store.threads.states("missing") is None
     finally:

@@ -12,9 +12,8 @@ import pytest
 
 from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
-from orchestrator.engine import Engine
-from orchestrator.engine.results import RunResult
-from orchestrator.store import RunStore
+from orchestrator.engine import Engine, Execution, RunResult, Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.service import rss_mib
 from tests.testkit import config
 
@@ -66,10 +65,10 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
     try:
         ids = [f"wide-{i}-{time.monotonic_ns()}" for i in range(RUNS)]
         for run_id in ids:
-            await store.add(run_id, "fan out", agent=None, system="wide", config={})
+            await store.add(Submission("fan out"), RunMeta(run_id, "wide", {}))
 
         async def run_and_record(run_id: str) -> RunResult:
-            result = await wide_engine.run("fan out", agent="hub", run_id=run_id)
+            result = await wide_engine.run(Submission("fan out", agent="hub"), Execution(run_id))
             await store.finish(result, result.spans)  # the runs are written concurrently
             return result
 
@@ -119,7 +118,7 @@ async def test_a_system_with_tracing_off_records_nothing_and_does_not_wait_for_s
     )
     engine.start()
     try:
-        result = await engine.run("do the chores")
+        result = await engine.run(Submission("do the chores"))
     finally:
         engine.stop()
     assert result.status == RunStatus.SUCCEEDED
@@ -140,9 +139,9 @@ async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
     pids = {r["pid"] for r in await wide_engine.placement()}
     store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path}/runs.db")
     try:
-        await store.add("huge", "fan out", agent=None, system="huge", config={})
+        await store.add(Submission("fan out"), RunMeta("huge", "huge", {}))
         before = sum(rss_mib(pid) for pid in pids)
-        result = await wide_engine.run("fan out", agent="bighub", run_id="huge")
+        result = await wide_engine.run(Submission("fan out", agent="bighub"), Execution("huge"))
         grown = sum(rss_mib(pid) for pid in pids) - before
         await store.finish(result, result.spans)
         kept = await store.spans("huge")

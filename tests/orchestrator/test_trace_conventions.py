@@ -18,7 +18,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from agents.ray.pool import PoolOptions
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, Submission
 from tests.testkit import OtlpReceiver, config
 from tracing import OtlpExport
 
@@ -125,7 +125,7 @@ def received(ray_address: str) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
     engine = Engine(config(TEAM), PoolOptions(namespace="baton-tests"), export=export)
     engine.start()
     try:
-        result = asyncio.run(engine.run(TASK))
+        result = asyncio.run(engine.run(Submission(TASK)))
         assert export.flush()
         yield result, receiver.spans
     finally:

@@ -16,7 +16,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from orchestrator.store import RunStore
+from orchestrator.engine import Submission
+from orchestrator.store import RunMeta, RunStore
 from tests.service import STORY
 
 pytestmark = [pytest.mark.ray, pytest.mark.browser, pytest.mark.heavy]
@@ -241,7 +242,7 @@ def test_a_run_page_takes_a_short_id_and_says_when_one_is_ambiguous(
         store = await RunStore.open(f"sqlite+aiosqlite:///{service_dir / 'api.db'}")
         try:
             for tail in ("0" * 22, "1" * 22):
-                await store.add(f"abcdef0123{tail}", "alike", agent=None, system="svc", config={})
+                await store.add(Submission("alike"), RunMeta(f"abcdef0123{tail}", "svc", {}))
         finally:
             await store.close()
 

@@ -11,8 +11,8 @@ from agents.core.events import AgentStarted
 from agents.core.messages import RunStatus
 from agents.core.steps import Step
 from agents.ray.store_writer import StoreWriter
-from orchestrator.engine import RunResult
-from orchestrator.store import end_values
+from orchestrator.engine import RunResult, Submission
+from orchestrator.store import RunMeta, end_values
 from orchestrator.store.store import RunStore
 from tracing import SpanRecord
 
@@ -24,7 +24,7 @@ async def test_steps_and_events_are_stored_and_read_back_and_a_write_made_twice_
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     store = await RunStore.open(url)  # its migrations make the tables
-    await store.add("r", "a task", agent=None, system="s", config={})
+    await store.add(Submission("a task"), RunMeta("r", "s", {}))
     writer = StoreWriter(url)
     try:
         for i in (1, 2, 3):
@@ -57,7 +57,7 @@ async def test_a_write_that_fails_is_said_so_and_the_writer_goes_on(
         assert "could not be written" in caplog.text
         store = await RunStore.open(url)  # the store is back (migrated)
         try:
-            await store.add("r", "a task", agent=None, system="s", config={})
+            await store.add(Submission("a task"), RunMeta("r", "s", {}))
             writer.event("r", 2, AgentStarted(agent="a"))
             assert await writer.sync()
             assert [seq for seq, _ in await store.events("r")] == [2]
@@ -70,7 +70,7 @@ async def test_a_write_that_fails_is_said_so_and_the_writer_goes_on(
 async def test_a_run_s_end_is_written_whole_with_its_spans(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'runs.db'}"
     store = await RunStore.open(url)
-    await store.add("r", "a task", agent=None, system="s", config={})
+    await store.add(Submission("a task"), RunMeta("r", "s", {}))
     writer = StoreWriter(url)
     try:
         result = RunResult(
@@ -119,8 +119,8 @@ async def test_the_rows_of_a_run_removed_meanwhile_are_dropped_and_the_others_wr
     their way. The store refuses them (no run), and the rest of their batch is stored."""
     store = await RunStore.open(store_url)
     await store.threads.create("t", {})
-    await store.add("gone", "a task", agent=None, system="s", config={}, context_id="t")
-    await store.add("kept", "a task", agent=None, system="s", config={})
+    await store.add(Submission("a task", thread_id="t"), RunMeta("gone", "s", {}))
+    await store.add(Submission("a task"), RunMeta("kept", "s", {}))
     assert await store.threads.delete("t")
     writer = StoreWriter(store_url)
     try:
