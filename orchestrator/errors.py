@@ -5,23 +5,20 @@ These stay in the service process (they never cross Ray), so they need no pickli
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from agents.core.errors import BatonError
+from agents.core.waits import WaitKind
 
 __all__ = [
     "AmbiguousRunId",
-    "ApprovalConflict",
-    "ApprovalNotFound",
     "ExperimentNotFound",
     "IdempotencyConflict",
     "NotReady",
     "NotReplayable",
     "NotResumable",
-    "NotWaitingForInput",
     "NothingToCompare",
     "Overloaded",
-    "QuestionNotFound",
     "RunNotFound",
     "ServiceError",
     "SpendingCapReached",
@@ -31,6 +28,8 @@ __all__ = [
     "UnknownTenant",
     "VersionNotRunning",
     "VersionRefused",
+    "WaitClosed",
+    "WaitNotFound",
 ]
 
 
@@ -180,46 +179,43 @@ class NotReady(ServiceError):
     code = "not_ready"
 
 
-class ApprovalNotFound(ServiceError):
-    """No call with this id waits in the run."""
+class WaitNotFound(ServiceError):
+    """No wait of this kind with this id is in the run (no such call, no such question)."""
 
     status = 404
-    code = "approval_not_found"
+    codes: ClassVar[dict[WaitKind, str]] = {
+        "approval": "approval_not_found",
+        "question": "question_not_found",
+    }
+    code = "wait_not_found"
 
-    def __init__(self, run_id: str, call_id: str) -> None:
+    def __init__(self, kind: WaitKind, run_id: str, wait_id: str) -> None:
+        self.code = self.codes[kind]
+        what = "call waiting for approval" if kind == "approval" else "question"
         super().__init__(
-            f"run {run_id!r} has no call {call_id!r} waiting for approval",
+            f"run {run_id!r} has no {what} {wait_id!r}",
             run_id=run_id,
-            call_id=call_id,
+            **{"call_id" if kind == "approval" else "question_id": wait_id},
         )
 
 
-class ApprovalConflict(ServiceError):
-    """The call was decided already (by someone else, or by expiry), or the run is over."""
+class WaitClosed(ServiceError):
+    """Nothing of this kind waits for the word given.
+
+    Decided or answered already (by someone else, or by expiry), the run is over, or it asks
+    several questions and none was named.
+    """
 
     status = 409
-    code = "approval_conflict"
+    codes: ClassVar[dict[WaitKind, str]] = {
+        "approval": "approval_conflict",
+        "question": "not_waiting_for_input",
+    }
+    code = "wait_closed"
 
-
-class NotWaitingForInput(ServiceError):
-    """An answer to a run that asks nothing now (or to a question answered already)."""
-
-    status = 409
-    code = "not_waiting_for_input"
-
-
-class QuestionNotFound(ServiceError):
-    """The run never asked a question with this id."""
-
-    status = 404
-    code = "question_not_found"
-
-    def __init__(self, run_id: str, question_id: str) -> None:
-        super().__init__(
-            f"run {run_id!r} has asked no question {question_id!r}",
-            run_id=run_id,
-            question_id=question_id,
-        )
+    def __init__(self, kind: WaitKind, message: str, **details: Any) -> None:
+        self.code = self.codes[kind]
+        super().__init__(message, **details)
 
 
 class NotResumable(ServiceError):

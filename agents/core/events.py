@@ -11,6 +11,7 @@ of one invocation are in causal order whatever order batches arrive in.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from typing_extensions import override
 
 from agents.core.messages import RunStatus, Usage
+from agents.core.waits import Resolution, WaitKind
 from tracing import SpanRecord
 from tracing import attributes as attr
 
@@ -42,6 +44,8 @@ __all__ = [
     "SpendWarning",
     "ToolFinished",
     "ToolStarted",
+    "WaitOpened",
+    "WaitResolved",
     "model_attributes",
 ]
 
@@ -356,7 +360,32 @@ class HostRestarted(EventBase):
         )
 
 
-class ApprovalRequested(EventBase):
+class WaitOpened(EventBase):
+    """A run waits for a person (the common part of every kind of wait: `agents.core.waits`)."""
+
+    call_id: str
+    expires_at: float = Field(description="When the wait ends without a person's word.")
+    record_key: str | None = Field(
+        default=None, description="Where the person's word is kept in the run's step log."
+    )
+    kind: ClassVar[WaitKind]
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    def resolved(self, wait_id: str, resolution: Resolution) -> WaitResolved:
+        """The event that says how this wait ended."""
+        raise NotImplementedError
+
+
+class WaitResolved(EventBase):
+    """A wait ended: a person's word came, or the wait expired."""
+
+    call_id: str
+    by: Literal["person", "expiry"]
+    who: str = Field(default="", description="Who ended it (an API key's name, a door).")
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+
+class ApprovalRequested(WaitOpened):
     """A call waits for a person's decision."""
 
     type: Literal["approval_requested"] = "approval_requested"
@@ -368,27 +397,40 @@ class ApprovalRequested(EventBase):
     record_key: str | None = Field(
         default=None, description="Where the decision is kept in the run's step log."
     )
-    level: ClassVar[Literal["progress", "detail"]] = "progress"
+    kind: ClassVar[WaitKind] = "approval"
 
     @override
     def describe(self) -> str:
         return f"[yellow]?[/] {self.agent} waits for approval of {self.tool}"
 
+    @override
+    def resolved(self, wait_id: str, resolution: Resolution) -> ApprovalDecided:
+        edited = resolution.arguments if resolution.approved else None
+        return ApprovalDecided(
+            agent=self.agent,
+            chain=self.chain,
+            invocation=self.invocation,
+            call_id=wait_id,
+            tool=self.tool,
+            approved=bool(resolution.approved),
+            message=resolution.message,
+            by=resolution.by,
+            who=resolution.who,
+            arguments=json.dumps(edited) if edited is not None else None,
+        )
 
-class ApprovalDecided(EventBase):
+
+class ApprovalDecided(WaitResolved):
     """A pending call was approved or denied (by a person, or by expiry)."""
 
     type: Literal["approval_decided"] = "approval_decided"
-    call_id: str
     tool: str | None = None
     approved: bool
     message: str = ""
-    by: Literal["person", "expiry"]
     who: str = Field(default="", description="Who decided (an API key's name, a door).")
     arguments: str | None = Field(
         default=None, description="The arguments the person approved instead (JSON), if edited."
     )
-    level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override
     def describe(self) -> str:
@@ -397,7 +439,7 @@ class ApprovalDecided(EventBase):
         return f"[yellow]![/] {self.tool} {verdict}{edited} ({self.who or self.by})"
 
 
-class InputRequested(EventBase):
+class InputRequested(WaitOpened):
     """An agent asks the person a question (its `ask_user` tool); the run waits for the answer."""
 
     type: Literal["input_requested"] = "input_requested"
@@ -408,22 +450,31 @@ class InputRequested(EventBase):
     record_key: str | None = Field(
         default=None, description="Where the answer is kept in the run's step log."
     )
-    level: ClassVar[Literal["progress", "detail"]] = "progress"
+    kind: ClassVar[WaitKind] = "question"
 
     @override
     def describe(self) -> str:
         return f"[yellow]?[/] {self.agent} asks: {self.question}"
 
+    @override
+    def resolved(self, wait_id: str, resolution: Resolution) -> InputProvided:
+        return InputProvided(
+            agent=self.agent,
+            chain=self.chain,
+            invocation=self.invocation,
+            call_id=wait_id,
+            answer=resolution.answer or "",
+            by=resolution.by,
+            who=resolution.who,
+        )
 
-class InputProvided(EventBase):
+
+class InputProvided(WaitResolved):
     """The person answered a question (or the run stopped waiting: `by` expiry)."""
 
     type: Literal["input_provided"] = "input_provided"
-    call_id: str
     answer: str = ""
-    by: Literal["person", "expiry"]
     who: str = Field(default="", description="Who answered (an API key's name, a door).")
-    level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override
     def describe(self) -> str:

@@ -1,25 +1,26 @@
 """What the agent runtime needs from the run-wide record, as typed seams.
 
-`agents.runtime.ledger.RunLedger` (in-process) and `agents.ray.ledger_client.LedgerClient` (a
-Ray actor's client) provide them; the runtime sees only these protocols.
+`agents.ray.ledger_client.LedgerClient` (the ledger actor's client) provides them all as one
+`RunRecord`; the runtime sees only these protocols.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.events import Event, WaitOpened
+from agents.core.steps import StepLog
+from agents.core.waits import Outcome, Resolution
 from tracing import SpanRecord
 
 __all__ = [
-    "Approvals",
-    "Decision",
     "EventSink",
     "Gates",
     "Ledger",
+    "RunRecord",
     "RunState",
     "SpanSource",
-    "Waiting",
+    "Waits",
 ]
 
 # Whether the ledger is counting a run, has finished it (events still readable), or has never
@@ -68,49 +69,27 @@ class Gates(Protocol):
         """Let no call through `gate` for `seconds` (a provider's `Retry-After`)."""
 
 
-class Approvals(Protocol):
-    """Where a run waits for a person: a call for a decision, a question for an answer."""
+class Waits(Protocol):
+    """Where a run waits for a person (see `agents.core.waits`)."""
 
-    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        """Register the pending call and announce it (`event` is its `approval_requested` event).
+    async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
+        """Register a wait and announce it (`event`), unless `again` (announced before).
 
-        Returns the id under which it is approved (the call id, made unique).
+        Returns the wait's id in the run (its `call_id`, made unique if another wait has it).
         """
 
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
+    async def await_resolution(
+        self, run_id: str, wait_id: str, wait_s: float
     ) -> dict[str, Any] | None:
-        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
+        """How a wait was resolved (`Resolution.record`), waiting up to `wait_s` (None: not yet)."""
 
-    async def decide(
-        self,
-        run_id: str,
-        call_id: str,
-        approved: bool,
-        message: str,
-        by: str,
-        who: str = "",
-        arguments: dict[str, Any] | None = None,
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve (with `arguments` instead of the call's, if edited) or deny a pending call.
+    async def resolve(
+        self, run_id: str, wait_id: str, resolution: Resolution
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        """Resolve a wait of the kind `resolution` is for; the first word counts.
 
-        The first decision counts; `who` made it.
+        Returns what happened and the resolution in force (the earlier one, if too late).
         """
-
-    async def ask(self, run_id: str, event: InputRequested, again: bool) -> None:
-        """Register a question (`event.call_id` is its id) and announce it, unless `again`."""
-
-    async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Answer a question; the first answer counts (`who` gave it)."""
-
-
-# What a run waits for from a person: an answer to a question, a decision on a call, or nothing.
-Waiting = Literal["input", "approval"] | None
-
-# What a decision on a pending call did: taken, too late (already decided), or no such call.
-Decision = Literal["decided", "already_decided", "unknown"]
 
 
 class SpanSource(Protocol):
@@ -134,3 +113,15 @@ class EventSink(Protocol):
 
     def flush(self) -> None:
         """Send what is queued now (called when an invocation ends)."""
+
+
+class RunRecord(Ledger, Waits, StepLog, Protocol):
+    """The run-wide record as one agent sees it.
+
+    Its budget and caps, its waits for a person, its step log, and the sink its events and
+    spans go to.
+    """
+
+    @property
+    def sink(self) -> EventSink:
+        """Where progress events and finished spans go (batched to the record)."""

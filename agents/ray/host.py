@@ -25,13 +25,12 @@ from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
 from agents.models import safety
 from agents.models.base import tool_schema
-from agents.models.gated import ModelMaker
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.gate_actor import RayGates
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import HostCall, HostReply, seal, unseal
 from agents.runtime.agent import AgentRuntime
-from agents.tools.delegate import build_tools
+from agents.runtime.assembly import Assembly
 from tracing import attributes as attr
 from tracing import (
     configure_tracing,
@@ -170,29 +169,21 @@ class AgentHost:
         # Delegations between the agents hosted here are awaited in this process (`_run`).
         here = {spec.name: functools.partial(self._run, spec.name) for spec in specs}
         self._dispatcher = dispatcher = RayDispatcher(system, ledger, local=here, hand_back=True)
-        self._agents: dict[str, _Hosted] = {}
-        for spec in specs:
-            tools, hidden = build_tools(spec, roster, delegates[spec.name], dispatcher, ledger)
-            # (A remote agent, `a2a:`, is one whose work is a message to another system.)
-            models = ModelMaker(
-                LiteLLMClient, gates, gates.specs if gates else (), spec.timeouts.model
-            )
-            runtime = AgentRuntime(
-                spec=spec,
-                model=models(spec.model),
-                models=models,
-                tools=tools,
-                hidden_tools=hidden,
-                ledger=ledger,
-                events=ledger.outbox,
-                span_source=collector,
-                actor_id=self._name,
-                trace_options=trace,
-                redactor=collector.redactor,
-                approvals=ledger,
-                step_log=ledger,
-            )
-            self._agents[spec.name] = _Hosted(spec, runtime)
+        assembly = Assembly(
+            roster,
+            delegates,
+            dispatcher,
+            LiteLLMClient,
+            record=ledger,
+            gates=gates,
+            gate_specs=gates.specs if gates else (),
+            span_source=collector,
+            actor_id=self._name,
+            trace=trace,
+            redactor=collector.redactor,
+        )
+        # (A remote agent, `a2a:`, is one whose work is a message to another system.)
+        self._agents = {spec.name: _Hosted(spec, assembly.agent(spec)) for spec in specs}
 
     async def ready(self) -> dict[str, Any]:
         """Connect the agents' MCP servers and warm litellm up, once for all of them.

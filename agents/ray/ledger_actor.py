@@ -9,17 +9,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Literal
+from typing import Any
 
 import ray
 
-from agents.core.events import ApprovalRequested, Event, InputRequested, RunStarted
+from agents.core.events import Event, RunStarted, WaitOpened
 from agents.core.gc_policy import settle_after_start
 from agents.core.limits import SpendCap
-from agents.core.ports import Decision, RunState, Waiting
+from agents.core.ports import RunState
 from agents.core.steps import Step, kept_by_fork
+from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ray.handover import open_batch
-from agents.ray.wire import ApprovalCall, Batch, Closed, Commit, RunEnd, RunSettle, seal, unseal
+from agents.ray.wire import Batch, Closed, Commit, RunEnd, RunSettle, WaitCall, seal, unseal
 from agents.runtime.ledger import RunLedger
 from agents.runtime.spend import Spent, utc_day
 from tracing import SpanRecord
@@ -279,108 +280,64 @@ class LedgerActor:
         """The at-most-once tools started under a delegation attempt."""
         return self._ledger.effects(run_id, attempt)
 
-    async def request_approval(self, sealed: bytes) -> str:
-        """Register a call waiting for approval, after its process's earlier events.
+    async def open_wait(self, sealed: bytes) -> str:
+        """Register a wait for a person, after its process's earlier events (a sealed `WaitCall`).
 
-        A sealed `ApprovalCall`. Returns the approval's unique id.
+        Returns the wait's id in the run.
         """
-        call = unseal(sealed, ApprovalCall)
+        call = unseal(sealed, WaitCall)
         await self._apply(call.earlier)
-        assert isinstance(call.event, ApprovalRequested)
-        unique = self._ledger.request_approval(call.run_id, call.call_id, call.event)
+        wait_id = self._ledger.open_wait(call.run_id, call.event, call.again)
         self._changed(call.run_id)
-        return unique
+        return wait_id
 
-    async def ask(self, sealed: bytes) -> None:
-        """Register a question to the person, after its process's earlier events.
+    async def resolve(
+        self, run_id: str, wait_id: str, resolution: Resolution
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        """Resolve a wait; the first word counts.
 
-        A sealed `ApprovalCall` whose event is the question (`InputRequested`).
+        With a step log, the resolution is stored before this returns: a run resumed after a
+        crash does not ask again, and a call it approved runs at most once.
         """
-        call = unseal(sealed, ApprovalCall)
-        await self._apply(call.earlier)
-        assert isinstance(call.event, InputRequested)
-        self._ledger.ask(call.run_id, call.event, call.again)
-        self._changed(call.run_id)
-
-    async def decide(
-        self,
-        run_id: str,
-        call_id: str,
-        approved: bool,
-        message: str,
-        by: str,
-        who: str = "",
-        arguments: dict[str, Any] | None = None,
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call; the first decision counts.
-
-        With a step log, the decision is stored before this returns: a run resumed after a
-        crash does not ask again, and the call it approved runs at most once.
-        """
-        outcome = self._ledger.decide(run_id, call_id, approved, message, by, who, arguments)
-        await self._record_decision(run_id, call_id, outcome, "approval")
-        return outcome
-
-    async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Answer a question of a run; the first answer counts.
-
-        With a step log, the answer is stored before this returns: a run resumed after a crash
-        takes it from there and does not ask again.
-        """
-        outcome = self._ledger.answer(run_id, call_id, answer, by, who)
-        await self._record_decision(run_id, call_id, outcome, "answer")
-        return outcome
-
-    async def _record_decision(
-        self,
-        run_id: str,
-        call_id: str,
-        outcome: tuple[Decision, dict[str, Any] | None],
-        kind: Literal["approval", "answer"],
-    ) -> None:
+        outcome = self._ledger.resolve(run_id, wait_id, resolution)
         self._changed(run_id)
-        request = self._ledger.request(run_id, call_id)
-        if outcome[0] == "decided" and request is not None and request.record_key:
+        opened = self._ledger.wait(run_id, wait_id)
+        if outcome[0] == "decided" and opened is not None and opened.record_key:
             step = Step(
-                invocation=request.invocation or "",
-                key=request.record_key,
-                kind=kind,
+                invocation=opened.invocation or "",
+                key=opened.record_key,
+                kind="answer" if opened.kind == "question" else "approval",
                 data={**(outcome[1] or {}), "at": time.time()},
                 epoch=self._ledger.epoch(run_id),
             )
             if self._keep(run_id, step) and self._writer is not None:
                 await self._writer.sync()
+        return outcome
 
-    def pending(self, run_id: str) -> list[ApprovalRequested]:
-        """The run's calls waiting for a decision, oldest first."""
-        return self._ledger.pending(run_id)
+    def waiting(self, run_id: str) -> list[WaitOpened]:
+        """The run's open waits, oldest first."""
+        return self._ledger.waiting(run_id)
 
-    def questions(self, run_id: str) -> list[InputRequested]:
-        """The run's questions waiting for an answer, oldest first."""
-        return self._ledger.questions(run_id)
-
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
+    async def await_resolution(
+        self, run_id: str, wait_id: str, wait_s: float
     ) -> dict[str, Any] | None:
-        """The decision on a pending call (or a question's answer), waiting up to `wait_s`."""
+        """How a wait was resolved, waiting up to `wait_s` (None: it still waits)."""
         until = time.monotonic() + wait_s
         while True:
-            decision = self._ledger.decision(run_id, call_id)
-            if decision is not None or not await self._wait_for_change(run_id, until):
-                return decision
+            resolution = self._ledger.resolution(run_id, wait_id)
+            if resolution is not None or not await self._wait_for_change(run_id, until):
+                return resolution
 
-    async def watch_pending(
+    async def watch_waits(
         self, run_id: str, seen: int, wait_s: float
     ) -> tuple[int, Waiting, RunState]:
-        """Wait up to `wait_s` for the run's approvals or questions to change from version `seen`.
+        """Wait up to `wait_s` for the run's waits to change from version `seen`.
 
         Returns the version, what the run waits for from a person, and the run's state.
         """
         until = time.monotonic() + wait_s
         while True:
-            version = self._ledger.approvals_version(run_id)
+            version = self._ledger.waits_version(run_id)
             state = self._ledger.state(run_id)
             if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
                 return version, self._ledger.waits_for(run_id), state

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.events import Event, WaitOpened
 from agents.core.limits import SpendCap
-from agents.core.ports import Decision, RunState, Waiting
+from agents.core.ports import EventSink, RunState
 from agents.core.steps import Step
+from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
-from agents.ray.wire import ApprovalCall, Closed, Commit, RunEnd, RunSettle, seal, unseal
+from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, WaitCall, seal, unseal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
@@ -19,14 +20,20 @@ __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
 class LedgerClient:
     """A `LedgerActor` as typed calls, for agents and the orchestrator.
 
-    The `Ledger`, `Approvals` and `StepLog` protocols the agents use, and the run-level calls
-    the orchestrator makes. Events, spans and steps go out in batches through `outbox` (the
-    agents' `EventSink`); a call that must come after them takes the queued batch along.
+    The `RunRecord` the agents use (budget and caps, waits for a person, the step log, the
+    event sink), and the run-level calls the orchestrator makes. Events, spans and steps go
+    out in batches through `outbox` (the agents' `EventSink`); a call that must come after
+    them takes the queued batch along.
     """
 
     def __init__(self, handle: Any) -> None:
         self._handle = handle
         self.outbox = Outbox(handle)
+
+    @property
+    def sink(self) -> EventSink:
+        """Where agents' events and spans go: the outbox, batched to the ledger."""
+        return self.outbox
 
     @property
     def handle(self) -> Any:
@@ -67,52 +74,44 @@ class LedgerClient:
         # Awaited: the record must exist before the call is made.
         await self._handle.record_effect.remote(run_id, attempts, tool)
 
-    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        """Register a call waiting for approval; return its unique approval id."""
+    async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
+        """Register a wait for a person (announced unless `again`); its id in the run."""
         # The buffered events go in the same call, so that they come before this one.
-        call = ApprovalCall(run_id, call_id, event, self.outbox.take_batch())
-        unique: str = await self._handle.request_approval.remote(seal(call))
-        return unique
+        call = WaitCall(run_id, event, self.outbox.take_batch(), again)
+        wait_id: str = await self._handle.open_wait.remote(seal(call))
+        return wait_id
 
-    async def ask(self, run_id: str, event: InputRequested, again: bool) -> None:
-        """Register a question to the person (announced unless `again`)."""
-        # The buffered events go in the same call, so that they come before this one.
-        call = ApprovalCall(run_id, event.call_id, event, self.outbox.take_batch(), again)
-        await self._handle.ask.remote(seal(call))
-
-    async def answer(
-        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Answer a question of a run; the first answer counts."""
-        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.answer.remote(
-            run_id, call_id, answer, by, who
-        )
-        return outcome
-
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
+    async def await_resolution(
+        self, run_id: str, wait_id: str, wait_s: float
     ) -> dict[str, Any] | None:
-        """The decision on a pending call, waiting up to `wait_s` for one (None: none yet)."""
-        decision: dict[str, Any] | None = await self._handle.await_decision.remote(
-            run_id, call_id, wait_s
+        """How a wait was resolved, waiting up to `wait_s` for it (None: it still waits)."""
+        resolution: dict[str, Any] | None = await self._handle.await_resolution.remote(
+            run_id, wait_id, wait_s
         )
-        return decision
+        return resolution
 
-    async def decide(
-        self,
-        run_id: str,
-        call_id: str,
-        approved: bool,
-        message: str,
-        by: str,
-        who: str = "",
-        arguments: dict[str, Any] | None = None,
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve (as edited) or deny a pending call; the first decision counts."""
-        outcome: tuple[Decision, dict[str, Any] | None] = await self._handle.decide.remote(
-            run_id, call_id, approved, message, by, who, arguments
+    async def resolve(
+        self, run_id: str, wait_id: str, resolution: Resolution
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        """Resolve a wait; the first word counts."""
+        outcome: tuple[Outcome, dict[str, Any] | None] = await self._handle.resolve.remote(
+            run_id, wait_id, resolution
         )
         return outcome
+
+    async def waiting(self, run_id: str) -> list[WaitOpened]:
+        """The run's open waits for a person, oldest first."""
+        found: list[WaitOpened] = await self._handle.waiting.remote(run_id)
+        return found
+
+    async def watch_waits(
+        self, run_id: str, seen: int, wait_s: float
+    ) -> tuple[int, Waiting, RunState]:
+        """Wait for the run's waits to change from version `seen` (see the actor)."""
+        found: tuple[int, Waiting, RunState] = await self._handle.watch_waits.remote(
+            run_id, seen, wait_s
+        )
+        return found
 
     async def effects(self, run_id: str, attempt: str) -> list[str]:
         """The at-most-once tools started under a delegation attempt."""
@@ -198,25 +197,6 @@ class LedgerClient:
     async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """The spans sent so far for a run in flight, and its events (a live view's)."""
         found: tuple[list[SpanRecord], list[Event]] = await self._handle.snapshot.remote(run_id)
-        return found
-
-    async def pending(self, run_id: str) -> list[ApprovalRequested]:
-        """The run's calls waiting for a person, oldest first."""
-        found: list[ApprovalRequested] = await self._handle.pending.remote(run_id)
-        return found
-
-    async def questions(self, run_id: str) -> list[InputRequested]:
-        """The run's questions waiting for an answer, oldest first."""
-        found: list[InputRequested] = await self._handle.questions.remote(run_id)
-        return found
-
-    async def watch_pending(
-        self, run_id: str, seen: int, wait_s: float
-    ) -> tuple[int, Waiting, RunState]:
-        """Wait for the run's approvals or questions to change from `seen` (see the actor)."""
-        found: tuple[int, Waiting, RunState] = await self._handle.watch_pending.remote(
-            run_id, seen, wait_s
-        )
         return found
 
     async def ping(self, timeout_s: float) -> None:

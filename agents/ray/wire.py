@@ -9,7 +9,7 @@ bytes, 1.04x). A batch of 9 events and 4 spans for the ledger: 365 -> 230 us of 
 CPU and 1.31 -> 1.15 ms of the ledger's; a run's close, 312 -> 138 us of the orchestrator's.
 
 So: a delegation to a host and its reply (`HostCall`, `HostReply`), and the ledger calls made
-per run or per batch (`Batch`, `Commit`, `ApprovalCall`, `RunSettle`, `RunEnd`). Rarer calls
+per run or per batch (`Batch`, `Commit`, `WaitCall`, `RunSettle`, `RunEnd`). Rarer calls
 with plain arguments (a run id, a number) go as they are.
 
 A result goes up a chain of processes one level at a time. Its subtree is pickled once, where
@@ -27,14 +27,13 @@ from typing import Any, TypeVar
 
 from pydantic import PrivateAttr
 
-from agents.core.events import ApprovalRequested, Event, InputRequested
+from agents.core.events import Event, WaitOpened
 from agents.core.messages import AgentResult, Delegation
 from agents.core.steps import Step
 from agents.ray.handover import Handover
 from tracing import SpanRecord
 
 __all__ = [
-    "ApprovalCall",
     "Arrived",
     "Batch",
     "Closed",
@@ -44,6 +43,7 @@ __all__ = [
     "RunEnd",
     "RunSettle",
     "Sealable",
+    "WaitCall",
     "open_tree",
     "seal",
     "unseal",
@@ -165,19 +165,16 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class ApprovalCall:
-    """`LedgerActor.request_approval`'s (and `ask`'s) call: a tool call waits for a person.
+class WaitCall:
+    """`LedgerActor.open_wait`'s call: a run waits for a person (`event` says what for).
 
-    `event` says what for: a decision on the call, or an answer to its question (`again`: asked
-    before the run was resumed, not announced twice).
-
-    The process's `earlier` batch goes with it: an async actor does not keep one caller's calls
-    in order, and the request must not overtake the events before it.
+    `again`: announced before the run was resumed, not announced twice. The process's `earlier`
+    batch goes with it: an async actor does not keep one caller's calls in order, and the wait
+    must not overtake the events before it.
     """
 
     run_id: str
-    call_id: str
-    event: ApprovalRequested | InputRequested
+    event: WaitOpened
     earlier: Batch
     again: bool = False
 
@@ -236,7 +233,7 @@ class Closed:
     recorded: bool
 
 
-Sealable = HostCall | HostReply | Batch | Commit | ApprovalCall | RunSettle | RunEnd | Closed
+Sealable = HostCall | HostReply | Batch | Commit | WaitCall | RunSettle | RunEnd | Closed
 
 
 def seal(value: Sealable) -> bytes:

@@ -17,14 +17,15 @@ from agents.core.errors import describe_error
 from agents.core.events import AgentFinished, AgentStarted
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus
-from agents.core.ports import Approvals, EventSink, Ledger, SpanSource
+from agents.core.ports import EventSink, RunRecord, SpanSource
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.core.steps import StepLog, model_key
+from agents.core.steps import model_key
 from agents.models.base import BUILTIN_PREFIX, CHANGES_STATE, ModelClient, tool_schema
 from agents.runtime.calls import ToolRunner
 from agents.runtime.invocation import Invocation
 from agents.runtime.loop import ToolLoop
 from agents.runtime.model_calls import ModelCaller
+from agents.runtime.people import People
 from agents.runtime.remote import RemoteExchange
 from agents.runtime.reporting import Reporter
 from agents.runtime.steering import Steering
@@ -50,15 +51,15 @@ class AgentRuntime:
         tools: the tools offered to the model.
         hidden_tools: tools callable by name but not offered (delegations the topology forbids,
             kept so that a model naming one gets a clear refusal instead of "unknown tool").
-        ledger: the run-wide token budget; None when no run has a budget.
-        events: where progress events go.
+        record: the run-wide record: budget and caps, waits for a person, the step log (used
+            when the run asks for it: `RunContext.step_log`), and where events go. None: a
+            bare runtime (no budget, no one to ask, no step log).
+        events: where progress events go when there is no record (default: the record's).
         span_source: this process's span collector; an invocation's finished spans go to the
             event sink with its last events.
         actor_id: which worker this is, for results and spans.
         trace_options: what spans record (message contents are opt-in).
         redactor: scrubs secrets from results and events (spans are scrubbed by the collector).
-        approvals: where calls marked `confirm` wait for a person (None: they are not run).
-        step_log: the run's step log (used when the run asks for it: `RunContext.step_log`).
         models: makes a client for another model (a guardrail's judge).
     """
 
@@ -66,14 +67,12 @@ class AgentRuntime:
     model: ModelClient
     tools: Sequence[Tool] = ()
     hidden_tools: Mapping[str, Tool] = field(default_factory=dict)
-    ledger: Ledger | None = None
+    record: RunRecord | None = None
     events: EventSink | None = None
     span_source: SpanSource | None = None
     actor_id: str = "local"
     trace_options: TraceOptions = field(default_factory=TraceOptions)
     redactor: Redactor = field(default_factory=Redactor)
-    approvals: Approvals | None = None
-    step_log: StepLog | None = None
     models: Callable[[ModelSpec], ModelClient] | None = None
 
     def __post_init__(self) -> None:
@@ -86,12 +85,15 @@ class AgentRuntime:
             if spec.output_schema is not None
             else None
         )
+        record = self.record
+        if record is not None and self.events is None:
+            self.events = record.sink
         self.reporter = Reporter(
             spec.name,
             self.actor_id,
             self.events,
             self.span_source,
-            self.step_log,
+            record,
             self.trace_options,
             self.redactor,
         )
@@ -99,20 +101,23 @@ class AgentRuntime:
             spec,
             self.model,
             self.reporter,
-            self.ledger,
+            record,
             self.models,
             contract.response_format() if contract else None,
         )
-        self.steering = Steering(spec, self.caller, self.reporter, self.schemas, self.ledger)
+        self.steering = Steering(spec, self.caller, self.reporter, self.schemas, record)
         runner = ToolRunner(
-            spec, self._by_name, self.reporter, self.ledger, self.approvals, self.steering.tool_call
+            spec,
+            self._by_name,
+            self.reporter,
+            People(self.reporter, record),
+            ledger=record,
+            guard=self.steering.tool_call,
         )
         self._work: _Work = (
-            RemoteExchange(spec.a2a, self.reporter, self.ledger)
+            RemoteExchange(spec.a2a, self.reporter, record)
             if spec.a2a is not None
-            else ToolLoop(
-                spec, self.caller, runner, self.steering, self.reporter, self.ledger, contract
-            )
+            else ToolLoop(spec, self.caller, runner, self.steering, self.reporter, record, contract)
         )
 
     def tool_names(self) -> set[str]:
@@ -179,8 +184,8 @@ class AgentRuntime:
                     span.set_attribute(attr.BATON_STEP, f"{inv.id}/{model_key(1)}")
                 try:
                     if reporter.logs_steps(inv) and (delegation.replay or ctx.epoch):
-                        assert self.step_log is not None
-                        inv.recorded.steps = await self.step_log.recorded(ctx.run_id, inv.id)
+                        assert self.record is not None
+                        inv.recorded.steps = await self.record.recorded(ctx.run_id, inv.id)
                         inv.recorded.loaded = True
                     result = await self._work.run(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report

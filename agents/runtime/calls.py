@@ -8,23 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry import trace
 
 from agents.core.errors import DelegationRefused, describe_error
-from agents.core.events import ApprovalRequested, ToolFinished, ToolStarted
 from agents.core.events import DelegationRefused as DelegationRefusedEvent
+from agents.core.events import ToolFinished, ToolStarted
 from agents.core.messages import Refusal
-from agents.core.ports import Approvals, Ledger
+from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
-from agents.core.steps import approval_key, child_invocation, started_key, tool_key
+from agents.core.steps import child_invocation, started_key, tool_key
 from agents.models.base import ToolCall
 from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
-from agents.runtime.questions import Questions
+from agents.runtime.people import People
 from agents.runtime.replay import output_data, output_of
 from agents.runtime.reporting import Reporter
 from agents.tools.ask import AskUserTool
@@ -34,9 +32,6 @@ from tracing import attributes as attr
 from tracing import set_outcome, span_ids, tool_span
 
 __all__ = ["GuardTool", "ToolRunner"]
-
-# How much of a call's arguments a person sees when asked to approve it.
-_APPROVAL_ARGUMENTS_CHARS = 4000
 
 # What wraps each tool call (`agents.runtime.steering.Steering.tool_call`): it gets the
 # invocation, the call and the call itself, to make or not.
@@ -53,21 +48,18 @@ class ToolRunner:
         spec: the agent.
         tools: every tool a model may call, by name (shared with the runtime, which adds to it).
         reporter: where events, steps and span contents go.
+        people: where calls marked `confirm` wait for a person's approval, and questions
+            (`ask_user`) for an answer.
         ledger: the run-wide record (at-most-once calls without a step log).
-        approvals: where calls marked `confirm` wait for a person, and questions (`ask_user`)
-            for an answer (None: there is no one to ask).
         guard: what wraps each call (guardrails and hooks); None: nothing.
     """
 
     spec: AgentSpec
     tools: Mapping[str, Tool]
     reporter: Reporter
+    people: People
     ledger: Ledger | None = None
-    approvals: Approvals | None = None
     guard: GuardTool | None = None
-
-    def __post_init__(self) -> None:
-        self._questions = Questions(self.reporter, self.approvals)
 
     async def run(self, inv: Invocation, calls: list[ToolCall]) -> list[ToolOutput]:
         """Run the calls (concurrently up to the run's `max_parallel_tools`), in their order."""
@@ -137,9 +129,9 @@ class ToolRunner:
         if not isinstance(arguments, dict):
             return ToolOutput("error: arguments must be a JSON object", is_error=True)
         if isinstance(tool, AskUserTool):
-            return await self._questions.ask(inv, call, arguments)
+            return await self.people.ask(inv, call, arguments)
         if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
-            not_approved, approved = await self._approval(inv, call, arguments)
+            not_approved, approved = await self.people.approve(inv, call, arguments)
             if not_approved is not None:
                 return not_approved
             if approved is not arguments:  # the person edited them: what the span says too
@@ -237,95 +229,6 @@ class ToolRunner:
                 is_error=True,
             )
         return None
-
-    async def _approval(
-        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
-    ) -> tuple[ToolOutput | None, dict[str, Any]]:
-        """Wait for a person to approve the call (or take the decision recorded before).
-
-        Returns what the model is told of a denial (a tool result, so the model can change
-        course; None if approved), and the arguments to call with: the person's, if they
-        edited them, else the model's.
-        """
-        key = approval_key(inv.steps, call.id)
-        recorded = inv.recorded.get(key)
-        if recorded is not None:
-            decision: dict[str, Any] = recorded.data
-            trace.get_current_span().set_attribute(attr.BATON_REPLAYED, True)
-        elif inv.ctx.replay_only:
-            return ToolOutput(
-                f"error: replay: no decision on {call.name} recorded", True
-            ), arguments
-        else:
-            asked = await self._ask_person(inv, call, arguments, key)
-            if isinstance(asked, ToolOutput):
-                return asked, arguments
-            decision = asked
-            if self.reporter.logs_steps(inv):
-                # Stored (by the ledger as it was decided; here again in case that write was
-                # lost) before the call goes ahead: a run resumed later does not ask again.
-                step = {**decision, "at": time.time()}
-                if not await self.reporter.commit(inv, key, "approval", step):
-                    decision = {**decision, "approved": False, "by": "expiry"}
-        if decision["approved"]:
-            edited = decision.get("arguments")
-            return None, edited if isinstance(edited, dict) else arguments
-        reason = "denied by a person" if decision["by"] == "person" else "approval expired"
-        return ToolOutput(
-            json.dumps(
-                {
-                    "error": "not_approved",
-                    "tool": call.name,
-                    "reason": reason,
-                    "message": decision.get("message") or "",
-                }
-            ),
-            is_error=True,
-        ), arguments
-
-    async def _ask_person(
-        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any], key: str
-    ) -> dict[str, Any] | ToolOutput:
-        """Ask for a decision on the call and wait for it (expiry denies)."""
-        ctx = inv.ctx
-        span = trace.get_current_span()
-        if self.approvals is None:
-            return ToolOutput(
-                f"error: {call.name} needs a person's approval, and this run has no one to ask "
-                "(submit it to the Baton service)",
-                is_error=True,
-            )
-        wait = max(0.0, min(ctx.limits.approval_timeout_s, ctx.time_left()))
-        shown = json.dumps(arguments, default=str)
-        event = self.reporter.event(
-            inv,
-            ApprovalRequested,
-            call_id=call.id,  # made unique by the ledger
-            tool=call.name,
-            tool_call_id=call.id,
-            arguments=shown[:_APPROVAL_ARGUMENTS_CHARS],
-            expires_at=time.time() + wait,
-            record_key=key if self.reporter.logs_steps(inv) else None,
-            **span_ids(span),
-        )
-        approval_id = await self.approvals.request_approval(ctx.run_id, call.id, event)
-        span.add_event(attr.EVENT_APPROVAL_REQUESTED, {attr.BATON_APPROVAL_ID: approval_id})
-        decision = await self.approvals.await_decision(ctx.run_id, approval_id, wait)
-        if decision is None:  # expired: deny, unless a person got there first
-            _, decision = await self.approvals.decide(
-                ctx.run_id, approval_id, False, f"no decision within {wait:.0f}s", "expiry"
-            )
-        assert decision is not None
-        span.add_event(
-            attr.EVENT_APPROVAL_DECIDED,
-            {
-                "approved": bool(decision["approved"]),
-                "by": str(decision["by"]),
-                "who": str(decision.get("who") or ""),
-                "edited": "arguments" in decision,
-            },
-        )
-        return decision
 
     def _refused(self, inv: Invocation, call: ToolCall, refused: DelegationRefused) -> ToolOutput:
         inv.refusals.append(Refusal.of(refused, call.id))

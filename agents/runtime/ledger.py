@@ -10,23 +10,14 @@ a run's last items).
 from __future__ import annotations
 
 import itertools
-import json
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from agents.core.events import (
-    AgentStarted,
-    ApprovalDecided,
-    ApprovalRequested,
-    Event,
-    InputProvided,
-    InputRequested,
-    ModelFinished,
-    RunStarted,
-)
-from agents.core.ports import Decision, RunState, Waiting
+from agents.core.events import AgentStarted, Event, ModelFinished, RunStarted, WaitOpened
+from agents.core.ports import RunState
+from agents.core.waits import Outcome, Resolution, Waiting
 from agents.runtime.causal import CausalOrder
 from agents.runtime.spend import SpendMeter, SpendRow
 from tracing import SpanRecord, agent_span_counts
@@ -55,10 +46,10 @@ class _RunBook:
     received: dict[str, int] = field(default_factory=dict)
     handovers: set[str] = field(default_factory=set)  # keys of the handovers opened
     effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
-    # What waits (or waited) for a person, by id: calls to approve and questions to answer.
-    approvals: dict[str, ApprovalRequested | InputRequested] = field(default_factory=dict)
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> decision or answer
-    approvals_changed: int = 0
+    # What waits (or waited) for a person, by id, and how each was resolved.
+    waits: dict[str, WaitOpened] = field(default_factory=dict)
+    resolutions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    waits_changed: int = 0
     epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
     order: CausalOrder = field(default_factory=CausalOrder)  # events waiting for their cause
@@ -144,7 +135,7 @@ class RunLedger:
         fresh = _RunBook(budget=budget, epoch=epoch)
         if book is not None:
             fresh.events, fresh.dropped, fresh.base = book.events, book.dropped, book.base
-            fresh.approvals, fresh.decisions = book.approvals, book.decisions
+            fresh.waits, fresh.resolutions = book.waits, book.resolutions
             fresh.received = book.received
         else:
             fresh.base = base
@@ -230,150 +221,79 @@ class RunLedger:
         book = self._book(run_id)
         return list(book.effects.get(attempt, ())) if book is not None else []
 
-    def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        """Register a pending call and announce it; return its id, made unique in the run."""
+    def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
+        """Register a wait for a person and announce it, unless `again`; return its id.
+
+        The id is the event's `call_id`, made unique in the run (built-in models reuse call ids
+        across agents). The same wait opened again (a resumed invocation asking at the same
+        place) is the one this ledger holds: it is not announced twice. `again`: the wait was
+        announced in an earlier life of the run (its event is in the store already).
+        """
         book = self._open_book(run_id)
-        unique, n = call_id, 1
-        while unique in book.approvals:  # built-in models reuse call ids across agents
+        unique, n = event.call_id, 1
+        while (held := book.waits.get(unique)) is not None:
+            if held.record_key and (held.invocation, held.record_key) == (
+                event.invocation,
+                event.record_key,
+            ):
+                return unique  # kept across a resume: asked once
             n += 1
-            unique = f"{call_id}-{n}"
-        request = event.model_copy(update={"call_id": unique})
-        book.approvals[unique] = request
-        book.approvals_changed += 1
-        self.emit(run_id, request)
+            unique = f"{event.call_id}-{n}"
+        opened = event.model_copy(update={"call_id": unique})
+        book.waits[unique] = opened
+        book.waits_changed += 1
+        if not again:
+            self.emit(run_id, cast("Event", opened))
         return unique
 
-    def ask(self, run_id: str, event: InputRequested, again: bool = False) -> None:
-        """Register a question to the person (its id is `event.call_id`, unique in the run).
-
-        Announced unless `again`: a resumed run asks a question it asked before (its event is
-        in the store already), so that it waits for the answer without asking twice.
-        """
-        book = self._open_book(run_id)
-        if event.call_id in book.approvals:
-            return  # this ledger holds it already (kept across the resume)
-        book.approvals[event.call_id] = event
-        book.approvals_changed += 1
-        if not again:
-            self.emit(run_id, event)
-
-    def decide(
-        self,
-        run_id: str,
-        call_id: str,
-        approved: bool,
-        message: str,
-        by: str,
-        who: str = "",
-        arguments: dict[str, Any] | None = None,
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Approve or deny a pending call (by a person, or by expiry): the first word counts.
-
-        `who` decided; `arguments`: what the person approved instead of the call's own.
-        """
-        request, outcome = self._settle(run_id, call_id, ApprovalRequested)
-        if request is None:
-            return outcome
-        decision: dict[str, Any] = {"approved": approved, "message": message, "by": by, "who": who}
-        if arguments is not None and approved:
-            decision["arguments"] = arguments
-        self._keep_decision(run_id, call_id, decision)
-        self.emit(
-            run_id,
-            ApprovalDecided(
-                agent=request.agent,
-                chain=request.chain,
-                invocation=request.invocation,
-                call_id=call_id,
-                tool=request.tool,
-                approved=approved,
-                message=message,
-                by=by,  # type: ignore[arg-type]
-                who=who,
-                arguments=json.dumps(arguments) if "arguments" in decision else None,
-            ),
-        )
-        return "decided", decision
-
-    def answer(
-        self, run_id: str, call_id: str, answer: str, by: str, who: str = ""
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        """Answer a question of the run (a person, or the expiry): the first answer counts."""
-        request, outcome = self._settle(run_id, call_id, InputRequested)
-        if request is None:
-            return outcome
-        decision = {"answer": answer, "by": by, "who": who}
-        self._keep_decision(run_id, call_id, decision)
-        self.emit(
-            run_id,
-            InputProvided(
-                agent=request.agent,
-                chain=request.chain,
-                invocation=request.invocation,
-                call_id=call_id,
-                answer=answer,
-                by=by,  # type: ignore[arg-type]
-                who=who,
-            ),
-        )
-        return "decided", decision
-
-    def _settle(
-        self, run_id: str, call_id: str, kind: type[ApprovalRequested | InputRequested]
-    ) -> tuple[Any, tuple[Decision, dict[str, Any] | None]]:
-        """The request a decision is for, if it may be taken now; else what to answer."""
-        # A closed run still knows its decisions: a second word on a call is "decided already"
-        # even when the run ended in between.
+    def resolve(
+        self, run_id: str, wait_id: str, resolution: Resolution
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        """Resolve a wait (by a person, or by its expiry): the first word counts."""
+        # A closed run still knows its resolutions: a second word is "decided already" even
+        # when the run ended in between.
         book = self._book(run_id)
-        request = book.approvals.get(call_id) if book is not None else None
-        if book is None or not isinstance(request, kind):
-            return None, ("unknown", None)
-        if call_id in book.decisions:
-            return None, ("already_decided", book.decisions[call_id])
+        opened = book.waits.get(wait_id) if book is not None else None
+        if book is None or opened is None or opened.kind != resolution.kind:
+            return "unknown", None
+        if wait_id in book.resolutions:
+            return "already_decided", book.resolutions[wait_id]
         if run_id not in self._runs:
-            return None, ("unknown", None)  # closed: nothing waits for a decision any more
-        return request, ("decided", None)
+            return "unknown", None  # closed: nothing waits any more
+        kept = resolution.record()
+        book.resolutions[wait_id] = kept
+        book.waits_changed += 1
+        self.emit(run_id, cast("Event", opened.resolved(wait_id, resolution)))
+        return "decided", kept
 
-    def _keep_decision(self, run_id: str, call_id: str, decision: dict[str, Any]) -> None:
-        book = self._runs[run_id]
-        book.decisions[call_id] = decision
-        book.approvals_changed += 1
-
-    def request(self, run_id: str, call_id: str) -> ApprovalRequested | InputRequested | None:
-        """What waits (or waited) for a person under this id: a call, or a question."""
+    def wait(self, run_id: str, wait_id: str) -> WaitOpened | None:
+        """The wait (open or resolved) with this id."""
         book = self._book(run_id)
-        return book.approvals.get(call_id) if book is not None else None
+        return book.waits.get(wait_id) if book is not None else None
 
-    def decision(self, run_id: str, call_id: str) -> dict[str, Any] | None:
-        """The decision on a pending call (or the answer to a question), None while it waits."""
+    def resolution(self, run_id: str, wait_id: str) -> dict[str, Any] | None:
+        """How a wait was resolved (`Resolution.record`); None while it waits."""
         book = self._book(run_id)
-        return book.decisions.get(call_id) if book is not None else None
+        return book.resolutions.get(wait_id) if book is not None else None
 
-    def pending(self, run_id: str) -> list[ApprovalRequested]:
-        """The calls of the run waiting for a decision, oldest first."""
-        return [r for r in self._waiting(run_id) if isinstance(r, ApprovalRequested)]
-
-    def questions(self, run_id: str) -> list[InputRequested]:
-        """The run's questions waiting for an answer, oldest first."""
-        return [r for r in self._waiting(run_id) if isinstance(r, InputRequested)]
-
-    def _waiting(self, run_id: str) -> list[ApprovalRequested | InputRequested]:
+    def waiting(self, run_id: str) -> list[WaitOpened]:
+        """The run's open waits, oldest first."""
         book = self._runs.get(run_id)
         if book is None:
             return []
-        return [r for call, r in book.approvals.items() if call not in book.decisions]
+        return [w for wait_id, w in book.waits.items() if wait_id not in book.resolutions]
 
     def waits_for(self, run_id: str) -> Waiting:
         """What the run waits for from a person: an answer (first), a decision, or nothing."""
-        waiting = self._waiting(run_id)
-        if any(isinstance(r, InputRequested) for r in waiting):
+        kinds = {w.kind for w in self.waiting(run_id)}
+        if "question" in kinds:
             return "input"
-        return "approval" if waiting else None
+        return "approval" if kinds else None
 
-    def approvals_version(self, run_id: str) -> int:
-        """A number that changes whenever the run's approvals or questions do."""
+    def waits_version(self, run_id: str) -> int:
+        """A number that changes whenever the run's waits do."""
         book = self._book(run_id)
-        return book.approvals_changed if book is not None else 0
+        return book.waits_changed if book is not None else 0
 
     def keep_spans(self, run_id: str, spans: list[SpanRecord], origin: str = "") -> None:
         """Keep finished spans of the run, one shipment queued by the process `origin`.

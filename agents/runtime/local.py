@@ -1,28 +1,149 @@
 """A team of agents in this process, without Ray: for tests, benchmarks and notebooks.
 
 Each delegation is handed over by `agents.runtime.handoff.invoke_here`, as between agents that
-share a host on Ray: traced exactly as if it crossed processes.
+share a host on Ray: traced exactly as if it crossed processes. The run-wide record is a
+`RunLedger` in this process (`LocalRecord`): budgets, caps and waits for a person work as on
+Ray; there is no step log (nothing to resume from).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from agents.core.events import Event, WaitOpened
 from agents.core.gate_spec import GateSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
+from agents.core.steps import Step
+from agents.core.waits import Outcome, Resolution
 from agents.models.client import LiteLLMClient
-from agents.models.gated import ModelMaker
 from agents.runtime.agent import AgentRuntime
+from agents.runtime.assembly import Assembly
 from agents.runtime.gates import GateKeeper
 from agents.runtime.handoff import invoke_here
-from agents.tools.delegate import build_tools
-from tracing import inject_context
+from agents.runtime.ledger import RunLedger
+from tracing import SpanRecord, inject_context
 
-__all__ = ["LocalDispatcher", "LocalTeam"]
+__all__ = ["LocalDispatcher", "LocalRecord", "LocalTeam"]
+
+
+class _LedgerSink:
+    """Events and spans straight into the ledger (no batches: it is in this process)."""
+
+    def __init__(self, ledger: RunLedger, changed: Callable[[], None]) -> None:
+        self._ledger = ledger
+        self._changed = changed
+
+    def emit(self, run_id: str, event: Event) -> None:
+        self._ledger.emit(run_id, event)
+        self._changed()
+
+    def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        self._ledger.keep_spans(run_id, spans)
+
+    def flush(self) -> None:
+        pass
+
+
+class LocalRecord:
+    """The run-wide record of runs in this process: a `RunLedger`, as the agents' `RunRecord`.
+
+    `ledger` is the book itself (read its events, resolve its waits: `resolve`); events also
+    go to `also`, if given (a test's recorder, a notebook's printer).
+    """
+
+    def __init__(self, also: EventSink | None = None) -> None:
+        self.ledger = RunLedger()
+        self._changed = asyncio.Event()
+        inner = _LedgerSink(self.ledger, self._signal)
+        self.sink: EventSink = inner if also is None else _Both(inner, also)
+
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def changed(self) -> None:
+        """Return once anything changes (an event, a wait opened or resolved)."""
+        await self._changed.wait()
+
+    async def tokens_left(self, run_id: str) -> int | None:
+        """Tokens the run may still spend (None: no budget)."""
+        return self.ledger.tokens_left(run_id)
+
+    def charge(self, run_id: str, tokens: int) -> None:
+        """Count tokens the run spent."""
+        self.ledger.charge(run_id, tokens)
+
+    async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+        """Whether the run may make another model call under its caps."""
+        return self.ledger.spend_check(run_id)
+
+    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
+        """Note that an at-most-once tool is about to run."""
+        self.ledger.record_effect(run_id, attempts, tool)
+
+    async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
+        """Register a wait for a person and announce it; its id."""
+        wait_id = self.ledger.open_wait(run_id, event, again)
+        self._signal()
+        return wait_id
+
+    async def await_resolution(
+        self, run_id: str, wait_id: str, wait_s: float
+    ) -> dict[str, Any] | None:
+        """How a wait was resolved, waiting up to `wait_s`."""
+        deadline = time.monotonic() + wait_s
+        while (resolution := self.ledger.resolution(run_id, wait_id)) is None:
+            changed = self._changed
+            try:
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                    await changed.wait()
+            except TimeoutError:
+                return self.ledger.resolution(run_id, wait_id)
+        return resolution
+
+    async def resolve(
+        self, run_id: str, wait_id: str, resolution: Resolution
+    ) -> tuple[Outcome, dict[str, Any] | None]:
+        """Resolve a wait; the first word counts."""
+        outcome = self.ledger.resolve(run_id, wait_id, resolution)
+        self._signal()
+        return outcome
+
+    def record(self, run_id: str, step: Step) -> None:
+        """Nothing: no step log in this process (`RunContext.step_log` is never set here)."""
+
+    async def commit(self, run_id: str, step: Step) -> bool:
+        """Nothing to store: the run goes on."""
+        return True
+
+    async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
+        """No recorded steps."""
+        return {}
+
+
+class _Both:
+    """Two event sinks as one."""
+
+    def __init__(self, first: EventSink, second: EventSink) -> None:
+        self._sinks = (first, second)
+
+    def emit(self, run_id: str, event: Event) -> None:
+        for sink in self._sinks:
+            sink.emit(run_id, event)
+
+    def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        for sink in self._sinks:
+            sink.keep_spans(run_id, spans)
+
+    def flush(self) -> None:
+        for sink in self._sinks:
+            sink.flush()
 
 
 class LocalDispatcher:
@@ -43,7 +164,7 @@ class LocalTeam:
         agents: the agents.
         delegates: for each agent, the agents it may delegate to.
         trace: what spans record.
-        events: where the agents' progress events go.
+        events: where the agents' progress events go, besides the team's record (`record`).
         gates: provider gates, held in this process.
     """
 
@@ -57,22 +178,19 @@ class LocalTeam:
     ) -> None:
         self.runtimes: dict[str, AgentRuntime] = {}
         self.gates = GateKeeper(gates)
-        dispatcher = LocalDispatcher(self.runtimes)
-        roster = [a.card() for a in agents]
+        self.record = LocalRecord(also=events)
+        assembly = Assembly(
+            [a.card() for a in agents],
+            delegates,
+            LocalDispatcher(self.runtimes),
+            LiteLLMClient,
+            record=self.record,
+            gates=self.gates,
+            gate_specs=gates,
+            trace=trace or TraceOptions(),
+        )
         for spec in agents:
-            tools, hidden = build_tools(
-                spec, roster, list(delegates.get(spec.name, [])), dispatcher
-            )
-            models = ModelMaker(LiteLLMClient, self.gates, gates, spec.timeouts.model)
-            self.runtimes[spec.name] = AgentRuntime(
-                spec=spec,
-                model=models(spec.model),
-                models=models,
-                tools=tools,
-                hidden_tools=hidden,
-                events=events,
-                trace_options=trace or TraceOptions(),
-            )
+            self.runtimes[spec.name] = assembly.agent(spec)
 
     async def run(
         self, task: str, entry: str, *, run_id: str = "local", limits: Limits | None = None
@@ -80,6 +198,10 @@ class LocalTeam:
         """Hand `task` to `entry`, under the current span (the caller opens the run's)."""
         limits = limits or Limits()
         ctx = RunContext(run_id=run_id, deadline=time.time() + limits.deadline_s, limits=limits)
-        return await self.runtimes[entry].invoke(
-            Delegation(task=task, context=ctx.enter(entry, inject_context()))
-        )
+        self.record.ledger.open(run_id, limits.token_budget)
+        try:
+            return await self.runtimes[entry].invoke(
+                Delegation(task=task, context=ctx.enter(entry, inject_context()))
+            )
+        finally:
+            self.record.ledger.close(run_id)

@@ -47,6 +47,7 @@ from a2a.types import (
 from agents.core.a2a_meta import META_AGENT
 from agents.core.messages import RunStatus
 from agents.core.storable import nul_refusal
+from agents.core.waits import Resolution
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher
 from orchestrator.a2a.tasks import (
@@ -61,10 +62,10 @@ from orchestrator.access import Role as KeyRole
 from orchestrator.engine.submission import Submission
 from orchestrator.errors import (
     IdempotencyConflict,
-    NotWaitingForInput,
     RunNotFound,
     ServiceError,
     ThreadNotFound,
+    WaitClosed,
 )
 from orchestrator.schemas import MAX_DEADLINE_S
 from orchestrator.service import RunService
@@ -332,8 +333,9 @@ class BatonRequestHandler(RequestHandler):
                 "send a new message (without taskId) in its context"
             )
         try:
-            answered = await service.approvals.answer(run, text, who=f"a2a:{caller.who}")
-        except NotWaitingForInput:
+            reply = Resolution.reply(text, who=f"a2a:{caller.who}")
+            answered = await service.desk.resolve(run, reply)
+        except WaitClosed:
             raise UnsupportedOperationError(
                 f"task {run.id} is {run.status.value} and asks for no input: send a new message "
                 "(without taskId) in its context, or cancel it"

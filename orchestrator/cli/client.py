@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from agents.core.events import EVENTS, Event, RunFinished
+from agents.core.waits import Resolution
 
 __all__ = ["ApiError", "BatonClient", "ServerEvent", "parse_sse"]
 
@@ -165,27 +166,24 @@ class BatonClient:
         """Resume an interrupted or failed run from its step log."""
         return await self._json(await self._http.post(f"/v1/runs/{run_id}/resume"))  # type: ignore[no-any-return]
 
-    async def decide(
-        self, run_id: str, call_id: str, approve: bool, message: str = ""
+    async def resolve(
+        self, run_id: str, wait_id: str | None, resolution: Resolution
     ) -> dict[str, Any]:
-        """Approve or deny a call waiting in a run."""
-        answer = await self._http.post(
-            f"/v1/runs/{run_id}/approvals/{call_id}",
-            json={"approve": approve, "message": message},
-        )
-        return await self._json(answer)  # type: ignore[no-any-return]
+        """End a wait of a run: approve or deny a call, or answer a question.
+
+        `wait_id` names it; a question may go unnamed when the run asks only one.
+        """
+        if resolution.kind == "approval":
+            body: dict[str, Any] = {"approve": resolution.approved, "message": resolution.message}
+            reply = await self._http.post(f"/v1/runs/{run_id}/approvals/{wait_id}", json=body)
+        else:
+            body = {"answer": resolution.answer, "question_id": wait_id}
+            reply = await self._http.post(f"/v1/runs/{run_id}/input", json=body)
+        return await self._json(reply)  # type: ignore[no-any-return]
 
     async def cancel(self, run_id: str) -> dict[str, Any]:
         """Cancel a run."""
         return await self._json(await self._http.post(f"/v1/runs/{run_id}/cancel"))  # type: ignore[no-any-return]
-
-    async def answer(
-        self, run_id: str, answer: str, question_id: str | None = None
-    ) -> dict[str, Any]:
-        """Answer a question a run asks (`question_id`, or the one it waits on)."""
-        body = {"answer": answer, "question_id": question_id}
-        reply = await self._http.post(f"/v1/runs/{run_id}/input", json=body)
-        return await self._json(reply)  # type: ignore[no-any-return]
 
     async def events(self, run_id: str) -> AsyncIterator[Event]:
         """The run's events until `run_finished`.

@@ -15,6 +15,7 @@ import typer
 from rich.status import Status
 
 from agents.core.events import ApprovalRequested, Event, InputRequested, ModelDelta
+from agents.core.waits import Resolution
 from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import progress
 from orchestrator.errors import ServiceError
@@ -30,15 +31,13 @@ class Person:
     """Where the person's word on a followed run goes.
 
     Attributes:
-        decide: records a decision on a pending call (call id, approved, message).
-        answer: records an answer to a question (question id, answer; None: no one will
-            answer, the run stops waiting).
+        resolve: records the person's word on a wait (its id; a decision or an answer, or
+            the expiry: no one will answer, the run stops waiting).
         elsewhere: someone else may answer (a server's API and web UI): without a terminal
             here, a question is left waiting for them.
     """
 
-    decide: Callable[[str, bool, str], Awaitable[object]]
-    answer: Callable[[str, str | None], Awaitable[object]]
+    resolve: Callable[[str, Resolution], Awaitable[object]]
     elsewhere: bool = False
 
 
@@ -108,29 +107,19 @@ def person_here(service: RunService, run_id: str) -> Person:
     question's wait ends at once.
     """
 
-    async def decide(call_id: str, approved: bool, why: str) -> object:
-        run = await service.get(run_id)
-        return await service.approvals.decide(run, call_id, approved, why, "terminal")
+    async def resolve(wait_id: str, resolution: Resolution) -> object:
+        return await service.desk.resolve(await service.get(run_id), resolution, wait_id)
 
-    async def answer(question_id: str, said: str | None) -> object:
-        run = await service.get(run_id)
-        if said is None:
-            return await service.approvals.answer(run, "", question_id, "expiry")
-        return await service.approvals.answer(run, said, question_id, who="terminal")
-
-    return Person(decide, answer)
+    return Person(resolve)
 
 
 def person_there(client: BatonClient, run_id: str) -> Person:
     """The person at this terminal, for a run of a service reached over HTTP (`--server`)."""
 
-    async def decide(call_id: str, approved: bool, why: str) -> object:
-        return await client.decide(run_id, call_id, approved, why)
+    async def resolve(wait_id: str, resolution: Resolution) -> object:
+        return await client.resolve(run_id, wait_id, resolution)
 
-    async def answer(question_id: str, said: str | None) -> object:
-        return await client.answer(run_id, said or "", question_id)
-
-    return Person(decide, answer, elsewhere=True)
+    return Person(resolve, elsewhere=True)
 
 
 def _ask_question(event: InputRequested, status: Status) -> str | None:
@@ -169,8 +158,9 @@ async def follow(
                 progress().print(event.describe(), soft_wrap=True)
             if isinstance(event, ApprovalRequested):
                 approved, why = _ask_person(event, status)
+                decision = Resolution.decision(approved, why, who="terminal")
                 with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
-                    await person.decide(event.call_id, approved, why)
+                    await person.resolve(event.call_id, decision)
             elif isinstance(event, InputRequested):
                 said = _ask_question(event, status)
                 if said is None and person.elsewhere:
@@ -180,7 +170,12 @@ async def follow(
                         markup=False,
                     )
                     continue
+                answer = (
+                    Resolution.reply(said, who="terminal")
+                    if said is not None
+                    else Resolution.expired("question")
+                )
                 with contextlib.suppress(ServiceError, ApiError):  # answered already: fine
-                    await person.answer(event.call_id, said)
+                    await person.resolve(event.call_id, answer)
     finally:
         text.end()

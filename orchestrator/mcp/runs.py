@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agents.core.a2a_meta import TRACE_KEYS
 from agents.core.events import InputRequested
+from agents.core.waits import Resolution
 from orchestrator.access import LOCAL, Access, Role
 from orchestrator.engine.submission import Origin
 from orchestrator.errors import ServiceError
@@ -64,7 +65,7 @@ async def outcome(runs: RunService, run: StoredRun) -> dict[str, Any]:
     """The run as it stands now (`summary`), with the questions its agents wait on."""
     now = await runs.get(run.id)
     said = summary(run_view(now).model_dump(mode="json"))
-    waiting = await runs.approvals.questions(now)
+    waiting = await runs.desk.waiting(now, InputRequested)
     if waiting:
         said["status"] = "input_required"  # the ledger says it before the store does
         said["questions"] = [
@@ -100,10 +101,12 @@ async def take_answers(
             continue
         said = (result.content or {}).get("answer") if result.action == "accept" else None
         with contextlib.suppress(ServiceError):  # answered already (or the run is over)
-            if said is None:
-                await runs.approvals.answer(run, "", question_id, "expiry", who)
-            else:
-                await runs.approvals.answer(run, str(said), question_id, who=who)
+            reply = (
+                Resolution.expired("question")
+                if said is None
+                else Resolution.reply(str(said), who=who)
+            )
+            await runs.desk.resolve(run, reply, question_id)
     return tuple(answers)
 
 

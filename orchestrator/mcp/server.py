@@ -33,6 +33,7 @@ from mcp_types.version import is_version_at_least
 from starlette.applications import Starlette
 
 from agents.core.events import AgentStarted, InputRequested, RunFinished
+from agents.core.waits import Resolution
 from orchestrator import __version__
 from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
@@ -243,7 +244,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         run = await read_run(runs, run_id, caller)
         try:
             who = f"mcp:{caller.who}"
-            answered = await runs.approvals.answer(run, answer, question_id, who=who)
+            answered = await runs.desk.resolve(run, Resolution.reply(answer, who=who), question_id)
         except ServiceError as exc:
             raise ToolError(exc.message) from None
         return await _wait(runs, run, ctx, wait_s, caller, (str(answered["question_id"]),))

@@ -30,6 +30,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
+from agents.core.events import InputRequested
 from agents.core.messages import RunStatus
 from orchestrator.access import Access, Role
 from orchestrator.errors import ServiceError
@@ -117,7 +118,7 @@ class RunTasks(Extension):
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskRef) -> HandlerResult:
         runs, run, _ = await self._run(ctx, params, "read")
         # (The ledger says a question waits before the store says the run is input_required.)
-        if asked := await runs.approvals.questions(run):
+        if asked := await runs.desk.waiting(run, InputRequested):
             requests = {
                 q.call_id: elicitation(q).model_dump(by_alias=True, mode="json", exclude_none=True)
                 for q in asked

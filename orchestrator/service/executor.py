@@ -26,7 +26,7 @@ from orchestrator.engine import Engine, Execution, Lineage, RunResult, Submissio
 from orchestrator.engine.results import final_event
 from orchestrator.errors import NotReady, RunNotFound
 from orchestrator.service.admission import Admission
-from orchestrator.service.approvals import ApprovalDesk
+from orchestrator.service.desk import Desk
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
 from orchestrator.service.threads import turns_before
@@ -64,7 +64,7 @@ class RunExecutor:
         store: the run store.
         owner: names this service instance in the store.
         events: the followers' events (a run's events are watched from its acceptance).
-        approvals: calls waiting for a person (their runs' stored status follows them).
+        desk: the waits for a person (their runs' stored status follows them).
         pending_writes: store writes kept while the store is unavailable.
         admission: the bound on runs in flight and queued.
         ready: set once the agents (and so the ledger) are up.
@@ -78,7 +78,7 @@ class RunExecutor:
         *,
         owner: str,
         events: RunEvents,
-        approvals: ApprovalDesk,
+        desk: Desk,
         pending_writes: PendingWrites,
         admission: Admission,
         ready: asyncio.Event,
@@ -90,7 +90,7 @@ class RunExecutor:
         self.store = store
         self.owner = owner
         self.events = events
-        self.approvals = approvals
+        self.desk = desk
         self.pending_writes = pending_writes
         self.admission = admission
         self.spending = spending or SpendPolicy()
@@ -310,9 +310,7 @@ class RunExecutor:
         result: RunResult | None = None
         error: str | None = None
         tracker = (
-            asyncio.create_task(self.approvals.track(run_id))
-            if engine.system.waits_for_people
-            else None
+            asyncio.create_task(self.desk.track(run_id)) if engine.system.waits_for_people else None
         )
         try:
             execution = Execution(

@@ -30,7 +30,7 @@ from orchestrator.errors import (
     SpendingCapReached,
 )
 from orchestrator.service.admission import Admission
-from orchestrator.service.approvals import ApprovalDesk
+from orchestrator.service.desk import Desk
 from orchestrator.service.durability import DurableRuns
 from orchestrator.service.evaluations import RunEvaluations
 from orchestrator.service.executor import STOPPED, RunExecutor
@@ -88,9 +88,9 @@ class RunService:
 
     Composed of its parts, each public for the doors that need it: `executor` (runs in the
     background, recorded), `durable` (resume, take-over, replay, fork), `views` (traces,
-    diagrams, placement, health), `events` (followers' events), `approvals` (calls waiting for a
-    person), `evaluations` (verdicts added to runs' traces), `admission` (the bounds) and
-    `versions` (the versions of the team running: see `roll`).
+    diagrams, placement, health), `events` (followers' events), `desk` (what waits for a
+    person: calls to approve, questions to answer), `evaluations` (verdicts added to runs'
+    traces), `admission` (the bounds) and `versions` (the versions of the team running: see `roll`).
 
     Args:
         engine: the engine of the team's first version (its `system`; started by `start`, in a
@@ -124,13 +124,13 @@ class RunService:
         heartbeat = limits.heartbeat_s
         self.pending_writes = PendingWrites()  # writes kept while the store is unavailable
         self.events = RunEvents(versions, store, self._ready, heartbeat)
-        self.approvals = ApprovalDesk(versions, store, self._ready, heartbeat)
+        self.desk = Desk(versions, store, self._ready, heartbeat)
         self.executor = RunExecutor(
             versions,
             store,
             owner=owner,
             events=self.events,
-            approvals=self.approvals,
+            desk=self.desk,
             pending_writes=self.pending_writes,
             admission=Admission(
                 limits.max_concurrent_runs, limits.max_queued_runs, lambda: len(self.executor.tasks)

@@ -38,8 +38,8 @@ from sqlalchemy.pool import NullPool
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
-from agents.core.ports import Waiting
 from agents.core.storable import stored_json
+from agents.core.waits import Waiting
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.experiments import Experiments

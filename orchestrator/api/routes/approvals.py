@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from agents.core.events import ApprovalRequested, InputRequested
+from agents.core.waits import Resolution
 from orchestrator.api.deps import CALL_ID, Caller, Run, Service, needs
 from orchestrator.api.errors import NOT_FOUND
 from orchestrator.schemas import (
@@ -29,7 +31,7 @@ router = APIRouter(tags=["approvals"])
 @router.get("/runs/{run_id}/approvals", responses=NOT_FOUND)
 async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]:
     """The run's calls waiting for a person's decision, oldest first."""
-    pending = await service.approvals.pending(run)
+    pending = await service.desk.waiting(run, ApprovalRequested)
     return [PendingApproval.model_validate(p.model_dump()) for p in pending]
 
 
@@ -51,9 +53,8 @@ async def decide(
     `approval_decided` event, the tool span), with who made it.
     """
     edited = body.arguments if isinstance(body, Approval) else None
-    decided = await service.approvals.decide(
-        run, call_id, body.approve, body.message, caller.who, edited
-    )
+    decision = Resolution.decision(body.approve, body.message, who=caller.who, arguments=edited)
+    decided = await service.desk.resolve(run, decision, call_id)
     return ApprovalResult.model_validate(decided)
 
 
@@ -63,7 +64,7 @@ async def pending_questions(run: Run, service: Service) -> list[PendingQuestion]
 
     The run is `input_required` while one waits.
     """
-    return [PendingQuestion.of(q) for q in await service.approvals.questions(run)]
+    return [PendingQuestion.of(q) for q in await service.desk.waiting(run, InputRequested)]
 
 
 @router.post(
@@ -84,5 +85,6 @@ async def answer(run: Run, body: InputAnswer, service: Service, caller: Caller) 
     The answer is the agent's `ask_user` result. Without `question_id` it answers the one
     question the run waits on.
     """
-    answered = await service.approvals.answer(run, body.answer, body.question_id, who=caller.who)
+    reply = Resolution.reply(body.answer, who=caller.who)
+    answered = await service.desk.resolve(run, reply, body.question_id)
     return InputResult.model_validate(answered)

@@ -12,12 +12,15 @@ from agents.core.events import (
     AgentFinished,
     AgentStarted,
     ApprovalRequested,
+    InputProvided,
+    InputRequested,
     ModelDelta,
     RunFinished,
     RunStarted,
     ToolStarted,
 )
 from agents.core.messages import RunStatus
+from agents.core.waits import Resolution
 from agents.ray import wire
 from agents.ray.handover import seal
 from agents.ray.ledger_client import EVENT_FLUSH_S, LedgerClient
@@ -103,14 +106,48 @@ def test_a_second_decision_is_decided_already_even_after_the_run_closed() -> Non
     asked = ApprovalRequested(
         agent="clerk", call_id="c", tool_call_id="c", tool="stamp", arguments="{}", expires_at=0
     )
-    first = ledger.request_approval("r", "c", asked)
-    second = ledger.request_approval("r", "c", asked)  # a second call, never decided
-    assert ledger.decide("r", first, True, "ok", "person")[0] == "decided"
+    first = ledger.open_wait("r", asked)
+    second = ledger.open_wait("r", asked)  # a second call, never decided
+    assert first != second
+    assert ledger.resolve("r", first, Resolution.decision(True, "ok"))[0] == "decided"
     ledger.close("r")  # the run ends before the second word arrives
-    outcome, decision = ledger.decide("r", first, False, "no", "person")
+    outcome, decision = ledger.resolve("r", first, Resolution.decision(False, "no"))
     assert outcome == "already_decided" and decision is not None and decision["approved"]
-    assert ledger.decide("r", second, True, "", "person") == ("unknown", None)
-    assert ledger.decide("other", first, True, "", "person") == ("unknown", None)
+    assert ledger.resolve("r", second, Resolution.decision(True)) == ("unknown", None)
+    assert ledger.resolve("other", first, Resolution.decision(True)) == ("unknown", None)
+
+
+def test_a_wait_is_resolved_only_by_a_word_of_its_kind() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    asked = InputRequested(agent="clerk", call_id="q-1", question="which?", expires_at=0)
+    question = ledger.open_wait("r", asked)
+    assert ledger.waits_for("r") == "input"
+    assert ledger.resolve("r", question, Resolution.decision(True)) == ("unknown", None)
+    outcome, answer = ledger.resolve("r", question, Resolution.reply("that one", who="ann"))
+    assert outcome == "decided" and answer == {"answer": "that one", "by": "person", "who": "ann"}
+    assert ledger.waiting("r") == [] and ledger.waits_for("r") is None
+    provided = ledger.events("r")[-1]
+    assert isinstance(provided, InputProvided) and provided.answer == "that one"
+
+
+def test_the_same_wait_opened_again_after_a_resume_is_announced_once() -> None:
+    ledger = RunLedger()
+    ledger.open("r", None)
+    asked = ApprovalRequested(
+        agent="clerk",
+        invocation="inv",
+        call_id="c",
+        tool_call_id="c",
+        tool="stamp",
+        arguments="{}",
+        expires_at=0,
+        record_key="s1/approval/c",
+    )
+    first = ledger.open_wait("r", asked)
+    ledger.resume("r", None, epoch=1, base=0)  # its invocation asks again at the same place
+    assert ledger.open_wait("r", asked) == first
+    assert [e.type for e in ledger.events("r")] == ["approval_requested"]
 
 
 def test_memory_is_bounded_per_run_and_across_finished_runs() -> None:

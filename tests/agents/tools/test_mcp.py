@@ -4,14 +4,12 @@ and the published `mcp-server-time` from PyPI."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,11 +17,11 @@ import pytest
 from agents.core.events import ApprovalRequested
 from agents.core.limits import Limits
 from agents.core.messages import Delegation, RunContext
-from agents.core.ports import Decision
 from agents.core.spec import AgentSpec, McpServerSpec, ModelSpec
+from agents.core.waits import Resolution
 from agents.models.client import LiteLLMClient
 from agents.runtime.agent import AgentRuntime
-from agents.runtime.ledger import RunLedger
+from agents.runtime.local import LocalRecord
 from agents.tools.mcp import McpTool, open_mcp_tools
 from tests.ports import free_port
 
@@ -218,14 +216,12 @@ async def test_an_mcp_tool_marked_confirm_runs_only_once_a_person_approves() -> 
     )
     by_name = {t.name: t for t in tools}
     assert by_name["add"].confirm
-    approvals = LocalApprovals()
+    record = LocalRecord()
     reply = {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}
     model = LiteLLMClient(
         ModelSpec(name="baton/scripted", params={"replies": [reply, {"content": "done"}]})
     )
-    runtime = AgentRuntime(
-        spec=AgentSpec(name="clerk"), model=model, tools=tools, approvals=approvals
-    )
+    runtime = AgentRuntime(spec=AgentSpec(name="clerk"), model=model, tools=tools, record=record)
     try:
         for approve, runs_so_far in ((False, "0"), (True, "1")):
             context = RunContext(
@@ -233,43 +229,16 @@ async def test_an_mcp_tool_marked_confirm_runs_only_once_a_person_approves() -> 
                 limits=Limits(),
             )  # fmt: skip
             running = asyncio.create_task(runtime.invoke(Delegation(task="add", context=context)))
-            call_id = await asyncio.wait_for(approvals.asked.get(), 10)
-            assert [p.tool for p in approvals.book.pending(context.run_id)] == ["add"]
-            await approvals.decide(context.run_id, call_id, approve, "checked", "person")
+            while not (waiting := record.ledger.waiting(context.run_id)):
+                await asyncio.wait_for(record.changed(), 10)
+            [asked] = waiting
+            assert isinstance(asked, ApprovalRequested) and asked.tool == "add"
+            await record.resolve(context.run_id, asked.call_id, Resolution.decision(approve, "ok"))
             assert (await asyncio.wait_for(running, 30)).output == "done"
             assert await call(by_name["calls_made"], name="add") == (runs_so_far, False)
     finally:
         for server in servers:
             await server.close()
-
-
-class LocalApprovals:
-    """The ledger's approvals in this process (`agents.runtime.ledger.Approvals`)."""
-
-    def __init__(self) -> None:
-        self.book = RunLedger()
-        self.asked: asyncio.Queue[str] = asyncio.Queue()
-        self.decided = asyncio.Event()
-
-    async def request_approval(self, run_id: str, call_id: str, event: ApprovalRequested) -> str:
-        unique = self.book.request_approval(run_id, call_id, event)
-        self.asked.put_nowait(unique)
-        return unique
-
-    async def await_decision(
-        self, run_id: str, call_id: str, wait_s: float
-    ) -> dict[str, Any] | None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.decided.wait(), wait_s)
-        self.decided.clear()
-        return self.book.decision(run_id, call_id)
-
-    async def decide(
-        self, run_id: str, call_id: str, approved: bool, message: str, by: str
-    ) -> tuple[Decision, dict[str, Any] | None]:
-        outcome = self.book.decide(run_id, call_id, approved, message, by)
-        self.decided.set()
-        return outcome
 
 
 async def test_a_call_that_times_out_is_an_error_in_every_span_that_records_it() -> None:
