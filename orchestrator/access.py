@@ -31,15 +31,12 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.core.limits import SpendCap
-
-if TYPE_CHECKING:
-    from orchestrator.api.tokens import OidcVerifier
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -54,6 +51,7 @@ __all__ = [
     "Role",
     "SpendPolicy",
     "TenantCaps",
+    "TokenVerifier",
     "new_key",
 ]
 
@@ -232,6 +230,16 @@ def _matches(key: str, stored: str) -> bool:
     return hmac.compare_digest(found, base64.b64decode(digest))
 
 
+class TokenVerifier(Protocol):
+    """Bearer tokens of an identity provider (`orchestrator.api.tokens.OidcVerifier`)."""
+
+    def takes(self, presented: str) -> bool:
+        """Whether a presented credential is one of its tokens (not an API key)."""
+
+    async def identify(self, token: str) -> Access:
+        """The caller the token names (raises `orchestrator.oidc.TokenRefused` if refused)."""
+
+
 class KeyRing:
     """The accepted credentials: API keys, and an OIDC issuer's JWTs when one is configured.
 
@@ -249,7 +257,7 @@ class KeyRing:
         self,
         keys: Iterable[str] = (),
         access: AccessFileWatch | None = None,
-        oidc: OidcVerifier | None = None,
+        oidc: TokenVerifier | None = None,
     ) -> None:
         self._plain = [k.encode() for k in keys]
         self._watch = access

@@ -16,11 +16,11 @@ from tracing import attributes as attr
 from tracing.records import SpanRecord
 from tracing.tree import SpanTree, span_forest
 
-__all__ = ["Invocation", "differences", "run_steps", "step_label"]
+__all__ = ["InvocationSteps", "differences", "run_steps", "step_label"]
 
 
 @dataclass
-class Invocation:
+class InvocationSteps:
     """One agent invocation's steps in words (`occurrence`: its place among the agent's)."""
 
     agent: str
@@ -81,9 +81,9 @@ def _step_words(chat: SpanTree | None, tools: list[SpanTree]) -> str:
     return "answered directly"
 
 
-def run_steps(spans: list[SpanRecord]) -> list[Invocation]:
+def run_steps(spans: list[SpanRecord]) -> list[InvocationSteps]:
     """Every agent invocation of a run, in the order they started, with its steps in words."""
-    found: list[Invocation] = []
+    found: list[InvocationSteps] = []
     seen: Counter[str] = Counter()
     nodes = sorted(
         (n for root in span_forest(spans) for n in root.walk()),
@@ -94,7 +94,7 @@ def run_steps(spans: list[SpanRecord]) -> list[Invocation]:
             continue
         seen[node.agent] += 1
         steps = [_step_words(chat, tools) for chat, tools in _steps(node)]
-        found.append(Invocation(node.agent, seen[node.agent], _outcome(node), steps))
+        found.append(InvocationSteps(node.agent, seen[node.agent], _outcome(node), steps))
     return found
 
 

@@ -15,7 +15,7 @@ import json
 import time
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 from typing_extensions import override
 
 from agents.core.messages import RunStatus, Usage
@@ -29,7 +29,7 @@ __all__ = [
     "AgentStarted",
     "ApprovalDecided",
     "ApprovalRequested",
-    "DelegationRefused",
+    "DelegationRefusedEvent",
     "Event",
     "EventBase",
     "HostRestarted",
@@ -128,7 +128,11 @@ class RunStarted(EventBase):
     type: Literal["run_started"] = "run_started"
     routing: dict[str, Any] | None = None
     tenant: str = Field(default="default", description="Whose run it is.")
-    who: str | None = Field(default=None, description="Who submitted it (an API key's name).")
+    submitted_by: str | None = Field(
+        default=None,
+        description="Who submitted it (an API key's name).",
+        validation_alias=AliasChoices("submitted_by", "who"),  # (`who` in stored events)
+    )
     epoch: int = Field(
         default=0,
         description="0 when the run first starts; 1, 2, ... each time it resumes (its earlier "
@@ -271,7 +275,7 @@ class ToolFinished(EventBase):
         self._close(spans, "tool_error" if self.error else None)
 
 
-class DelegationRefused(EventBase):
+class DelegationRefusedEvent(EventBase):
     """The guard refused a delegation before it was dispatched."""
 
     type: Literal["delegation_refused"] = "delegation_refused"
@@ -523,7 +527,7 @@ Event = Annotated[
     | ModelFinished
     | ToolStarted
     | ToolFinished
-    | DelegationRefused
+    | DelegationRefusedEvent
     | AgentFinished
     | RemoteUpdate
     | HostRestarted

@@ -52,7 +52,7 @@ class Ledger(Protocol):
 
 
 class Gates(Protocol):
-    """The cluster's provider gates, as a model call sees them (`agents.runtime.gates`)."""
+    """The cluster's provider gates, as a model call sees them (`agents.gates.book`)."""
 
     async def take(
         self, gate: str, tokens: int, hold_s: float, max_wait_s: float

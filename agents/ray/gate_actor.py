@@ -2,7 +2,7 @@
 
 Named per namespace, not per system: two teams (or two versions of one) calling the same
 provider share its limits. Each system declares its gates when it starts; a gate declared twice
-keeps the stricter of each limit (`agents.runtime.gates`).
+keeps the stricter of each limit (`agents.gates.book`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import ray
 
 from agents.core.gate_spec import GateSpec, gate_for
-from agents.runtime.gates import GateKeeper
+from agents.gates.book import GateKeeper
 
 __all__ = ["GATES_ACTOR", "GateActor", "RayGates"]
 

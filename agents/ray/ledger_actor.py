@@ -19,10 +19,10 @@ from agents.core.limits import SpendCap
 from agents.core.ports import RunState
 from agents.core.steps import Step, kept_by_fork
 from agents.core.waits import Outcome, Resolution, Waiting
+from agents.ledger.book import RunLedger
+from agents.ledger.spend import Spent, utc_day
 from agents.ray.handover import open_batch
 from agents.ray.wire import Batch, Closed, Commit, RunEnd, RunSettle, WaitCall, seal, unseal
-from agents.runtime.ledger import RunLedger
-from agents.runtime.spend import Spent, utc_day
 from tracing import SpanRecord
 
 __all__ = ["LedgerActor"]
@@ -147,7 +147,7 @@ class LedgerActor:
             await self._seed([c.scope for c in caps if c.daily])
             tenant, who = "default", None
             if isinstance(first, RunStarted):
-                tenant, who = first.tenant, first.who
+                tenant, who = first.tenant, first.submitted_by
             self._ledger.spend.open(run_id, tenant, who, caps)
         if first is not None:
             self._ledger.emit(run_id, first)

@@ -46,7 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
 from agents.core.storable import stored_json
-from agents.runtime.spend import SpendRow, Spent
+from agents.ledger.spend import SpendEntry, Spent
 from tracing import SpanRecord
 
 __all__ = ["StoreWriter"]
@@ -203,7 +203,7 @@ class StoreWriter:
         self._queued += len(spans)
         self._queued_one()
 
-    def spend(self, row: SpendRow) -> None:
+    def spend(self, row: SpendEntry) -> None:
         """Queue a model reply's spending, added to its day's sum.
 
         The sums are kept by day, tenant, key, agent and model.

@@ -21,7 +21,6 @@ from agents.core.ports import EventSink, RunRecord, SpanSource
 from agents.core.spec import AgentSpec, ModelSpec
 from agents.core.steps import model_key
 from agents.models.base import BUILTIN_PREFIX, CHANGES_STATE, ModelClient, tool_schema
-from agents.runtime.calls import ToolRunner
 from agents.runtime.invocation import Invocation
 from agents.runtime.loop import ToolLoop
 from agents.runtime.model_calls import ModelCaller
@@ -30,6 +29,7 @@ from agents.runtime.remote import RemoteExchange
 from agents.runtime.reporting import Reporter
 from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
+from agents.runtime.tool_runner import ToolRunner
 from agents.tools.base import Tool
 from tracing import Redactor, agent_span, extract_context, genai, set_outcome, span_ids
 from tracing import attributes as attr

@@ -21,12 +21,12 @@ from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
 from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution
+from agents.gates.book import GateKeeper
+from agents.ledger.book import RunLedger
 from agents.models.client import LiteLLMClient
 from agents.runtime.agent import AgentRuntime
 from agents.runtime.assembly import Assembly
-from agents.runtime.gates import GateKeeper
 from agents.runtime.handoff import invoke_here
-from agents.runtime.ledger import RunLedger
 from tracing import SpanRecord, inject_context
 
 __all__ = ["LocalDispatcher", "LocalRecord", "LocalTeam"]

@@ -16,13 +16,13 @@ from agents.core.events import SpendWarning
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
-from agents.runtime.calls import ToolRunner
 from agents.runtime.hooks import HookFailed, Stopped
 from agents.runtime.invocation import Invocation
 from agents.runtime.model_calls import ModelCaller
 from agents.runtime.reporting import Reporter
 from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
+from agents.runtime.tool_runner import ToolRunner
 from tracing import attributes as attr
 
 __all__ = ["ToolLoop"]

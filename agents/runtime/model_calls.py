@@ -177,7 +177,7 @@ class ModelCaller:
                 content(span, attr.GEN_AI_TOOL_DEFINITIONS, genai.tool_definitions(request.tools))
         deltas = self._deltas(inv, span) if ctx.stream else None
         try:
-            async with asyncio.timeout(timeout):  # not wait_for: see agents/runtime/calls.py
+            async with asyncio.timeout(timeout):  # not wait_for: see agents/runtime/tool_runner.py
                 return await model.complete(
                     messages,
                     request.tools,

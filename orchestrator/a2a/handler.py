@@ -362,7 +362,7 @@ class BatonRequestHandler(RequestHandler):
         """The run's questions and answers, if its team asks any."""
         if not service.system.waits_for_people:
             return []
-        return await service.store.events_of(run.id, EXCHANGED)
+        return await service.events.stored_of(run, EXCHANGED)
 
     @staticmethod
     async def _run(service: RunService, run_id: str, viewer: Access) -> StoredRun:

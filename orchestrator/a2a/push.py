@@ -53,27 +53,28 @@ class PushConfigStore(PushNotificationConfigStore):
     ) -> TaskPushNotificationConfig:
         """Keep the config (normalized: its task, and an id) for the caller."""
         config = normalize_push_notification_config(task_id, notification_config)
-        store = (await self._current()).store
-        await store.push.put(task_id, config.id, caller_of(context), MessageToDict(config))
+        configs = (await self._current()).push_configs
+        await configs.put(task_id, config.id, caller_of(context), MessageToDict(config))
         return config
 
     async def get_info(
         self, task_id: str, context: ServerCallContext
     ) -> list[TaskPushNotificationConfig]:
         """The caller's configs for the task."""
-        store = (await self._current()).store
-        return [_config(c) for c in await store.push.of(task_id, caller_of(context))]
+        configs = (await self._current()).push_configs
+        return [_config(c) for c in await configs.of(task_id, caller_of(context))]
 
     async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
         """Every config for the task (each was authorized when it was registered)."""
-        store = (await self._current()).store
-        return [_config(c) for c in await store.push.of(task_id)]
+        configs = (await self._current()).push_configs
+        return [_config(c) for c in await configs.of(task_id)]
 
     async def delete_info(
         self, task_id: str, context: ServerCallContext, config_id: str | None = None
     ) -> None:
         """Forget the caller's config (None: all of the caller's for the task)."""
-        await (await self._current()).store.push.remove(task_id, caller_of(context), config_id)
+        configs = (await self._current()).push_configs
+        await configs.remove(task_id, caller_of(context), config_id)
 
 
 def _config(stored: dict[str, object]) -> TaskPushNotificationConfig:

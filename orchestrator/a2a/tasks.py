@@ -36,7 +36,7 @@ from agents.core.events import (
     AgentFinished,
     AgentStarted,
     ApprovalRequested,
-    DelegationRefused,
+    DelegationRefusedEvent,
     Event,
     InputProvided,
     InputRequested,
@@ -223,7 +223,7 @@ def task_update(
         return TaskStatusUpdateEvent(**ids, status=asking, metadata=meta)
     if isinstance(
         event,
-        AgentStarted | AgentFinished | DelegationRefused | ApprovalRequested | InputProvided,
+        AgentStarted | AgentFinished | DelegationRefusedEvent | ApprovalRequested | InputProvided,
     ):
         working = _status(
             TaskState.TASK_STATE_WORKING, _plain(event), event.ts, message_id, run_id, context_id
@@ -238,7 +238,7 @@ def _plain(event: Event) -> str:
         return f"{event.agent} started" + (f" (from {event.caller})" if event.caller else "")
     if isinstance(event, AgentFinished):
         return f"{event.agent} {event.status.value}"
-    if isinstance(event, DelegationRefused):
+    if isinstance(event, DelegationRefusedEvent):
         return f"{event.agent} -> {event.target} refused: {event.message}"
     if isinstance(event, ApprovalRequested):
         return f"{event.agent} waits for approval of {event.tool}"

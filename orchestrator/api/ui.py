@@ -1,9 +1,10 @@
-"""The web UI: four pages over the JSON API, their script and style, and Mermaid.
+"""The web UI: its pages over the JSON API, their script and style, and Mermaid.
 
 The npm `mermaid` package renders diagrams in the browser; `make setup` installs it and it is
 served from here: no CDN, nothing vendored, works offline.
 """
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -11,7 +12,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["SecurityHeaders", "mount_ui"]
+__all__ = ["PAGES", "SecurityHeaders", "mount_ui"]
 
 WEB = Path(__file__).resolve().parent.parent / "web"
 
@@ -50,44 +51,31 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+# Each page's path and the file that is its page (its script reads the rest from the API).
+PAGES = {
+    "/": "runs.html",
+    "/runs/{run_id}": "run.html",
+    "/threads": "threads.html",
+    "/threads/{thread_id}": "thread.html",
+    "/agents": "agents.html",
+    "/experiments": "experiments.html",
+    "/experiments/{experiment_id}": "experiment.html",
+}
+
+
 def mount_ui(app: FastAPI, mermaid_dist: Path) -> None:
-    """Serve the pages and their assets.
-
-    `/`, `/runs/{id}`, `/threads`, `/threads/{id}`, `/agents`, `/experiments` and
-    `/experiments/{id}`.
-    """
-    pages = WEB / "pages"
-
-    @app.get("/", include_in_schema=False)
-    async def runs_page() -> FileResponse:
-        return FileResponse(pages / "runs.html")
-
-    @app.get("/runs/{run_id}", include_in_schema=False)
-    async def run_page(run_id: str) -> FileResponse:
-        return FileResponse(pages / "run.html")
-
-    @app.get("/threads", include_in_schema=False)
-    async def threads_page() -> FileResponse:
-        return FileResponse(pages / "threads.html")
-
-    @app.get("/threads/{thread_id}", include_in_schema=False)
-    async def thread_page(thread_id: str) -> FileResponse:
-        return FileResponse(pages / "thread.html")
-
-    @app.get("/agents", include_in_schema=False)
-    async def agents_page() -> FileResponse:
-        return FileResponse(pages / "agents.html")
-
-    @app.get("/experiments", include_in_schema=False)
-    async def experiments_page() -> FileResponse:
-        return FileResponse(pages / "experiments.html")
-
-    @app.get("/experiments/{experiment_id}", include_in_schema=False)
-    async def experiment_page(experiment_id: str) -> FileResponse:
-        return FileResponse(pages / "experiment.html")
-
+    """Serve the pages (`PAGES`) and their assets."""
+    for path, page in PAGES.items():
+        app.add_api_route(path, _page(WEB / "pages" / page), include_in_schema=False)
     app.mount("/static", StaticFiles(directory=WEB / "static"), name="static")
     # check_dir=False: without `make setup` the pages still load and say Mermaid is missing.
     app.mount(
         "/vendor/mermaid", StaticFiles(directory=mermaid_dist, check_dir=False), name="mermaid"
     )
+
+
+def _page(file: Path) -> Callable[[], Awaitable[FileResponse]]:
+    async def page() -> FileResponse:
+        return FileResponse(file)
+
+    return page

@@ -20,7 +20,16 @@ import typer
 
 from agents.core.events import Event
 from orchestrator.cli.client import ApiError, BatonClient
-from orchestrator.cli.common import ConfigOption, app, err, load_system, open_store, progress
+from orchestrator.cli.common import (
+    AgentOption,
+    ConfigOption,
+    ServerOption,
+    app,
+    err,
+    load_system,
+    open_store,
+    progress,
+)
 from orchestrator.cli.follow import Display, Person, follow, person_here, person_there
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest
@@ -247,18 +256,9 @@ def chat(
     thread: Annotated[
         str | None, typer.Option(help="Go on with this thread (default: a new one).")
     ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
-    ] = None,
+    agent: AgentOption = None,
     config: ConfigOption = None,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            help="Chat with a running Baton service at this URL (default: $BATON_SERVER) "
-            "instead of here; its key comes from $BATON_API_KEY."
-        ),
-    ] = None,
+    server: ServerOption = None,
 ) -> None:
     """Chat with the team: each message is the next turn of one thread.
 

@@ -27,8 +27,13 @@ if TYPE_CHECKING:
     from orchestrator.store import RunStore
 
 __all__ = [
+    "AgentOption",
     "ConfigOption",
+    "JsonOption",
+    "LocalOption",
     "RunIdArgument",
+    "ServerOption",
+    "VerboseOption",
     "app",
     "console",
     "echo",
@@ -89,6 +94,39 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config", "-c", help="Agent-system YAML (default: $BATON_CONFIG or configs/default.yaml)."
+    ),
+]
+
+
+AgentOption = Annotated[
+    str | None,
+    typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
+]
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Use the running Baton service at this URL (default: $BATON_SERVER) instead of "
+        "running here; its key comes from $BATON_API_KEY."
+    ),
+]
+LocalOption = Annotated[
+    bool,
+    typer.Option(
+        "--local",
+        help="Run here even when a `baton serve` of this config and store runs.",
+        metavar="",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print the answer as JSON (the API's views).", metavar="")
+]
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="Show every event (model calls, tools), not only agents'.",
+        metavar="",
     ),
 ]
 

@@ -17,8 +17,17 @@ from rich.table import Table
 
 from agents.core.errors import ConfigError
 from orchestrator.cli.client import ApiError, BatonClient
-from orchestrator.cli.common import ConfigOption, app, console, err, load_system, open_store
+from orchestrator.cli.common import (
+    ConfigOption,
+    JsonOption,
+    app,
+    console,
+    err,
+    load_system,
+    open_store,
+)
 from orchestrator.cli.run import local_service
+from orchestrator.errors import ExperimentNotFound
 from orchestrator.settings import Settings
 from orchestrator.system.config import AgentSystem
 
@@ -43,9 +52,7 @@ def eval_dataset(
     junit: Annotated[
         Path | None, typer.Option(help="Write the results as JUnit XML to this file.")
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the results as JSON.", metavar="")
-    ] = False,
+    as_json: JsonOption = False,
     server: Annotated[
         str | None,
         typer.Option(help="Run the cases on the Baton service at this URL (default: here)."),
@@ -123,14 +130,15 @@ async def _here(
     async with local_service(settings, system, "eval", limits) as service:
         recorded = None
         if replay is not None:
-            experiment = await service.store.experiments.get(replay)
-            if experiment is None:
+            try:
+                experiment = await service.experiments.get(replay)
+            except ExperimentNotFound:
                 err.print(f"no experiment {replay!r} in {settings.store_url}", style="red")
-                raise typer.Exit(2)
+                raise typer.Exit(2) from None
             recorded = _recorded(experiment.results)
         door = ServiceDoor(service)
         results = await _run(door, dataset, cases, repeat, concurrency, recorded)
-        kept_as = await service.store.experiments.add(
+        kept_as = await service.experiments.add(
             dataset.name, digest, system.config.name, system.fingerprint, [kept(r) for r in results]
         )
     err.print(f"experiment {kept_as.id} (compare it: baton eval --compare OTHER {kept_as.id[:12]})")

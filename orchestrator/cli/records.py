@@ -10,7 +10,15 @@ from typing import Annotated, Any, cast
 import typer
 import yaml
 
-from orchestrator.cli.common import RunIdArgument, app, console, echo, err, open_store
+from orchestrator.cli.common import (
+    JsonOption,
+    RunIdArgument,
+    app,
+    console,
+    echo,
+    err,
+    open_store,
+)
 from orchestrator.cli.report import print_run_view, print_runs, print_trace
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.schemas import run_page_view, run_view
@@ -32,10 +40,7 @@ def runs(
     status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
     agent: Annotated[str | None, typer.Option(help="Only runs with this entry agent.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="How many runs.")] = 20,
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="Print the page as JSON (the API's run views).", metavar=""),
-    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """List stored runs, newest first (in a pipe: tab-separated, one line a run).
 

@@ -17,7 +17,12 @@ from pydantic import ValidationError
 from agents.core.events import Event
 from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import (
+    AgentOption,
     ConfigOption,
+    JsonOption,
+    LocalOption,
+    ServerOption,
+    VerboseOption,
     app,
     console,
     echo,
@@ -116,10 +121,7 @@ async def _run_there(
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the team should do.")],
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", "-a", help="Entry agent, or 'auto' to route by capabilities."),
-    ] = None,
+    agent: AgentOption = None,
     config: ConfigOption = None,
     budget: Annotated[int | None, typer.Option(help="Run-wide token budget.")] = None,
     deadline: Annotated[float | None, typer.Option(help="Run deadline in seconds.")] = None,
@@ -130,33 +132,10 @@ def run(
             "turns); `new`: of a new thread. The thread's id is printed to continue it.",
         ),
     ] = None,
-    server: Annotated[
-        str | None,
-        typer.Option(
-            help="Submit to a running Baton service at this URL (default: $BATON_SERVER) "
-            "instead of running here; its key comes from $BATON_API_KEY."
-        ),
-    ] = None,
-    local: Annotated[
-        bool,
-        typer.Option(
-            "--local",
-            help="Run here even when a `baton serve` of this config and store runs.",
-            metavar="",
-        ),
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the run as JSON.", metavar="")
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            "-v",
-            help="Show every event (model calls, tools), not only agents'.",
-            metavar="",
-        ),
-    ] = False,
+    server: ServerOption = None,
+    local: LocalOption = False,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
     stream: Annotated[
         bool,
         typer.Option(help="Print the entry agent's answer as its model writes it.", metavar=""),
@@ -232,13 +211,8 @@ def resume(
         str | None,
         typer.Option(help="Resume it on the Baton service at this URL (default: $BATON_SERVER)."),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the run as JSON.", metavar="")
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option("--verbose", "-v", help="Show every event, not only agents'.", metavar=""),
-    ] = False,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Resume an interrupted or failed run from its step log, and follow it to its end.
 
@@ -273,9 +247,7 @@ def replay(
         str | None,
         typer.Option(help="Replay it on the Baton service at this URL (default: $BATON_SERVER)."),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the new run as JSON.", metavar="")
-    ] = False,
+    as_json: JsonOption = False,
     fork: Annotated[
         bool,
         typer.Option(
@@ -293,14 +265,7 @@ def replay(
             "a tool call or an agent: the span ids of GET /v1/runs/ID/trace).",
         ),
     ] = None,
-    local: Annotated[
-        bool,
-        typer.Option(
-            "--local",
-            help="Replay here even when a `baton serve` of this config and store runs.",
-            metavar="",
-        ),
-    ] = False,
+    local: LocalOption = False,
 ) -> None:
     """Execute a finished run again from its step log, and compare it with the original.
 

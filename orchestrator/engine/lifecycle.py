@@ -259,7 +259,7 @@ class Engine:
                     agent=entry,
                     routing=decision.model_dump(mode="json") if decision else None,
                     tenant=request.tenant,
-                    who=request.submitted_by,
+                    submitted_by=request.submitted_by,
                     epoch=lineage.epoch,
                     **span_ids(span),
                 )

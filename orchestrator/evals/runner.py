@@ -144,7 +144,7 @@ class ServiceDoor:
             if item is not None:
                 seen.saw(item[1])
         view = run_view(await self.service.get(made.id))
-        spans = await self.service.store.spans(made.id)
+        spans = await self.service.views.spans(made)
         seen.traced(cast(list[Mapping[str, Any]], spans))
         text = sequence_diagram(spans, detail="full", comparable=True).text if diagram else None
         return _observed(view, seen, text)

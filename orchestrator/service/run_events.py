@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -139,6 +139,10 @@ class RunEvents:
         if stored.finished and (state == "unknown" or _long_ago(stored.finished_at)):
             return self._stored(stored, last)
         return None
+
+    async def stored_of(self, run: StoredRun, types: Collection[str]) -> list[tuple[int, Event]]:
+        """The run's stored events of these types (`input_requested`, ...), in order."""
+        return await self.store.events_of(run.id, types)
 
     async def close(self) -> None:
         """Stop reading the ledger's stream."""

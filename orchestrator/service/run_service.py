@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.core.errors import describe_error
 from agents.core.events import Event
@@ -32,7 +32,7 @@ from orchestrator.errors import (
 from orchestrator.service.admission import Admission
 from orchestrator.service.desk import Desk
 from orchestrator.service.durability import DurableRuns
-from orchestrator.service.evaluations import RunEvaluations
+from orchestrator.service.evaluations import Experiments, RunEvaluations
 from orchestrator.service.executor import STOPPED, RunExecutor
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
@@ -164,6 +164,9 @@ class RunService:
         )
         self.views = RunViews(versions, store, self._ready, lambda: self.executor.startup_error)
         self.evaluations = RunEvaluations(versions, store)
+        self.experiments = Experiments(store)
+        # The A2A door's webhooks, by task and caller (a table of the store, as it is).
+        self.push_configs = store.push
         self.threads = Threads(
             store, self.executor, self.submit, self.cancel, self.limits.thread_max_turns
         )
@@ -443,6 +446,13 @@ class RunService:
             limit=limit,
             offset=offset,
         )
+
+    async def spending(self, day: str, tenant: str | None) -> list[dict[str, Any]]:
+        """A UTC day's spending (of `tenant`; None: every tenant's), as the ledger summed it.
+
+        One row per tenant, key, agent and model.
+        """
+        return await self.store.spending(day, tenant)
 
     async def cancel(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """Cancel a run wherever it is: queued or running here, or owned by another instance.

@@ -68,7 +68,7 @@ from orchestrator.store.tables import (
     StepRow,
     ThreadRow,
 )
-from orchestrator.store.threads import Threads
+from orchestrator.store.threads import ThreadTable
 from tracing import SpanRecord
 from tracing.records import SpanEventRecord
 
@@ -206,7 +206,7 @@ class RunStore:
         self.leases = Leases(self._sessions, self._writes)
         self.push = PushConfigs(self._sessions)
         self.experiments = Experiments(self._sessions)
-        self.threads = Threads(self._sessions)
+        self.threads = ThreadTable(self._sessions)
 
     @classmethod
     async def open(

@@ -22,7 +22,7 @@ from orchestrator.store.tables import (
     ThreadRow,
 )
 
-__all__ = ["StoredThread", "Threads", "TurnRecord"]
+__all__ = ["StoredThread", "ThreadTable", "TurnRecord"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class TurnRecord:
     tree: dict[str, Any] | None  # read only when asked for (agents with `memory: thread`)
 
 
-class Threads:
+class ThreadTable:
     """The store's threads (`RunStore.threads`)."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:

@@ -13,9 +13,9 @@ import ray
 
 from agents.core.events import ModelDelta, RunFinished, RunStarted
 from agents.core.messages import RunStatus
+from agents.ledger.book import MAX_FEED
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
-from agents.runtime.ledger import MAX_FEED
 from orchestrator.engine import Engine
 from orchestrator.engine.submission import Submission
 from orchestrator.service.feed_reader import FeedReader, News

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from agents.core.limits import SpendCap
-from agents.runtime.spend import SpendMeter, Spent, utc_day
+from agents.ledger.spend import SpendMeter, Spent, utc_day
 from orchestrator.access import AccessFile, new_key
 from tests.postgres import fresh_database
 from tests.service import ServiceProcess, all_events

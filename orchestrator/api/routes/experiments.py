@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from orchestrator.api.deps import Caller, Run, Service
-from orchestrator.errors import ExperimentNotFound
 from orchestrator.schemas import ErrorBody
 from orchestrator.schemas.experiments import (
     CaseRun,
@@ -57,7 +56,7 @@ async def list_experiments(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> ExperimentPageView:
     """The experiments `baton eval` kept here (the caller's tenant's), newest first."""
-    found = await service.store.experiments.latest(dataset, caller.tenant_filter, limit)
+    found = await service.experiments.latest(dataset, caller, limit)
     return ExperimentPageView(experiments=[ExperimentSummary(**_summary(e)) for e in found])
 
 
@@ -67,9 +66,7 @@ async def list_experiments(
 )
 async def get_experiment(service: Service, caller: Caller, experiment_id: str) -> ExperimentView:
     """An experiment (by its id, or a prefix naming one): each case's run and verdicts."""
-    found = await service.store.experiments.get(experiment_id, caller.tenant_filter)
-    if found is None:
-        raise ExperimentNotFound(experiment_id)
+    found = await service.experiments.get(experiment_id, caller)
     return ExperimentView(
         **_summary(found),
         dataset_digest=found.dataset_digest,
@@ -77,18 +74,27 @@ async def get_experiment(service: Service, caller: Caller, experiment_id: str) -
     )
 
 
-@router.post("/experiments", status_code=201)
+@router.post(
+    "/experiments",
+    status_code=201,
+    responses={
+        404: {"model": ErrorBody, "description": "A result names a run the caller cannot see."}
+    },
+)
 async def add_experiment(
     service: Service, caller: Caller, experiment: ExperimentIn
 ) -> ExperimentView:
-    """Keep an experiment of runs made here (`baton eval --server` sends its results)."""
-    kept = await service.store.experiments.add(
+    """Keep an experiment of runs made here (`baton eval --server` sends its results).
+
+    Each result's run must be one of the caller's tenant's.
+    """
+    kept = await service.experiments.add(
         experiment.dataset,
         experiment.dataset_digest,
         experiment.config,
         experiment.config_digest,
         [r.model_dump() for r in experiment.results],
-        caller.tenant,
+        caller,
     )
     return ExperimentView(
         **_summary(kept), dataset_digest=kept.dataset_digest, results=experiment.results

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from agents.core.errors import ConfigError
-from agents.runtime.spend import utc_day
+from agents.ledger.spend import utc_day
 from orchestrator import __version__
 from orchestrator.api.deps import Caller, Service, needs
 from orchestrator.errors import UnknownTenant, VersionRefused
@@ -155,7 +155,7 @@ async def usage(
         raise UnknownTenant(tenant)
     asked = tenant if tenant is not None else caller.tenant_filter
     day = day or utc_day()
-    lines = [SpendLine(**row) for row in await service.store.spending(day, asked)]
+    lines = [SpendLine(**row) for row in await service.spending(day, asked)]
     total = SpendLine(
         tenant=asked or "*",
         key="*",

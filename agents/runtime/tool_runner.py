@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from opentelemetry import trace
 
 from agents.core.errors import DelegationRefused, describe_error
-from agents.core.events import DelegationRefused as DelegationRefusedEvent
-from agents.core.events import ToolFinished, ToolStarted
+from agents.core.events import DelegationRefusedEvent, ToolFinished, ToolStarted
 from agents.core.messages import Refusal
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec

@@ -10,7 +10,7 @@ import pytest
 
 from agents.core.gate_spec import GateSpec
 from agents.core.messages import RunStatus
-from agents.runtime.gates import GateBook
+from agents.gates.book import GateBook
 from tests.openai_server import FakeOpenAI
 from tests.testkit import EventList, local_trace
 from tracing import attributes as attr

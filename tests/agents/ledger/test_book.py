@@ -21,11 +21,11 @@ from agents.core.events import (
 )
 from agents.core.messages import RunStatus
 from agents.core.waits import Resolution
+from agents.ledger.book import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
+from agents.ledger.causal import CausalOrder
 from agents.ray import wire
 from agents.ray.handover import seal
 from agents.ray.ledger_client import EVENT_FLUSH_S, LedgerClient
-from agents.runtime.causal import CausalOrder
-from agents.runtime.ledger import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
 
 STARTED = AgentStarted(agent="a")
 FINISHED = AgentFinished(agent="a", status=RunStatus.SUCCEEDED, duration_s=0.1, steps=1)

@@ -18,8 +18,8 @@ from typing import Any, cast
 from agents.core.events import AgentStarted, Event, ModelFinished, RunStarted, WaitOpened
 from agents.core.ports import RunState
 from agents.core.waits import Outcome, Resolution, Waiting
-from agents.runtime.causal import CausalOrder
-from agents.runtime.spend import SpendMeter, SpendRow
+from agents.ledger.causal import CausalOrder
+from agents.ledger.spend import SpendEntry, SpendMeter
 from tracing import SpanRecord, agent_span_counts
 from tracing import attributes as attr
 
@@ -62,7 +62,7 @@ class RunLedger:
     def __init__(
         self,
         on_event: Callable[[str, int, Event], None] | None = None,
-        on_spend: Callable[[SpendRow], None] | None = None,
+        on_spend: Callable[[SpendEntry], None] | None = None,
     ) -> None:
         """Hold runs' books; `on_event` and `on_spend` see what the store keeps.
 
@@ -360,7 +360,7 @@ class RunLedger:
         """Record a progress event of the run (bounded per run; dropped once it is closed).
 
         Events go out (numbered, on the feed) in causal order: one whose cause is still on its
-        way from another process waits for it (`agents.runtime.causal`). `origin` names the
+        way from another process waits for it (`agents.ledger.causal`). `origin` names the
         process that queued it (see `settled`).
         """
         if run_id in self._closed:
@@ -405,7 +405,7 @@ class RunLedger:
     def _count_spending(self, run_id: str, event: Event) -> None:
         """Each stored event once, in order: a run's start names whose it is, a reply spends."""
         if isinstance(event, RunStarted):
-            self.spend.open(run_id, event.tenant, event.who)
+            self.spend.open(run_id, event.tenant, event.submitted_by)
         elif isinstance(event, ModelFinished):
             row = self.spend.record(
                 run_id,

@@ -8,8 +8,8 @@ import pytest
 
 from agents.core.events import AgentStarted, Event, RunFinished, RunStarted, ToolStarted
 from agents.core.messages import RunStatus
-from agents.runtime.causal import CausalOrder
-from agents.runtime.ledger import RunLedger
+from agents.ledger.book import RunLedger
+from agents.ledger.causal import CausalOrder
 from tests.testkit import EventList, causal_breaks, local_trace
 from tests.tracing.test_sequence import DEFAULT_TEAM
 

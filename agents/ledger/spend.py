@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agents.core.limits import SpendCap
 
-__all__ = ["SpendMeter", "SpendRow", "Spent", "utc_day"]
+__all__ = ["SpendEntry", "SpendMeter", "Spent", "utc_day"]
 
 
 def utc_day(at: float | None = None) -> str:
@@ -33,7 +33,7 @@ class Spent:
 
 
 @dataclass(frozen=True)
-class SpendRow:
+class SpendEntry:
     """One model reply's spending, as the store keeps it.
 
     Summed there by day, tenant, key, agent and model.
@@ -111,7 +111,7 @@ class SpendMeter:
         input_tokens: int,
         output_tokens: int,
         cost_usd: float | None,
-    ) -> SpendRow | None:
+    ) -> SpendEntry | None:
         """Count a model reply of a run; the row to persist (None: the run is not counted)."""
         run = self._runs.get(run_id)
         if run is None:
@@ -130,7 +130,7 @@ class SpendMeter:
             if said is not None and cap.scope not in run.warned:
                 run.warned.add(cap.scope)
                 self._pending_warnings.setdefault(run_id, []).append((cap.scope, said))
-        return SpendRow(
+        return SpendEntry(
             day, run.tenant, run.who, agent, model, input_tokens, output_tokens, usd,
             cost_usd is None,
         )  # fmt: skip
