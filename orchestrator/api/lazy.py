@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["A2A_CARD_PATH", "A2A_RPC_PATH", "MCP_PATH", "LazyA2A", "LazyMcp"]
 
-# The paths the SDKs serve them at (tests/orchestrator/test_mcp_endpoint.py and test_a2a_server.py
+# The paths the SDKs serve them at (tests/orchestrator/mcp/test_server.py and test_a2a_server.py
 # call them there).
 MCP_PATH = "/mcp"
 A2A_RPC_PATH = "/a2a"

@@ -14,7 +14,7 @@ from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Execution, Submission
 from orchestrator.store import RunMeta, RunStore
-from tests.orchestrator.test_durable import _recorded
+from tests.orchestrator.service.test_durability import _recorded
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 

@@ -375,7 +375,7 @@ async def test_spans_from_every_process_join_one_trace_with_correct_parentage(
     assert len({s["trace_id"] for s in spans}) == 1
     assert len(by_id) == len(spans)
     # This (the driver's) process and the team's shared host: parentage holds across
-    # processes and within one (agents in separate actors: tests/orchestrator/test_hosts.py).
+    # processes and within one (agents in separate actors: tests/orchestrator/engine/test_hosts.py).
     pids = {s["resource"]["process.pid"] for s in spans}
     assert os.getpid() in pids and len(pids) == 2
     agents = [s for s in spans if s["name"].startswith("invoke_agent ")]

@@ -26,7 +26,7 @@ from orchestrator.evals import Expect, Interactions, load_dataset, parse_rule
 from orchestrator.schemas.runs import DelegationNode
 from tests.testkit import OtlpReceiver
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATASETS = ROOT / "configs" / "datasets"
 
 

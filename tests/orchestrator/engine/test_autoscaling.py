@@ -22,7 +22,7 @@ from tests.service import ServiceProcess
 
 pytestmark = [pytest.mark.heavy, pytest.mark.last]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEAM = """
 name: scaling
 env: [PARCELS_FILE]

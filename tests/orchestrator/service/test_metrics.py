@@ -16,7 +16,7 @@ from tests.service import ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 async def scrape(url: str, **headers: str) -> dict[str, list[Any]]:

@@ -12,7 +12,7 @@ from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Execution, ForkPoint, Lineage, Submission
 from orchestrator.store import RunMeta, RunStore
-from tests.orchestrator.test_durable import _answer
+from tests.orchestrator.service.test_durability import _answer
 from tests.service import submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]

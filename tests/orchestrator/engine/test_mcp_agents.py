@@ -17,7 +17,7 @@ from orchestrator.engine import Engine, Submission
 from tests.testkit import config, start
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def scripted(*calls: tuple[str, dict[str, Any]]) -> str:

@@ -28,7 +28,7 @@ from pydantic import TypeAdapter
 from tests.service import KEYS, ServiceProcess, all_events
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
