@@ -97,14 +97,8 @@ class RunRequest(BaseModel):
     )
 
     def submission(self) -> Submission:
-        """The request as the run service takes it."""
-        return Submission(
-            task=self.task,
-            agent=self.agent,
-            token_budget=self.token_budget,
-            deadline_s=self.deadline_s,
-            stream=self.stream,
-        )
+        """The request as the run service takes it (its fields are the request's own)."""
+        return Submission(**self.model_dump(include=set(RunRequest.model_fields)))
 
 
 class RunSubmission(RunRequest):
