@@ -169,25 +169,31 @@ def _who(ctx: Context, role: Role) -> Access:
     return caller_of(ctx.request_context.request, role)
 
 
-def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
-    """The tools, over the run service that `service` gives when a tool is called.
+class TeamTools:
+    """The team as MCP tools, a prompt and its completion.
 
-    It may wait for the service to start.
+    Over the run service that `service` gives when one is called (it may wait for it to start).
     """
-    server = MCPServer(
-        "baton",
-        version=__version__,
-        # The SDK configures the root logger at this level: INFO would print its chatter (and
-        # Alembic's) on every `baton serve` start.
-        log_level="WARNING",
-        instructions="Baton runs tasks through a team of AI agents. submit_task hands the team "
-        "a task and returns its answer (or the run id to ask about later with get_run).",
-        # A client that takes MCP tasks gets submit_task's run as one (`orchestrator.mcp.tasks`).
-        extensions=[RunTasks(service)],
-    )
 
-    @server.tool()
+    def __init__(self, service: Callable[[], Awaitable[RunService]]) -> None:
+        self._service = service
+
+    def register(self, server: MCPServer) -> None:
+        """Offer them on `server`."""
+        for tool in (
+            self.submit_task,
+            self.answer_question,
+            self.cancel_run,
+            self.get_run,
+            self.get_run_diagram,
+            self.list_agents,
+        ):
+            server.tool()(tool)
+        server.prompt()(self.ask_team)
+        server.completion()(self.complete)  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
+
     async def submit_task(
+        self,
         task: str,
         ctx: Context,
         agent: str | None = None,
@@ -209,7 +215,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             thread: a conversation to continue (the id a former answer's thread_id gave), or
                 "new" to start one: the team sees the earlier turns.
         """
-        runs = await service()
+        runs = await self._service()
         answered: tuple[str, ...] = ()
         if ctx.request_state:  # called again with the answers to the run's questions
             caller = _who(ctx, "approve")
@@ -222,8 +228,8 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             run = await submit(runs, task, agent, meta, caller, thread)
         return await _wait(runs, run, ctx, wait_s, caller, answered)
 
-    @server.tool()
     async def answer_question(
+        self,
         run_id: str,
         answer: str,
         ctx: Context,
@@ -239,7 +245,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             question_id: which question (needed only when the run asks several).
             wait_s: how long to wait for the run to end, as for submit_task.
         """
-        runs = await service()
+        runs = await self._service()
         caller = _who(ctx, "approve")
         run = await read_run(runs, run_id, caller)
         try:
@@ -249,15 +255,14 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             raise ToolError(exc.message) from None
         return await _wait(runs, run, ctx, wait_s, caller, (str(answered["question_id"]),))
 
-    @server.tool()
-    async def cancel_run(run_id: str, ctx: Context) -> dict[str, Any]:
+    async def cancel_run(self, run_id: str, ctx: Context) -> dict[str, Any]:
         """Cancel a run that is still going (one that has ended stays as it ended).
 
         Args:
             run_id: the id submit_task returned.
             ctx: the call.
         """
-        runs = await service()
+        runs = await self._service()
         caller = _who(ctx, "submit")
         try:
             run = await runs.cancel((await read_run(runs, run_id, caller)).id, caller)
@@ -269,8 +274,7 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
                     await _follow(runs, run, None)
         return summary(run_view(await runs.get(run.id)).model_dump(mode="json"))
 
-    @server.prompt()
-    def ask_team(task: str, agent: str = "") -> str:
+    def ask_team(self, task: str, agent: str = "") -> str:
         """Hand a task to the team (or to one of its agents) and report its answer.
 
         Args:
@@ -280,32 +284,30 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
         to = f' with agent "{agent}"' if agent else ""
         return f"Use the submit_task tool{to} for this task, then report its answer:\n\n{task}"
 
-    @server.completion()  # type: ignore[no-untyped-call, untyped-decorator]  # the SDK leaves it untyped
     async def complete(
+        self,
         ref: PromptReference | ResourceTemplateReference,
         argument: CompletionArgument,
         context: CompletionContext | None,
     ) -> Completion | None:
         """The team's agents whose names start with what was typed, for `ask_team`'s agent."""
         if isinstance(ref, PromptReference) and (ref.name, argument.name) == ("ask_team", "agent"):
-            names = sorted(a.name for a in (await service()).system.config.agents)
+            names = sorted(a.name for a in (await self._service()).system.config.agents)
             return Completion(values=[n for n in names if n.startswith(argument.value)])
         return None
 
-    @server.tool()
-    async def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
+    async def get_run(self, run_id: str, ctx: Context) -> dict[str, Any]:
         """A run's status, answer or error, usage and timings.
 
         Args:
             run_id: the id submit_task returned.
             ctx: the call.
         """
-        run = await read_run(await service(), run_id, _who(ctx, "read"))
+        run = await read_run(await self._service(), run_id, _who(ctx, "read"))
         return summary(run_view(run).model_dump(mode="json"))
 
-    @server.tool()
     async def get_run_diagram(
-        run_id: str, ctx: Context, detail: Literal["agents", "tools", "full"] = "agents"
+        self, run_id: str, ctx: Context, detail: Literal["agents", "tools", "full"] = "agents"
     ) -> str:
         """A run as a Mermaid sequence diagram (who delegated what to whom, and what came back).
 
@@ -314,14 +316,15 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             ctx: the call.
             detail: agents only; tools: tool calls too; full: model calls too.
         """
-        runs = await service()
+        runs = await self._service()
         run = await read_run(runs, run_id, _who(ctx, "read"))
         return (await runs.views.diagram(run, detail)).text
 
-    @server.tool()
-    async def list_agents() -> str:
+    async def list_agents(
+        self,
+    ) -> str:
         """The team: each agent with what it is for and whom it may delegate to."""
-        system = (await service()).system
+        system = (await self._service()).system
         return json.dumps(
             [
                 {
@@ -334,6 +337,21 @@ def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
             ]
         )
 
+
+def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
+    """The team's MCP server (`TeamTools`), over the run service that `service` gives."""
+    server = MCPServer(
+        "baton",
+        version=__version__,
+        # The SDK configures the root logger at this level: INFO would print its chatter (and
+        # Alembic's) on every `baton serve` start.
+        log_level="WARNING",
+        instructions="Baton runs tasks through a team of AI agents. submit_task hands the team "
+        "a task and returns its answer (or the run id to ask about later with get_run).",
+        # A client that takes MCP tasks gets submit_task's run as one (`orchestrator.mcp.tasks`).
+        extensions=[RunTasks(service)],
+    )
+    TeamTools(service).register(server)
     return server
 
 
