@@ -22,7 +22,17 @@ from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ledger.book import RunLedger
 from agents.ledger.spend import Spent, utc_day
 from agents.ray.handover import open_batch
-from agents.ray.wire import Batch, Closed, Commit, RunEnd, RunSettle, WaitCall, seal, unseal
+from agents.ray.wire import (
+    Batch,
+    Closed,
+    Commit,
+    RunEnd,
+    RunSettle,
+    SpendCheck,
+    WaitCall,
+    seal,
+    unseal,
+)
 from tracing import SpanRecord
 
 __all__ = ["LedgerActor"]
@@ -234,12 +244,15 @@ class LedgerActor:
         """Tokens the run may still spend (None: no budget)."""
         return self._ledger.tokens_left(run_id)
 
-    def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
+    async def spend_check(self, sealed: bytes) -> tuple[str | None, list[tuple[str, str]]]:
         """Whether the run may make another model call, and its warnings not yet given.
 
-        As `SpendMeter.check` says: None, or the cap it reached.
+        A sealed `SpendCheck`: the asking process's earlier batch is applied first (its
+        replies' spending counted). As `SpendMeter.check` says: None, or the cap it reached.
         """
-        return self._ledger.spend_check(run_id)
+        call = unseal(sealed, SpendCheck)
+        await self._apply(call.earlier)
+        return self._ledger.spend_check(call.run_id)
 
     async def spend_over(self, caps: tuple[SpendCap, ...]) -> str | None:
         """Why a new run under these caps would be refused now (a daily cap spent), or None."""

@@ -11,7 +11,7 @@ from agents.core.ports import EventSink, RunState
 from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
-from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, WaitCall, seal, unseal
+from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, SpendCheck, WaitCall, seal, unseal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
@@ -54,9 +54,14 @@ class LedgerClient:
         return left
 
     async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
-        """Whether the run may make another model call under its caps, and its new warnings."""
+        """Whether the run may make another model call under its caps, and its new warnings.
+
+        What this process queued goes with the question (its replies' spending among it), so
+        that the answer counts every call this process made before it.
+        """
+        call = SpendCheck(run_id, self.outbox.take_batch())
         found: tuple[str | None, list[tuple[str, str]]] = await self._handle.spend_check.remote(
-            run_id
+            seal(call)
         )
         return found
 

@@ -43,6 +43,7 @@ __all__ = [
     "RunEnd",
     "RunSettle",
     "Sealable",
+    "SpendCheck",
     "WaitCall",
     "open_tree",
     "seal",
@@ -165,6 +166,18 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class SpendCheck:
+    """`LedgerActor.spend_check`'s call: may the run make another model call under its caps?
+
+    The process's `earlier` batch goes with it: the spending of its replies so far is counted
+    before the answer.
+    """
+
+    run_id: str
+    earlier: Batch
+
+
+@dataclass(frozen=True)
 class WaitCall:
     """`LedgerActor.open_wait`'s call: a run waits for a person (`event` says what for).
 
@@ -233,7 +246,9 @@ class Closed:
     recorded: bool
 
 
-Sealable = HostCall | HostReply | Batch | Commit | WaitCall | RunSettle | RunEnd | Closed
+Sealable = (
+    HostCall | HostReply | Batch | Commit | SpendCheck | WaitCall | RunSettle | RunEnd | Closed
+)
 
 
 def seal(value: Sealable) -> bytes:

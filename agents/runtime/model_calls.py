@@ -144,6 +144,8 @@ class ModelCaller:
                 gate_wait_s=round(reply.gate_wait_s, 3),
                 **span_ids(span),
             )
+            if inv.ctx.capped:  # counted against the caps now, not at the next batch's time
+                self.reporter.flush()
         self.reporter.send_finished_spans(inv)
         return reply
 
