@@ -107,6 +107,8 @@ async def open_service(
         if ray_connection.token is not None:
             configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
         engine = Engine(system, options, export=export)
+        if metrics is not None and export is not None:
+            metrics.watch_export(lambda: (export.sent, export.dropped))
 
         def make_engine(version: AgentSystem) -> Engine:  # a new version of the team (`roll`)
             return Engine(version, replace(options, env=agent_env(version)), export=export)

@@ -301,7 +301,7 @@ class Engine:
                 )
                 if result is not None:
                     result.spans = closed.spans
-                    self.export_spans(closed.spans)
+                    await self.export_spans(closed.spans)
             else:
                 if riding is not None:
                     self._openings[run_id] = riding
@@ -416,13 +416,16 @@ class Engine:
             record=record,
             spans_back=self._export is not None,
         )
-        self.export_spans(closed.spans)
+        await self.export_spans(closed.spans)
         return closed
 
-    def export_spans(self, spans: list[SpanRecord]) -> None:
-        """Send spans to the OTLP backend, if an export is configured (queued, never raises)."""
+    async def export_spans(self, spans: list[SpanRecord]) -> None:
+        """Send spans to the OTLP backend, if an export is configured; never raises.
+
+        Queued: this waits only for room in the export's queue (see `OtlpExport`).
+        """
         if self._export is not None and spans:
-            self._export.export(spans)
+            await self._export.export(spans)
 
     async def _dispatch_entry(
         self,

@@ -56,7 +56,7 @@ class RunEvaluations:
             explain=engine.system.config.tracing.capture_content,
         )
         await self._store.add_spans(run_id, made)
-        engine.export_spans(made)
+        await engine.export_spans(made)
         return made[0]["span_id"]
 
 

@@ -6,7 +6,8 @@
 - `baton.runs` (ended, by status and tenant), `baton.runs.active` (queued and running here),
   `baton.admission.refusals` (by reason: overloaded, spending cap), `baton.spend` (dollars, by
   tenant), `baton.sse.followers` (open event streams), `baton.gate.wait` (seconds model calls
-  waited at provider gates) and `baton.model.fallbacks` (calls a fallback answered).
+  waited at provider gates), `baton.model.fallbacks` (calls a fallback answered) and
+  `baton.trace_export.spans` (spans sent to the OTLP backend, or dropped while it was down).
 
 They are read by Prometheus at `/metrics` (a registry of the service's own) and, when an OTLP
 endpoint is configured, sent beside the traces every `export_interval_s`.
@@ -139,6 +140,14 @@ class ServiceMetrics:
             unit="{run}",
             description="Runs here now, queued or running (`baton.run.state`).",
         )
+        self._exported: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        meter.create_observable_counter(
+            "baton.trace_export.spans",
+            [self._observe_exported],
+            unit="{span}",
+            description="Runs' spans sent to the OTLP backend, and those dropped while it was "
+            "down (`baton.export.outcome`: sent, dropped).",
+        )
         meter.create_observable_up_down_counter(
             "baton.sse.followers",
             [self._observe_followers],
@@ -149,6 +158,17 @@ class ServiceMetrics:
     def watch(self, active: Callable[[], tuple[int, int]], followers: Callable[[], int]) -> None:
         """Where the gauges are read: (queued, running) runs here; followers of events."""
         self._active, self._followers = active, followers
+
+    def watch_export(self, counts: Callable[[], tuple[int, int]]) -> None:
+        """Where the OTLP export's counts are read: spans sent, spans dropped."""
+        self._exported = counts
+
+    def _observe_exported(self, _: CallbackOptions) -> Iterable[Observation]:
+        sent, dropped = self._exported()
+        return [
+            Observation(sent, {"baton.export.outcome": "sent"}),
+            Observation(dropped, {"baton.export.outcome": "dropped"}),
+        ]
 
     def watch_versions(self, running: Callable[[], list[tuple[str, int, bool]]]) -> None:
         """Where the versions running are read: (version, runs it holds, whether current)."""

@@ -1,4 +1,5 @@
-"""No span is lost: hundreds of delegations, concurrent runs, and the store that keeps them."""
+"""No span is lost: hundreds of delegations, concurrent runs, the store that keeps them and the
+OTLP backend they are exported to (a receiver of the test's, slow to answer)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine, Execution, RunResult, Submission
 from orchestrator.store import RunMeta, RunStore
+from tests.otlp_receiver import OtlpReceiver
 from tests.service import rss_mib
 from tests.testkit import config
+from tracing import OtlpExport
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
@@ -51,15 +55,35 @@ agents:
 
 
 @pytest.fixture(scope="module")
-def wide_engine(ray_address: str) -> Iterator[Engine]:
-    engine = Engine(config(WIDE), PoolOptions(namespace="baton-tests"))
+def receiver() -> Iterator[OtlpReceiver]:
+    server = OtlpReceiver(delay_s=0.005)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def export(receiver: OtlpReceiver) -> Iterator[OtlpExport]:
+    exporting = OtlpExport(OTLPSpanExporter(endpoint=receiver.url))
+    yield exporting
+    exporting.shutdown()
+
+
+@pytest.fixture(scope="module")
+def wide_engine(ray_address: str, export: OtlpExport) -> Iterator[Engine]:
+    engine = Engine(config(WIDE), PoolOptions(namespace="baton-tests"), export=export)
     engine.start()
     yield engine
     engine.stop()
 
 
-async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
-    wide_engine: Engine, store_url: str
+async def _exported(export: OtlpExport, receiver: OtlpReceiver, trace_id: str) -> set[str]:
+    """The span ids of a trace the backend received once the export has sent what it has."""
+    assert await asyncio.to_thread(export.flush, 120)
+    return receiver.of(trace_id)
+
+
+async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store_and_backend(
+    wide_engine: Engine, store_url: str, export: OtlpExport, receiver: OtlpReceiver
 ) -> None:
     store = await RunStore.open(store_url)
     try:
@@ -97,9 +121,11 @@ async def test_hundreds_of_delegations_in_concurrent_runs_all_reach_the_store(
             for s in result.spans
             if s["name"] != "invoke_workflow baton"
         )
-        # Every span, and nothing from another run, is in the store.
+        # Every span, and nothing from another run, is in the store and reached the backend.
         kept = stored[result.run_id]
         assert sorted(s["span_id"] for s in kept) == sorted(by_id)
+        trace_id = result.spans[0]["trace_id"]
+        assert await _exported(export, receiver, trace_id) == set(by_id)
     assert len({s["trace_id"] for r in results for s in r.spans}) == RUNS
 
 
@@ -134,7 +160,7 @@ HUGE_RUN_GROWTH_BOUND_MIB = 80.0
 
 
 async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
-    wide_engine: Engine, tmp_path: Path
+    wide_engine: Engine, tmp_path: Path, export: OtlpExport, receiver: OtlpReceiver
 ) -> None:
     pids = {r["pid"] for r in await wide_engine.placement()}
     store = await RunStore.open(f"sqlite+aiosqlite:///{tmp_path}/runs.db")
@@ -160,3 +186,6 @@ async def test_a_run_of_five_thousand_delegations_keeps_one_span_for_each(
         c["status"] == "ERROR" for c in calls.values()
     )
     assert len({s["trace_id"] for s in kept}) == 1
+    # All 15,000 and more of them reached the backend (the SDK's own queue held 2,048).
+    exported = await _exported(export, receiver, kept[0]["trace_id"])
+    assert exported == {s["span_id"] for s in kept} and len(exported) > 15_000
