@@ -168,9 +168,14 @@ def leak_env(name: str) -> str:
 
 
 class OtlpReceiver:
-    """An OTLP/HTTP trace receiver on 127.0.0.1 that decodes what exporters send it."""
+    """An OTLP/HTTP trace receiver on 127.0.0.1 that decodes what exporters send it.
 
-    def __init__(self) -> None:
+    `delay_s`: how long each request takes to answer (a slow backend). On `port` (a free one
+    by default): `close` and a new receiver on the same port stand for a backend that goes
+    down and comes back.
+    """
+
+    def __init__(self, port: int = 0, delay_s: float = 0.0) -> None:
         import gzip
         import http.server
         import threading
@@ -190,6 +195,7 @@ class OtlpReceiver:
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 request = ExportTraceServiceRequest.FromString(body)
+                time.sleep(delay_s)
                 received.take(request)
                 reply = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200 if self.path == "/v1/traces" else 404)
@@ -201,15 +207,34 @@ class OtlpReceiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The traces endpoint (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`)."""
+        return f"{self.endpoint}/v1/traces"
+
+    def of(self, trace_id: str) -> set[str]:
+        """The ids of the spans of a trace received so far."""
+        with self._lock:
+            return {str(s["span_id"]) for s in self.spans if s["trace_id"] == trace_id}
 
     def take(self, request: object) -> None:
+        with self._lock:
+            self._take(request)
+
+    def _take(self, request: object) -> None:
         from google.protobuf.json_format import MessageToDict
 
         self.requests += 1

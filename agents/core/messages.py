@@ -217,6 +217,12 @@ class Delegation(BaseModel):
         description="The invocation may have run before (a resumed run, a retried call): it "
         "reads its recorded steps first.",
     )
+    input_tripped: dict[str, str] | None = Field(
+        default=None,
+        description="An input guardrail of this agent tripped on the task before the run was "
+        "recorded (`guardrail`, `reason`): the task is what may be kept of it, and the "
+        "invocation ends as that guardrail would have ended it.",
+    )
     history: list[dict[str, Any]] = Field(
         default_factory=list,
         description="The conversation so far, then the task: a hand-off's (the receiver "

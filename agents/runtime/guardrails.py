@@ -59,6 +59,10 @@ def _kept(guard: GuardrailSpec, text: str) -> str:
     return f"[BLOCKED by guardrail {guard.label}: the text was not kept]"
 
 
+async def _no_judge(judge: JudgeSpec, text: str) -> str | None:
+    raise AssertionError("a screen asks no judge")
+
+
 class Guardrails:
     """An agent's guardrails, ready to check texts."""
 
@@ -81,6 +85,19 @@ class Guardrails:
             reason = await self._trips(guard, text, judge)
             if reason is not None:
                 return Tripped(guard.label, stage, reason, _kept(guard, text))
+        return None
+
+    async def screen(self, stage: Literal["input", "output"], text: str) -> Tripped | None:
+        """The first of the stage's regular expressions and functions that trips on `text`.
+
+        No judge is asked (that is a model call): what can decide without one, before the text
+        is kept anywhere.
+        """
+        for guard in getattr(self.spec, stage):
+            if guard.judge is None:
+                reason = await self._trips(guard, text, _no_judge)
+                if reason is not None:
+                    return Tripped(guard.label, stage, reason, _kept(guard, text))
         return None
 
     async def tool(

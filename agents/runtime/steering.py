@@ -120,13 +120,16 @@ class Steering:
         What the guardrail blocked goes nowhere: the result says what may be kept of the task
         (`AgentResult.input_kept`), for its span, its caller and the run's record.
         """
-        if self.guardrails:
-            task = inv.delegation.task
+        task, screened = inv.delegation.task, inv.delegation.input_tripped
+        tripped: Tripped | None = None
+        if screened is not None:  # at the door: `task` is what it kept
+            tripped = Tripped(screened["guardrail"], "input", screened["reason"], task)
+        elif self.guardrails:
             tripped = await self.guardrails.check("input", task, self._judge(inv))
-            if tripped is not None:
-                result = self.tripped(inv, tripped)
-                result.input_kept = tripped.kept
-                return result
+        if tripped is not None:
+            result = self.tripped(inv, tripped)
+            result.input_kept = tripped.kept
+            return result
         return None
 
     @property

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -22,6 +23,7 @@ from agents.ray.dispatch import RayDispatcher
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from agents.ray.wire import Closed, RunSettle
+from agents.runtime.guardrails import Guardrails
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
 from orchestrator.engine.submission import Execution, Lineage, Origin, Submission
 from orchestrator.system.config import AgentSystem
@@ -91,6 +93,7 @@ class Engine:
         # How to settle runs left open (`finish=False`): what each process counted, and more.
         self._settling: dict[str, RunSettle] = {}
         self._closed = False  # leaving Ray: no more calls to it from timers
+        self._guardrails: dict[str, Guardrails] = {}  # entry agents' (`screen`)
         self._entry_grace_s = entry_grace_s
         self._export = export
         self._collector: SpanCollector = configure_tracing(
@@ -210,6 +213,27 @@ class Engine:
             ray.kill(handle)
         self._pool = None
 
+    async def screen(self, request: Submission) -> Submission:
+        """The request as its entry agent's input guardrails let it be recorded.
+
+        Those that decide without a model (regular expressions, functions) check the task
+        before anything keeps it: one that trips leaves only what it lets through, and the run
+        ends as the guardrail ends it (`Submission.input_tripped`). A judge's check is a model
+        call: it is made by the agent, as it starts.
+        """
+        entry, _ = self.choose_entry(request.task, request.agent)
+        spec = self.system.agent(entry) if entry in self.system.topology.graph else None
+        if spec is None or not spec.guardrails.input:
+            return request
+        guardrails = self._guardrails.get(entry)
+        if guardrails is None:
+            guardrails = self._guardrails[entry] = Guardrails(spec.guardrails)
+        tripped = await guardrails.screen("input", request.task)
+        if tripped is None:
+            return request
+        verdict = {"guardrail": tripped.guardrail, "reason": tripped.reason}
+        return replace(request, task=tripped.kept, input_tripped=verdict)
+
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         """The entry agent for `task`: the one asked for, routed (`auto`), or the config's."""
         if agent == AUTO:
@@ -264,10 +288,7 @@ class Engine:
                     **span_ids(span),
                 )
                 riding = await self._open(ctx, first, lineage, caps)
-                history = list(execution.turns.history) if execution.turns else []
-                tree = await self._dispatch_entry(
-                    request.task, entry, ctx, lineage.replay_of, riding, history
-                )
+                tree = await self._dispatch_entry(request, entry, ctx, execution, riding)
                 failure = None if tree.status == RunStatus.SUCCEEDED else tree.status.value
                 # An input guardrail of the entry agent blocked part of the task: the run keeps
                 # only the rest, anywhere it records the task.
@@ -429,13 +450,13 @@ class Engine:
 
     async def _dispatch_entry(
         self,
-        task: str,
+        request: Submission,
         entry: str,
         ctx: RunContext,
-        replay_of: str | None = None,
-        opening: RunStarted | None = None,
-        history: list[dict[str, str]] | None = None,
+        execution: Execution,
+        opening: RunStarted | None,
     ) -> AgentResult:
+        """Check the entry agent with the guard, then call it (within the deadline's grace)."""
         known = entry in self.system.topology.graph
         try:
             check_delegation(
@@ -450,11 +471,14 @@ class Engine:
             # A limit's refusal ends the run as that limit's, as it would have further down.
             status = _REFUSED_AS.get(refused.reason, RunStatus.FAILED)
             return AgentResult(agent=entry, status=status, error=refused.message)
+        task, replay_of = request.task, execution.lineage.replay_of
+        history = list(execution.turns.history) if execution.turns else []
         delegation = Delegation(
             task=task,
             context=ctx.enter(entry, inject_context()),
             invocation=entry_invocation(replay_of or ctx.run_id) if ctx.step_log else None,
             replay=ctx.epoch > 0 or replay_of is not None,
+            input_tripped=request.input_tripped,
             # A turn of a thread: the conversation so far, then the task.
             history=[*history, {"role": "user", "content": task}] if history else [],
         )

@@ -67,6 +67,9 @@ class Submission:
         tenant: whose run it is (set by the service from the caller): its spending counts
             as the tenant's.
         submitted_by: who submitted it (an API key's name), likewise.
+        input_tripped: an input guardrail of the entry agent tripped on the task at the door
+            (`guardrail`, `reason`; set by the service): `task` is what it kept, and the run
+            ends as that guardrail ends it. Nothing it blocked was recorded anywhere.
     """
 
     task: str
@@ -80,6 +83,7 @@ class Submission:
     waits_for_turns: bool = True
     tenant: str = "default"
     submitted_by: str | None = None
+    input_tripped: dict[str, str] | None = None
 
     @classmethod
     def stored(cls, task: str, options: dict[str, Any] | None, **whose: Any) -> Submission:

@@ -344,6 +344,9 @@ class RunService:
             NotReady: the service is stopping, or its agents did not start.
         """
         request = replace(request, tenant=caller.tenant, submitted_by=caller.who)
+        # Before anything keeps the task (its fingerprint included): what an input guardrail
+        # blocks is never written, not even to be taken out again.
+        request = await self.engine.screen(request)
         scoped = caller.own(idempotency_key) if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from tests.otlp_receiver import OtlpReceiver
+from tests.testkit import OtlpReceiver
 from tracing import OtlpExport, SpanRecord
 
 pytestmark = [pytest.mark.anyio]
@@ -83,7 +83,7 @@ async def test_a_backend_that_is_down_is_said_once_counted_and_sent_to_once_it_i
         lost = _run(os.urandom(16).hex(), 1000)
         await export.export(lost)  # does not wait for a backend that is down
         assert export.down
-        assert 700 <= export.dropped <= 1000
+        assert 600 <= export.dropped <= 1000  # all but the queue and the chunk being sent
         back = OtlpReceiver(port=port)
         try:
             kept = _run(os.urandom(16).hex(), 200)

@@ -137,6 +137,11 @@ def test_a_tripped_guardrail_keeps_what_it_blocked_out_of_every_record(
     _blocked_nowhere(seen, card, "the API (run, events, trace, diagram)")
     if card == CARD_IN:  # the task is kept with the card taken out, saying where it was
         assert run["task"] == "charge card [BLOCKED by guardrail no-card-numbers] for the order"
+        # Not even in the store's files: the blocked task was never written, not even to be
+        # written over (SQLite keeps old pages in its -wal, as PostgreSQL keeps old rows).
+        for path in (store, store.with_name("vault.db-wal"), store.with_name("vault.db-shm")):
+            if path.exists():
+                _blocked_nowhere(path.read_bytes().decode("latin-1"), card, path.name)
     _blocked_nowhere(_exported(receiver, run["id"]), card, "the OTLP export")
     _blocked_nowhere(_store_dump(store), card, "the run store")
     _blocked_nowhere(service.log.read_text(), card, "the service's log")

@@ -16,9 +16,8 @@ from agents.core.messages import RunStatus
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Engine, Execution, RunResult, Submission
 from orchestrator.store import RunMeta, RunStore
-from tests.otlp_receiver import OtlpReceiver
 from tests.service import rss_mib
-from tests.testkit import config
+from tests.testkit import OtlpReceiver, config
 from tracing import OtlpExport
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
