@@ -10,7 +10,10 @@ barrier before an effect that must not be repeated, and before a run's end is an
 
 A run removed while rows of it are on their way (its thread deleted, a turn rolled back just
 after its end was announced) takes them with it: the store's keys refuse them (SQLite enforces
-foreign keys here too), and the batch is written again run by run without them.
+foreign keys here too), and the batch is written again run by run without them. A row the store
+refuses for what it holds (a value too long for its column, say) is not an outage either: the
+batch is written run by run, the refused run's rows are dropped alone (said in the log), and a
+run whose end was among them is recorded failed, with why.
 
 The tables are the run store's (`orchestrator.store.tables`, created by its migrations); this
 module names only the columns it writes.
@@ -40,12 +43,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from agents.core.events import EVENTS, Event
 from agents.core.steps import Step
-from agents.core.storable import stored_json
+from agents.core.storable import stored_json, stored_statement
+from agents.core.store_faults import store_refused
 from agents.ledger.spend import SpendEntry, Spent
 from tracing import SpanRecord
 
@@ -123,6 +127,10 @@ _RUNS = table(
     column("tree", JSON),
 )
 _END_COLUMNS = frozenset(c.name for c in _RUNS.columns if c.name != "id")
+# What a run's end whose record the store refused still sets: failed, why, and its figures.
+_NUMBERS = frozenset({"input_tokens", "output_tokens", "model_calls", "cost_usd",
+                      "unpriced_calls", "started_at", "finished_at", "duration_s"})  # fmt: skip
+
 _UPDATE_RUN = update(_RUNS).where(_RUNS.c.id == bindparam("run_id_"))
 # Rows per statement (SQLite binds at most 32766 parameters).
 _CHUNK = 500
@@ -166,6 +174,8 @@ class StoreWriter:
             timeouts = {"timeout": WAIT_S, "command_timeout": WAIT_S}
             bounds = {"pool_timeout": WAIT_S, "pool_pre_ping": True, "connect_args": timeouts}
         self._engine: AsyncEngine = create_async_engine(url, json_serializer=stored_json, **bounds)
+        listen = self._engine.sync_engine
+        event.listen(listen, "before_cursor_execute", stored_statement, retval=True)
         if self._engine.dialect.name == "sqlite":
             event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
         self._steps: list[dict[str, Any]] = []
@@ -259,8 +269,10 @@ class StoreWriter:
             try:
                 try:
                     await self._write(batch)
-                except IntegrityError:  # some run was removed meanwhile: the others, alone
-                    await self._write_each(batch)
+                except DBAPIError as exc:
+                    if not store_refused(exc):
+                        raise
+                    await self._write_each(batch)  # a run removed, or a row refused
             except Exception:
                 self._failures += 1
                 logger.exception("the run store could not be written (%d rows)", batch.rows)
@@ -303,8 +315,28 @@ class StoreWriter:
                 await self._write(its)
             except IntegrityError:
                 logger.info("run %s was removed: its last rows were dropped", run_id)
+            except DBAPIError as exc:
+                if not store_refused(exc):
+                    raise
+                await self._refused(run_id, its, exc)
         if batch.spend:
             await self._write(_Batch(spend=batch.spend))
+
+    async def _refused(self, run_id: str, its: _Batch, exc: DBAPIError) -> None:
+        """The store refused rows of a run for what they hold: say so, record its end failed.
+
+        Its other rows are dropped; the other runs' of the batch were written.
+        """
+        cause = str(exc.orig).splitlines()[0][:300] if exc.orig is not None else type(exc).__name__
+        logger.error("run %s: the run store refused %d of its rows: %s", run_id, its.rows, cause)
+        if not its.ends:
+            return
+        failed = {c: its.ends[-1][c] for c in _NUMBERS} | {
+            "status": "failed",
+            "error": f"the run store refused the run's record: {cause}",
+        }
+        async with self._engine.begin() as connection:
+            await connection.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(**failed))
 
     def _insert(self, target: Any) -> Any:
         dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite

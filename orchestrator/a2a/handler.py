@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from a2a.helpers.proto_helpers import get_message_text
 from a2a.server.context import ServerCallContext
@@ -43,10 +45,12 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     UnsupportedOperationError,
 )
+from sqlalchemy.exc import DBAPIError
 
 from agents.core.a2a_meta import META_AGENT
 from agents.core.messages import RunStatus
 from agents.core.storable import nul_refusal
+from agents.core.store_faults import store_unavailable
 from agents.core.waits import Resolution
 from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher
@@ -74,6 +78,11 @@ from orchestrator.system.routing import AUTO
 
 __all__ = ["BatonRequestHandler"]
 
+logger = logging.getLogger(__name__)
+
+_Method = TypeVar("_Method", bound=Callable[..., Awaitable[Any]])
+_Stream = TypeVar("_Stream", bound=Callable[..., AsyncGenerator[Any]])
+
 # How long a cancelled task's answer waits for the run to end: it usually takes milliseconds,
 # but a run whose agent was stopped before it began waits (bounded) for its last events and
 # spans (`SETTLE_WAIT_S`). Past this the task is answered as it stands, its cancellation under
@@ -81,6 +90,44 @@ __all__ = ["BatonRequestHandler"]
 _CANCEL_WAIT_S = SETTLE_WAIT_S + 2.0
 _PAGE = 50
 _MAX_PAGE = 100
+
+
+def _store_error(exc: DBAPIError) -> InternalError:
+    """A store's error as a client is told it: its kind, never the statement it quotes."""
+    if store_unavailable(exc):
+        return InternalError(message="the run store is unavailable: retry later")
+    logger.error("a2a: the run store could not answer: %s", exc)
+    cause = type(getattr(exc, "orig", None) or exc).__name__
+    return InternalError(
+        message=f"the run store could not answer ({cause}); the service logged why"
+    )
+
+
+def _store_errors_said(method: _Method) -> _Method:
+    """A method whose store errors are answered by `_store_error`."""
+
+    @functools.wraps(method)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(self, *args, **kwargs)
+        except DBAPIError as exc:
+            raise _store_error(exc) from None
+
+    return cast("_Method", call)
+
+
+def _store_errors_said_stream(method: _Stream) -> _Stream:
+    """A streaming method whose store errors are answered by `_store_error`."""
+
+    @functools.wraps(method)
+    async def stream(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any]:
+        try:
+            async for item in method(self, *args, **kwargs):
+                yield item
+        except DBAPIError as exc:
+            raise _store_error(exc) from None
+
+    return cast("_Stream", stream)
 
 
 class BatonRequestHandler(RequestHandler):
@@ -104,6 +151,7 @@ class BatonRequestHandler(RequestHandler):
         self._push_configs = PushConfigStore(current)
         self._pusher = Pusher(current, self._push_configs, push_private)
 
+    @_store_errors_said
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
@@ -135,6 +183,7 @@ class BatonRequestHandler(RequestHandler):
             task.status.CopyFrom(last.status)
         return task
 
+    @_store_errors_said_stream
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[A2AEvent]:
@@ -145,12 +194,14 @@ class BatonRequestHandler(RequestHandler):
         async for update in self._updates(service, run, answered):
             yield update
 
+    @_store_errors_said
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """The task a run is now."""
         history = params.history_length if params.HasField("history_length") else None
         viewer = _caller(context, "read")
         return await self._task(await self._current(), params.id, viewer, _history(history))
 
+    @_store_errors_said
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
@@ -198,6 +249,7 @@ class BatonRequestHandler(RequestHandler):
             total_size=page.total,
         )
 
+    @_store_errors_said
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
@@ -214,6 +266,7 @@ class BatonRequestHandler(RequestHandler):
                     pass
         return await self._task(service, run.id, caller, None)
 
+    @_store_errors_said_stream
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[A2AEvent]:
@@ -371,6 +424,7 @@ class BatonRequestHandler(RequestHandler):
         except RunNotFound:
             raise TaskNotFoundError(f"no task {run_id!r}") from None
 
+    @_store_errors_said
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
@@ -386,6 +440,7 @@ class BatonRequestHandler(RequestHandler):
         self._pusher.follow(run)
         return config
 
+    @_store_errors_said
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
@@ -398,6 +453,7 @@ class BatonRequestHandler(RequestHandler):
             f"task {params.task_id} has no push notification config {params.id!r} of yours"
         )
 
+    @_store_errors_said
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
@@ -406,6 +462,7 @@ class BatonRequestHandler(RequestHandler):
         configs = await self._push_configs.get_info(params.task_id, context)
         return ListTaskPushNotificationConfigsResponse(configs=configs)
 
+    @_store_errors_said
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
@@ -413,6 +470,7 @@ class BatonRequestHandler(RequestHandler):
         await self._run(await self._current(), params.task_id, _caller(context, "submit"))
         await self._push_configs.delete_info(params.task_id, context, params.id)
 
+    @_store_errors_said
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:

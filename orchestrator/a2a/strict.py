@@ -7,6 +7,8 @@
   enum value into 0 (unspecified): a ListTasks `status` of "INVALID" would list every task.
   Baton checks the enums it reads and answers -32602 InvalidParams, naming the field and the
   values it takes.
+- A string of the params with U+0000 (NUL) is -32602 InvalidParams naming the field and the
+  place: no run store can keep or look up such a text (PostgreSQL refuses it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from a2a.types import TaskState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agents.core.storable import nul_place
 
 __all__ = ["StrictRequests"]
 
@@ -72,6 +76,8 @@ def _refusal(body: bytes) -> dict[str, Any] | None:
         return _error(None, -32700, f"Parse error: the body is not JSON ({exc})")
     if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
         return None
+    if (where := _nul_field(request["params"], "params")) is not None:
+        return _error(request.get("id"), -32602, where)
     for (method, field), enum in _ENUMS.items():
         value = request["params"].get(field)
         if request.get("method") != method or value is None:
@@ -81,6 +87,25 @@ def _refusal(body: bytes) -> dict[str, Any] | None:
             names = ", ".join(enum.keys()[1:])
             message = f"{method}: {field} {value!r} is not one of {names}"
             return _error(request.get("id"), -32602, message)
+    return None
+
+
+def _nul_field(value: Any, path: str) -> str | None:
+    """Where the first U+0000 of a JSON value is, in words (None: it has none)."""
+    if isinstance(value, str):
+        place = nul_place(value)
+        return None if place is None else f"{path} has U+0000 (NUL) at character {place}: remove it"
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        found = _nul_field(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+        if found is not None:
+            return found
     return None
 
 

@@ -21,7 +21,7 @@ from orchestrator import __version__
 from orchestrator.access import AccessFileWatch, KeyRing
 from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
-from orchestrator.api.guards import BodyLimit, KeyCheck, ProtocolGuard, RateLimiter
+from orchestrator.api.guards import BodyLimit, KeyCheck, NulRefusal, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
 from orchestrator.api.routes import agents, approvals, experiments, health, runs, threads
 from orchestrator.api.routes import metrics as metrics_view
@@ -107,6 +107,7 @@ def create_app(
     )
     app.state.config_path = options.config_path
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    app.add_middleware(NulRefusal)
     # Outside the body limit: a caller without a key has no body read (nor drained) at all.
     app.add_middleware(KeyCheck, keys=keys, guarded=("/v1", MCP_PATH, A2A_RPC_PATH, "/metrics"))
     app.add_middleware(SecurityHeaders)

@@ -11,10 +11,10 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from agents.core.store_faults import STORE_UNAVAILABLE, store_unavailable
 from orchestrator.api.guards import retry_after
 from orchestrator.errors import Overloaded, ServiceError
 from orchestrator.schemas import ErrorBody
-from orchestrator.store.unavailable import STORE_UNAVAILABLE, store_unavailable
 
 __all__ = ["COMMON_ERRORS", "NOT_FOUND", "as_json", "error_response", "install_error_handlers"]
 

@@ -11,10 +11,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agents.core.storable import nul_place
 from orchestrator.access import Access, KeyRing
 from orchestrator.oidc import TokenRefused
 
@@ -22,6 +24,7 @@ __all__ = [
     "LOOPBACK_ORIGINS",
     "BodyLimit",
     "KeyCheck",
+    "NulRefusal",
     "ProtocolGuard",
     "RateLimiter",
 ]
@@ -156,6 +159,41 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+class NulRefusal:
+    """Refuses a request whose path or query has U+0000 (NUL) with 422, naming where.
+
+    No store can keep or look up such a text (PostgreSQL refuses it): the answer says so, on
+    every store, rather than a query finding nothing (or, on PostgreSQL, failing).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 422 for a NUL in its path or query."""
+        if scope["type"] == "http":
+            said = _nul_in(scope)
+            if said is not None:
+                await _refuse(send, 422, "validation_error", said)
+                return
+        await self.app(scope, receive, send)
+
+
+def _nul_in(scope: Scope) -> str | None:
+    """Where a request's path or query has a U+0000, in words (None: nowhere)."""
+    path = str(scope.get("path", ""))
+    if (place := nul_place(path)) is not None:
+        return f"the path has U+0000 (NUL) at character {place}: remove it"
+    query = scope.get("query_string", b"").decode("latin-1")
+    if "%00" not in query and "\x00" not in query:
+        return None
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        for text, what in ((name, "a query parameter's name"), (value, f"query parameter {name}")):
+            if (place := nul_place(text)) is not None:
+                return f"{what} has U+0000 (NUL) at character {place}: remove it"
+    return None
 
 
 class KeyCheck:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
+from agents.core.store_faults import store_unavailable
 from agents.ray.wire import Closed
 from orchestrator.access import SpendPolicy
 from orchestrator.engine import Engine, Execution, Lineage, RunResult, Submission
@@ -32,7 +33,6 @@ from orchestrator.service.run_events import RunEvents
 from orchestrator.service.threads import turns_before
 from orchestrator.service.versions import RunningVersion, Versions
 from orchestrator.store import RunMeta, RunStore, StoredRun, end_values
-from orchestrator.store.unavailable import store_unavailable
 
 if TYPE_CHECKING:  # (loaded by `baton serve` only: OpenTelemetry's metrics, prometheus_client)
     from orchestrator.service.metrics import ServiceMetrics
@@ -372,11 +372,19 @@ class RunExecutor:
             return await engine.finish(run_id, final)
         if not engine.logs_steps:
             spans = await engine.settle(run_id)
-            await record(f"run {run_id}", partial(self.store.finish, result, spans))
+            await record(
+                f"run {run_id}",
+                partial(self.store.finish, result, spans),
+                partial(self.store.fail, run_id, "the run store refused the run's record"),
+            )
             return await engine.finish(run_id, final)
         closed = await engine.finish(run_id, final, record=end_values(result))
         if not closed.recorded:  # the store did not take it: kept, made again once it is back
-            await record(f"run {run_id}", partial(self.store.finish, result, closed.spans))
+            await record(
+                f"run {run_id}",
+                partial(self.store.finish, result, closed.spans),
+                partial(self.store.fail, run_id, "the run store refused the run's record"),
+            )
         return closed
 
     async def _end_unstarted(self, run_id: str, failure: str | None = None) -> None:

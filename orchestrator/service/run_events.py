@@ -16,10 +16,10 @@ from typing import Literal
 
 from agents.core.events import Event, RunFinished
 from agents.core.ports import RunState
+from agents.core.store_faults import store_unavailable
 from orchestrator.service.feed_reader import FeedReader, News
 from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore, StoredRun
-from orchestrator.store.unavailable import store_unavailable
 
 __all__ = ["RunEvents"]
 

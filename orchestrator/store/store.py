@@ -38,7 +38,7 @@ from sqlalchemy.pool import NullPool
 
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
-from agents.core.storable import stored_json
+from agents.core.storable import stored_json, stored_statement
 from agents.core.waits import Waiting
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
@@ -224,6 +224,7 @@ class RunStore:
         engine = create_async_engine(
             url, json_serializer=stored_json, **_engine_options(url, pool_size, wait_s)
         )
+        event.listen(engine.sync_engine, "before_cursor_execute", stored_statement, retval=True)
         if engine.dialect.name == "sqlite":
             pragmas = functools.partial(_sqlite_pragmas, int(wait_s * 1000))
             event.listen(engine.sync_engine, "connect", pragmas)

@@ -134,3 +134,55 @@ async def test_the_rows_of_a_run_removed_meanwhile_are_dropped_and_the_others_wr
     finally:
         await writer.close()
         await store.close()
+
+
+async def test_a_row_the_store_refuses_fails_its_run_with_why_and_its_neighbours_are_kept(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool's error with U+0000 (PostgreSQL refuses it in text) is kept as U+FFFD; a value a
+    column cannot hold (on PostgreSQL, a span name past 256 characters) fails its run, said why,
+    and another run's rows of the same batch are all written."""
+    store = await RunStore.open(store_url)
+    for run_id in ("nul", "long", "neighbour"):
+        await store.add(Submission("a task"), RunMeta(run_id, "s", {}))
+    writer = StoreWriter(store_url)
+
+    def ended(run_id: str, name: str, message: str) -> None:
+        result = RunResult(
+            run_id=run_id,
+            task="a task",
+            entry_agent="a",
+            status=RunStatus.FAILED,
+            error=message,
+            started_at=1.0,
+            duration_s=2.0,
+        )
+        span = SpanRecord(
+            trace_id=run_id[0] * 32, span_id=run_id[0] * 16, parent_span_id=None, name=name,
+            kind="INTERNAL", start_ns=1, end_ns=2, status="ERROR", status_message=message,
+            attributes={}, events=[], resource={},
+        )  # fmt: skip
+        writer.end(run_id, end_values(result), [span])
+
+    try:
+        for seq in (1, 2, 3):  # one batch: queued before the writer wakes
+            writer.event("neighbour", seq, AgentStarted(agent="a", seq=seq))
+        writer.step("neighbour", Step(invocation="inv", key="m1", kind="model", data={}))
+        ended("nul", "execute_tool check", "record r2 is broken: a\x00b")
+        ended("long", "x" * 300, "a name too long for its column")
+        with caplog.at_level(logging.ERROR, logger="agents.ray.store_writer"):
+            assert await writer.sync()
+        nul, long = await store.get("nul"), await store.get("long")
+        assert nul is not None and nul.status == RunStatus.FAILED
+        assert nul.error == "record r2 is broken: a\ufffdb"
+        assert [s["status_message"] for s in await store.spans("nul")] == [nul.error]
+        assert [seq for seq, _ in await store.events("neighbour")] == [1, 2, 3]
+        assert len(await store.steps("neighbour")) == 1
+        assert long is not None and long.status == RunStatus.FAILED
+        if store_url.startswith("postgresql"):  # SQLite keeps a string of any length
+            assert long.error is not None
+            assert long.error.startswith("the run store refused the run's record: ")
+            assert "run long: the run store refused" in caplog.text
+    finally:
+        await writer.close()
+        await store.close()

@@ -1,6 +1,7 @@
-"""Telling a store that is away, stalled or locked from a bug in a query.
+"""Telling a store that is away, stalled or locked from one that refuses what it was given.
 
-Apart from `records` (which the API's schemas import): it loads SQLAlchemy.
+For every writer of the run store (the service's `orchestrator.store`, the ledger's writer).
+Apart from `storable` (which the API's schemas import): it loads SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-__all__ = ["STORE_UNAVAILABLE", "store_unavailable"]
+__all__ = ["STORE_UNAVAILABLE", "store_refused", "store_unavailable"]
 
 # What a store call raises when the database is away, stalled or locked (not a bug in a query):
 # the API answers 503 for it, and what can wait for the store does.
@@ -29,3 +30,11 @@ def store_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, STORE_UNAVAILABLE):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+def store_refused(exc: BaseException) -> bool:
+    """Whether the database refused a statement for what it holds: that write's fault.
+
+    A value too long for its column, a key taken: not an outage of the store.
+    """
+    return isinstance(exc, DBAPIError) and not store_unavailable(exc)
