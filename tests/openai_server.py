@@ -28,7 +28,8 @@ class FakeOpenAI:
 
     It asks for `tool` with `arguments` first; once a tool result is in the conversation it
     answers with text that quotes the result. With `reject_after_tool`, it answers that second
-    request as a provider rejecting a key does: 401, quoting the key and the tool result back.
+    request as a provider rejecting a key does: 401, quoting the key and the tool result back;
+    with `reject_always`, every request so (quoting the whole request: its path and headers).
     Streamed, text comes a word at a time and a tool call in three pieces (its id and name in
     the first only), usage in a last chunk when asked for (`stream_options.include_usage`), as
     OpenAI sends them; `cut_stream_after` chunks, the connection drops mid-stream.
@@ -44,6 +45,7 @@ class FakeOpenAI:
         arguments: dict[str, object],
         *,
         reject_after_tool: bool = False,
+        reject_always: bool = False,
         cut_stream_after: int | None = None,
         busy_first: int = 0,
         busy_always: bool = False,
@@ -114,6 +116,7 @@ class FakeOpenAI:
                 pass
 
         self.tool, self.arguments, self.reject_after_tool = tool, arguments, reject_after_tool
+        self.reject_always = reject_always
         self.cut_stream_after = cut_stream_after
         self.busy_first, self.busy_always, self.retry_after = busy_first, busy_always, retry_after
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -145,9 +148,10 @@ class FakeOpenAI:
             message = f"Unrecognized request argument supplied: {', '.join(unknown)}"
             return 400, {"error": {"message": message, "type": "invalid_request_error"}}
         results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
-        if results and self.reject_after_tool:
+        if (results and self.reject_after_tool) or self.reject_always:
             key = authorization.removeprefix("Bearer ")
-            message = f"Incorrect API key provided: {key} ({echo}). While handling: {results[-1]}"
+            handling = results[-1] if results else ""
+            message = f"Incorrect API key provided: {key} ({echo}). While handling: {handling}"
             return 401, {"error": {"message": message, "type": "invalid_request_error"}}
         return 200, self.reply(body)
 

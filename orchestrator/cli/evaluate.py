@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -275,6 +276,7 @@ async def _run(
 ) -> list[CaseResult]:
     from orchestrator.evals import evaluate
     from orchestrator.evals.judge import Judge
+    from tracing.redaction import secret_values_from_env
 
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task("cases", total=len(cases) * repeat)
@@ -283,7 +285,8 @@ async def _run(
             cases,
             door,
             dataset=dataset.name,
-            judge=Judge(dataset.judge),
+            # (Its verdicts never say a secret of this environment's, nor the judge's own.)
+            judge=Judge(dataset.judge, secret_values_from_env(os.environ)),
             repeat=repeat,
             concurrency=concurrency,
             done=advance,

@@ -4,6 +4,10 @@ The judge answers JSON (`reasoning`, `score` from 0 to 1); the rubric passes whe
 reaches its `min_score`. Its reasoning is kept with the verdict, and its call (model, tokens,
 cost, time) goes on the run's trace with the evaluation. A judge that cannot be reached or does
 not answer as asked makes the verdict an error (the case is `error`, not `fail`), saying why.
+
+A verdict's text is redacted where it is made (the judge's credentials, the environment's
+secrets, key shapes): whatever keeps or prints it (the experiment, `--json`, JUnit XML, the
+API, the trace) has no credential to leak, even from a provider that quotes the request.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agents.core.errors import describe_error
@@ -19,7 +25,9 @@ from agents.core.spec import ModelSpec
 from agents.models.offline import ANSWER_HEADING, JUDGMENT, RUBRIC_HEADING
 from orchestrator.evals.dataset import RubricExpect
 from orchestrator.evals.scoring import Verdict
+from tracing import Redactor
 from tracing.evaluations import JudgeCall
+from tracing.redaction import secret_values_in
 
 if TYPE_CHECKING:  # litellm (2.4 s) loads when a rubric is judged, not with the evaluations
     from agents.models.client import LiteLLMClient
@@ -45,9 +53,11 @@ _TIMEOUT_S = 120.0
 class Judge:
     """Asks judge models about answers; `default`: the model of rubrics that name none."""
 
-    def __init__(self, default: ModelSpec) -> None:
+    def __init__(self, default: ModelSpec, secrets: Iterable[str] = ()) -> None:
+        """`secrets`: what verdicts never say, besides the judges' own credentials."""
         self._default = default
         self._clients: dict[str, LiteLLMClient] = {}
+        self._redactor = Redactor(secrets)
 
     def _client(self, spec: ModelSpec) -> LiteLLMClient:
         from agents.models.client import LiteLLMClient
@@ -56,10 +66,17 @@ class Judge:
         client = self._clients.get(key)
         if client is None:
             client = self._clients[key] = LiteLLMClient(spec)
+            self._redactor.add(secret_values_in(spec.params))
         return client
 
     async def verdict(self, rubric: RubricExpect, asked: tuple[str, ...], answer: str) -> Verdict:
         """The rubric's verdict on `answer` to the task `asked` (a thread's turns, in order)."""
+        found = await self._judged(rubric, asked, answer)
+        return replace(found, detail=self._redactor.text(found.detail))
+
+    async def _judged(
+        self, rubric: RubricExpect, asked: tuple[str, ...], answer: str
+    ) -> Verdict:
         client = self._client(rubric.model or self._default)
         task = "\n\n".join(asked)
         request = (

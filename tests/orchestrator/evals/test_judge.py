@@ -23,6 +23,7 @@ from tests.ports import free_port
 from tracing import Redactor
 from tracing import attributes as attr
 from tracing.evaluations import evaluation_spans
+from tracing.redaction import secret_values_from_env
 
 TASK = ("what is 6 * 7?",)
 
@@ -188,3 +189,32 @@ def test_a_json_lines_dataset_is_a_case_a_line_with_mistakes_located_at_their_li
     with pytest.raises(ConfigError) as refused:
         load_dataset(bad, ["coordinator"])
     assert f"{bad}:4:1: error: cases[3].agent: unknown agent 'nobody'" in str(refused.value)
+
+
+def test_a_judge_whose_provider_quotes_the_request_says_no_credential() -> None:
+    """A provider that answers 401 quoting the key and the whole request (its path, every
+    header): the verdict, kept in experiments, printed and written to JUnit, says neither."""
+    secrets = {
+        "key": "judge-key-0123456789abcdef",  # by name (api_key), not shaped like a key
+        "header": "hdr-secret-0123456789",  # by position (a header's value)
+        "query": "azure-code-0123456789",  # a URL's query value
+        "environment": "env-token-0123456789",  # the environment's (by a secret's name)
+    }
+    server = FakeOpenAI("unused", {}, reject_always=True)
+    try:
+        params = {
+            "api_base": f"{server.base_url}?code={secrets['query']}",
+            "api_key": secrets["key"],
+            "extra_headers": {"X-Custom": secrets["header"], "X-Env": secrets["environment"]},
+        }
+        rubric = RubricExpect(criteria="c", model={"name": "openai/grader", "params": params})
+        judge = Judge(ModelSpec(), secret_values_from_env({"MY_TOKEN": secrets["environment"]}))
+        verdict = asyncio.run(judge.verdict(rubric, TASK, "It is 42."))
+    finally:
+        server.close()
+    assert verdict.error and "the judge" in verdict.detail
+    assert "Incorrect API key provided" in verdict.detail  # the provider's words are kept
+    [request] = server.requests  # (the provider did see them)
+    assert request["auth"] == f"Bearer {secrets['key']}"
+    leaked = [form for form, value in secrets.items() if value in verdict.detail]
+    assert leaked == [], verdict.detail
