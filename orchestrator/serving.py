@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agents.ray.pool import PoolOptions
-from orchestrator.cluster import Connection, connect_ray, keep_sigterm_handler
+from orchestrator.cluster import Connection, RaySession, connect_ray, is_local, keep_sigterm_handler
 from orchestrator.engine import Engine
 from orchestrator.service import RunService, ServiceLimits
 from orchestrator.settings import Settings
@@ -103,7 +103,13 @@ async def open_service(
     ray_connection = Connection()
     try:
         with keep_sigterm_handler():
-            ray_connection = await asyncio.to_thread(connect_ray, ray_address, options.namespace)
+            # A service's own local Ray (its hosts are detached: `baton serve`) in a session of
+            # its own: a signal to the service's process group reaches the service alone.
+            # (Started from this thread, the main one, whose end it shares.)
+            session = RaySession() if options.detached and is_local(ray_address) else None
+            ray_connection = await asyncio.to_thread(
+                connect_ray, ray_address, options.namespace, session
+            )
         if ray_connection.token is not None:
             configure_tracing("orchestrator", [ray_connection.token])  # a secret like any other
         engine = Engine(system, options, export=export)

@@ -4,6 +4,7 @@ in the test's own process, whose store holds each run's start: `held_service`)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import psutil
 
 from agents.ray.pool import PoolOptions
 from orchestrator.cli.client import parse_sse
@@ -37,6 +39,7 @@ __all__ = [
     "follow",
     "free_port",
     "held_service",
+    "marked_processes",
     "rss_mib",
     "submit",
 ]
@@ -278,6 +281,17 @@ class ServiceProcess:
                 self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def marked_processes(mark: str) -> dict[psutil.Process, str]:
+    """The processes that inherited the environment mark `mark` (`BATON_TEST_MARK`), with their
+    names: a service's, and its local Ray's (in a session of its own, not among its children)."""
+    found = {}
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("BATON_TEST_MARK") == mark:
+                found[process] = process.name()
+    return found
 
 
 def rss_mib(pid: int) -> float:

@@ -204,6 +204,18 @@ class LedgerActor:
         back = spans if end.spans_back or not recorded else []
         return seal(Closed(back, events, recorded))
 
+    async def release(self, sealed: bytes) -> None:
+        """Stop counting a run that does not end here (a sealed `RunSettle`).
+
+        Its service stops, and an instance resumes it from its step log: its last items come
+        in (bounded) and are stored; no end is recorded or announced.
+        """
+        settle = unseal(sealed, RunSettle)
+        await self._settle(settle)
+        self.close(settle.run_id)
+        if self._writer is not None:
+            await self._writer.sync()
+
     def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded so far (in this life of the run or before), by key."""
         return dict(self._steps.get(run_id, {}).get(invocation, {}))

@@ -178,6 +178,10 @@ class LedgerClient:
         end = RunEnd(run_id, final, settle, record, first, spans_back, returning)
         return unseal(await self._handle.finish.remote(seal(end)), Closed)
 
+    async def release(self, settle: RunSettle) -> None:
+        """Stop counting a run that does not end here: its last items in and stored."""
+        await self._handle.release.remote(seal(settle))
+
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
     ) -> tuple[list[tuple[int, Event]], RunState]:

@@ -440,6 +440,16 @@ class Engine:
         await self.export_spans(closed.spans)
         return closed
 
+    async def release(self, run_id: str) -> None:
+        """Leave a run that `run(..., finish=False)` left open unended, for a resume.
+
+        Its last items come in and are stored (events, steps); nothing is recorded of an end
+        and nothing announced: the next life of the run goes on from its step log.
+        """
+        settle = self._settling.pop(run_id, None) or RunSettle(run_id, {}, traced=False)
+        first = self._openings.pop(run_id, None)
+        await self.ledger.release(replace(settle, first=settle.first or first))
+
     async def export_spans(self, spans: list[SpanRecord]) -> None:
         """Send spans to the OTLP backend, if an export is configured; never raises.
 

@@ -74,9 +74,7 @@ class Judge:
         found = await self._judged(rubric, asked, answer)
         return replace(found, detail=self._redactor.text(found.detail))
 
-    async def _judged(
-        self, rubric: RubricExpect, asked: tuple[str, ...], answer: str
-    ) -> Verdict:
+    async def _judged(self, rubric: RubricExpect, asked: tuple[str, ...], answer: str) -> Verdict:
         client = self._client(rubric.model or self._default)
         task = "\n\n".join(asked)
         request = (

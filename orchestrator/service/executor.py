@@ -69,6 +69,8 @@ class RunExecutor:
         admission: the bound on runs in flight and queued.
         ready: set once the agents (and so the ledger) are up.
         max_concurrent_runs: runs executing at once (the others wait, queued).
+        hands_over: a run cut off by the service's stop is left for the next instance to
+            resume from its step log (`on_interrupt: resume`), not ended `interrupted`.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class RunExecutor:
         max_concurrent_runs: int,
         spending: SpendPolicy | None = None,
         metrics: ServiceMetrics | None = None,
+        hands_over: bool = False,
     ) -> None:
         self.versions = versions
         self.store = store
@@ -95,6 +98,7 @@ class RunExecutor:
         self.admission = admission
         self.spending = spending or SpendPolicy()
         self.metrics = metrics
+        self.hands_over = hands_over
         self._ready = ready
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs accepted here, as recorded, oldest first (the newest `_KEEP_ACCEPTED`).
@@ -283,8 +287,8 @@ class RunExecutor:
                 self._running.add(run_id)
                 await self._run(run_id, request, lineage, running.engine)
         except asyncio.CancelledError:
-            if run_id not in self._running:  # cancelled while queued
-                await self._end_unstarted(run_id)
+            if run_id not in self._running and not (self.stopping and self.hands_over):
+                await self._end_unstarted(run_id)  # cancelled while queued
         except Exception:  # recording failed: the store is unreachable, say; keep serving
             logger.exception("run %s could not be recorded", run_id)
         finally:
@@ -309,6 +313,7 @@ class RunExecutor:
         self.events.reader.watch(run_id)  # (resumed, or accepted before the stream's place)
         result: RunResult | None = None
         error: str | None = None
+        handed_over = False
         tracker = (
             asyncio.create_task(self.desk.track(run_id)) if engine.system.waits_for_people else None
         )
@@ -321,6 +326,12 @@ class RunExecutor:
             )
             result = await engine.run(request, execution, finish=False)
             if self.stopping and result.status == RunStatus.CANCELLED:
+                if self.hands_over:  # the next instance resumes it from its step log
+                    handed_over = True
+                    await _stop(tracker)
+                    await engine.release(run_id)
+                    logger.info("run %s: left for the next instance to resume", run_id)
+                    return
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": STOPPED}
                 )
@@ -329,18 +340,31 @@ class RunExecutor:
             logger.exception("run %s failed", run_id)
             await record(f"run {run_id}", partial(self.store.fail, run_id, error))
         finally:
-            # (The tracker may outlive the final record by a moment: `set_waiting` never
-            # touches a finished run.)
-            await _stop(tracker)
-            entry = result.entry_agent if result else (request.agent or engine.system.entry)
-            final = final_event(result, entry, error)
-            if self.metrics is not None:  # (before its end is announced: a follower finds it)
-                self.metrics.ended(final.status.value, request.tenant, final.usage)
-            closed = await self._close(engine, run_id, result, final)
-            events = closed.events
-            await record(
-                f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
-            )
+            if not handed_over:
+                await self._ended(engine, run_id, request, result, error, tracker)
+
+    async def _ended(
+        self,
+        engine: Engine,
+        run_id: str,
+        request: Submission,
+        result: RunResult | None,
+        error: str | None,
+        tracker: asyncio.Task[None] | None,
+    ) -> None:
+        """Record how a run ended and announce it (`_close`), with its events."""
+        # (The tracker may outlive the final record by a moment: `set_waiting` never touches
+        # a finished run.)
+        await _stop(tracker)
+        entry = result.entry_agent if result else (request.agent or engine.system.entry)
+        final = final_event(result, entry, error)
+        if self.metrics is not None:  # (before its end is announced: a follower finds it)
+            self.metrics.ended(final.status.value, request.tenant, final.usage)
+        closed = await self._close(engine, run_id, result, final)
+        events = closed.events
+        await self.pending_writes.write(
+            f"the events of run {run_id}", partial(self.store.add_events, run_id, events)
+        )
 
     async def _after_earlier_turns(self, run_id: str, thread: str) -> None:
         """Wait until every run of the thread made before this one has ended."""

@@ -139,6 +139,9 @@ class RunService:
             max_concurrent_runs=limits.max_concurrent_runs,
             spending=limits.spending,
             metrics=metrics,
+            # A service that adopts runs (`baton serve`) leaves its own to the next one when it
+            # stops; a one-shot one (`baton run`, `baton mcp`) ends them interrupted.
+            hands_over=self._resumes and limits.adopts_lost_runs,
         )
         self.admission = self.executor.admission
         self.metrics = metrics
@@ -301,7 +304,12 @@ class RunService:
         await self.executor.stop()
         await self.events.close()
         await self.versions.close()
-        await self.store.leases.interrupt_owned(self.owner, STOPPED)
+        if self.executor.hands_over:  # the next instance (this one, or another) resumes them
+            left = await self.store.leases.hand_over(self.owner)
+            if left:
+                logger.warning("stopping: %d runs left for the next instance to resume", len(left))
+        else:
+            await self.store.leases.interrupt_owned(self.owner, STOPPED)
         self.engine.close()  # before this process leaves Ray
 
     @property

@@ -57,6 +57,26 @@ class Leases:
         """Mark `owner`'s unfinished runs `interrupted` (it restarted); return their ids."""
         return await self._interrupt((RunRow.owner == owner,), reason)
 
+    async def hand_over(self, owner: str) -> list[str]:
+        """Leave `owner`'s unfinished runs to whichever instance comes next (it stops).
+
+        Queued again with the lease expired: this instance when it restarts, or any other at
+        once, takes each over and resumes it from its step log.
+        """
+        async with self._sessions.begin() as session:
+            ids = list(
+                await session.scalars(
+                    select(RunRow.id).where(RunRow.status.in_(_UNFINISHED), RunRow.owner == owner)
+                )
+            )
+            if ids:
+                await session.execute(
+                    update(RunRow)
+                    .where(RunRow.id.in_(ids), RunRow.status.in_(_UNFINISHED))
+                    .values(status=RunStatus.QUEUED, heartbeat_at=0.0)
+                )
+            return ids
+
     async def interrupt_expired(self, lease_s: float, reason: str) -> list[str]:
         """Mark unfinished runs whose owner has not renewed its lease for `lease_s` seconds."""
         stale = time.time() - lease_s

@@ -39,7 +39,7 @@ async def test_a_chat_span_names_the_model_its_provider_and_its_server() -> None
         with workflow_span("r", "a", "test") as root:
             result = await runtime.invoke(Delegation(task="stamp it", context=ctx))
         assert result.status == RunStatus.SUCCEEDED, result.error
-        export.export(collector.drain(root.get_span_context().trace_id))
+        await export.export(collector.drain(root.get_span_context().trace_id))
         assert export.flush()
     finally:
         export.shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import psutil
 import pytest
 
 from orchestrator.store import RunStore
-from tests.service import ServiceProcess, all_events, follow, submit
+from tests.service import ServiceProcess, all_events, follow, marked_processes, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
@@ -96,6 +97,7 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
     service = ServiceProcess(
         config, store_url, "", tmp_path / "serve.log",
         BATON_INSTANCE_ID="durable-test", PARCELS_FILE=str(parcels),
+        BATON_TEST_MARK=f"durable-{os.getpid()}-{tmp_path.name}",
     )  # fmt: skip
     service._env.pop("RAY_ADDRESS")  # a local Ray of its own: it dies with the service
     service.start()
@@ -126,9 +128,9 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
                 break
         await _recorded(store_url, asking, {"question"})
         assert service._process is not None
-        processes = psutil.Process(service._process.pid).children(recursive=True)
-        hosts = [p for p in processes if "AgentHost" in p.name()]
-        assert len(hosts) == 1, [p.name() for p in processes]  # the team shares one host
+        processes = marked_processes(f"durable-{os.getpid()}-{tmp_path.name}")
+        hosts = [p for p, name in processes.items() if "AgentHost" in name]
+        assert len(hosts) == 1, list(processes.values())  # the team shares one host
         hosts[0].send_signal(signal.SIGSTOP)
         async with httpx.AsyncClient(base_url=service.url) as client:
             decided = await client.post(
@@ -138,9 +140,9 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
         service.kill()
         hosts[0].kill()
         # Its local Ray goes with it...
-        ray_own = [p for p in processes if p.name() in ("raylet", "gcs_server")]
+        ray_own = [p for p, name in processes.items() if name in ("raylet", "gcs_server")]
         _, alive = psutil.wait_procs(ray_own, timeout=60)
-        assert not alive, [p.name() for p in alive]
+        assert not alive, [processes[p] for p in alive]
         for leftover in processes:  # ...but for Ray's own dashboard and runtime-env agents
             with contextlib.suppress(psutil.NoSuchProcess):
                 leftover.kill()
