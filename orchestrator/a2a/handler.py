@@ -56,6 +56,8 @@ from agents.ray.ledger_actor import SETTLE_WAIT_S
 from orchestrator.a2a.push import PushConfigStore, Pusher
 from orchestrator.a2a.tasks import (
     EXCHANGED,
+    context_of,
+    context_thread,
     origin_of,
     run_state,
     run_updates,
@@ -231,7 +233,9 @@ class BatonRequestHandler(RequestHandler):
         offset = int(token or 0)
         page = await service.list_runs(
             status=statuses,
-            thread_id=params.context_id or None,
+            thread_id=context_thread(params.context_id, viewer.tenant)
+            if params.context_id
+            else None,
             changed_after=after,
             viewer=viewer,
             limit=size,
@@ -313,7 +317,7 @@ class BatonRequestHandler(RequestHandler):
         if refusal := nul_refusal(text, "the message's text"):
             raise InvalidParamsError(refusal)
         if message.task_id:
-            return await self._follow_up(service, message.task_id, text, context)
+            return await self._follow_up(service, message, text, context)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
         origin, agent, deadline_s = origin_of(message, headers)
         name = service.system.config.name
@@ -329,13 +333,16 @@ class BatonRequestHandler(RequestHandler):
             deadline_s = min(max(deadline_s, 0.001), MAX_DEADLINE_S)
         # Its context is a thread of the caller's tenant, made the first time: the task's
         # agents see the context's earlier tasks. Tasks of one context run side by side.
+        caller = _caller(context, "submit")
         request = Submission(
             task=text,
             agent=agent,
             deadline_s=deadline_s,
             stream=stream,
             origin=origin,
-            thread_id=message.context_id or None,
+            thread_id=context_thread(message.context_id, caller.tenant)
+            if message.context_id
+            else None,
             waits_for_turns=False,
         )
         pushed = params.configuration.HasField("task_push_notification_config")
@@ -344,11 +351,9 @@ class BatonRequestHandler(RequestHandler):
             await self._pusher.check(webhook.url)
         try:
             if request.thread_id is not None:
-                await service.threads.ensure(request.thread_id, _caller(context, "submit"))
+                await service.threads.ensure(request.thread_id, caller)
             run, _ = await service.submit(
-                request,
-                idempotency_key=f"a2a:{message.message_id}",
-                caller=_caller(context, "submit"),
+                request, idempotency_key=f"a2a:{message.message_id}", caller=caller
             )
         except IdempotencyConflict:
             raise InvalidParamsError(
@@ -358,7 +363,7 @@ class BatonRequestHandler(RequestHandler):
             ) from None
         except ThreadNotFound:
             raise InvalidParamsError(
-                f"contextId {request.thread_id!r} is a conversation this caller cannot "
+                f"contextId {message.context_id!r} is a conversation this caller cannot "
                 "continue: send the message with another contextId (or none)",
                 data={"reason": "context_not_yours"},
             ) from None
@@ -370,16 +375,23 @@ class BatonRequestHandler(RequestHandler):
         return run, ()
 
     async def _follow_up(
-        self, service: RunService, task_id: str, text: str, context: ServerCallContext
+        self, service: RunService, message: Message, text: str, context: ServerCallContext
     ) -> tuple[StoredRun, tuple[str, ...]]:
         """A message for an existing task: the answer to its question (`input-required`).
 
         Returns the run and the question answered. A task that asks nothing is refused with the
         reason: a Baton task takes the one message it started with, and the answers to its
-        questions; a new message is a new task, in the same context.
+        questions; a new message is a new task, in the same context. A message that names
+        another context than the task's is refused (A2A 1.0 §3.4.3).
         """
         caller = _caller(context, "approve")
-        run = await self._run(service, task_id, caller)
+        run = await self._run(service, message.task_id, caller)
+        if message.context_id and message.context_id != context_of(run):
+            raise InvalidParamsError(
+                f"task {run.id} is in context {context_of(run)!r}, not {message.context_id!r}: "
+                "send its answer with the task's contextId (or none)",
+                data={"reason": "context_mismatch"},
+            )
         if run.finished:
             raise UnsupportedOperationError(
                 f"task {run.id} has ended ({run.status.value}): it takes no more messages; "

@@ -5,6 +5,7 @@ A2A's types are protocol buffers (a2a-sdk 1.x); this module only builds and read
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from typing import Any
 
@@ -53,12 +54,16 @@ __all__ = [
     "FINAL_STATES",
     "changed_at",
     "context_of",
+    "context_thread",
     "origin_of",
     "run_state",
     "run_updates",
     "stored_task",
     "task_update",
 ]
+
+# Where the threads of A2A contexts are named (`context_thread`).
+_CONTEXTS = uuid.UUID("6f1c4f5e-0b1a-4c53-9a55-b4a2c0a2a5e1")
 
 # The artifact that holds a run's answer.
 ANSWER = "answer"
@@ -116,8 +121,20 @@ def _origin(run: StoredRun) -> dict[str, Any]:
 
 
 def context_of(run: StoredRun) -> str:
-    """The task's context: the client's, else its own id (a conversation of one task)."""
-    return run.thread_id or run.id
+    """The task's context: the client's, else its thread's id, else its own id.
+
+    (A task with none is a conversation of its own.)
+    """
+    return str(_origin(run).get("context_id") or run.thread_id or run.id)
+
+
+def context_thread(context_id: str, tenant: str) -> str:
+    """The thread of a tenant's A2A context.
+
+    Contexts are the caller's words, one namespace per tenant: another tenant's same contextId
+    is another conversation.
+    """
+    return uuid.uuid5(_CONTEXTS, f"{tenant}\x00{context_id}").hex
 
 
 def changed_at(run: StoredRun) -> float:
@@ -262,6 +279,7 @@ def origin_of(message: Message, headers: dict[str, str]) -> tuple[Origin, str | 
         chain=tuple(str(c) for c in meta.get(META_CHAIN) or ()),
         systems=tuple(str(s) for s in meta.get(META_SYSTEMS) or ()),
         message_id=message.message_id or None,
+        context_id=message.context_id or None,
     )
     agent, deadline = meta.get(META_AGENT), meta.get(META_DEADLINE)
     deadline_s = float(deadline) if isinstance(deadline, int | float) else None

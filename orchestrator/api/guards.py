@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
@@ -27,6 +28,7 @@ __all__ = [
     "NulRefusal",
     "ProtocolGuard",
     "RateLimiter",
+    "still_accepted",
 ]
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]")
@@ -203,7 +205,8 @@ class KeyCheck:
     name, tenant and roles; without keys, its address with every role) becomes the request's
     `auth` (`request.auth`, the a2a-sdk's `ServerCallContext.state["auth"]`); the routes' own
     guards then check its role and apply its rate limit. A caller without a key never has a
-    body read, parsed or drained on its behalf.
+    body read, parsed or drained on its behalf. A long answer (an event stream) asks again,
+    from time to time, whether the credential still holds: `still_accepted(scope)`.
     """
 
     def __init__(self, app: ASGIApp, keys: KeyRing, guarded: tuple[str, ...]) -> None:
@@ -230,11 +233,24 @@ class KeyCheck:
                 if access is None:
                     await _refuse(send, 401, "unauthorized", "a valid API key is required")
                     return
+                scope["credential"] = partial(self._still, presented)
             else:
                 client = scope.get("client")
                 access = Access(f"ip:{client[0] if client else 'unknown'}")
             scope["auth"] = access
         await self.app(scope, receive, send)
+
+    async def _still(self, presented: str) -> bool:
+        try:
+            return await self.keys.bearer(presented) is not None
+        except TokenRefused:  # (expired since, say)
+            return False
+
+
+async def still_accepted(scope: Scope) -> bool:
+    """Whether the credential a request came with is still accepted (revoked keys are not)."""
+    check = scope.get("credential")
+    return True if check is None else bool(await check())
 
 
 class ProtocolGuard:

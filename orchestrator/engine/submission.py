@@ -31,12 +31,15 @@ class Origin:
         systems: the agent systems (config names) the chain went through, in order; a system
             on it refuses the delegation (a cycle across systems).
         message_id: the A2A message that asked for it (the task's history keeps its id).
+        context_id: the A2A context the caller put it in, in the caller's words (its thread is
+            the caller's tenant's: `thread_id`).
     """
 
     trace_context: dict[str, str] = field(default_factory=dict)
     chain: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     message_id: str | None = None
+    context_id: str | None = None
 
     @classmethod
     def stored(cls, values: dict[str, Any]) -> Origin:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.core.errors import describe_error
 from agents.core.events import Event
+from agents.core.store_faults import store_unavailable
 from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
 from orchestrator.errors import (
@@ -422,15 +423,19 @@ class RunService:
     async def following(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """A run to follow, or `RunNotFound` (also when it is not the viewer's to see).
 
-        As accepted, if in flight here or if the stream kept its every event (the store may be
-        away); else as stored.
+        As accepted while it is in flight here; else as stored (a run the retention policy
+        removed is not found, whatever this instance still holds of it), or, with the store
+        away, as accepted if the stream kept its every event.
         """
         run = self.executor.accepted.get(run_id)
-        if run is not None and (
-            run_id in self.executor.tasks or self.events.reader.complete(run_id)
-        ):
+        if run is not None and run_id in self.executor.tasks:
             return _seen_by(viewer, run)
-        return await self.get(run_id, viewer)
+        try:
+            return await self.get(run_id, viewer)
+        except Exception as exc:
+            if run is None or not store_unavailable(exc) or not self.events.reader.complete(run_id):
+                raise
+            return _seen_by(viewer, run)
 
     async def get(self, run_id: str, viewer: Access = LOCAL) -> StoredRun:
         """A stored run, or `RunNotFound` (also when it is another tenant's: no existence leak)."""

@@ -142,6 +142,7 @@ def tenanted(
         {"Authorization": f"Bearer {access_keys['acme']}"},
         store="api",
         BATON_ACCESS_FILE=str(service_dir / "access.yaml"),
+        BATON_SSE_HEARTBEAT_S="1",  # (an open stream rechecks its key at each heartbeat)
         BATON_OIDC_ISSUER=ISSUER,
         BATON_OIDC_AUDIENCE=AUDIENCE,
         BATON_OIDC_JWKS_URL=issuer.jwks_url,

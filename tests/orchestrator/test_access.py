@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,40 @@ async def test_a_key_is_checked_against_its_hash_and_a_revoked_one_stops_at_once
     assert await ring.identify(other) is not None
 
 
+async def test_an_event_stream_ends_once_its_key_is_revoked(
+    tenanted: ServiceProcess, service_dir: Path, access_keys: dict[str, str]
+) -> None:
+    path = service_dir / "access.yaml"
+    key, entry = new_key("short-lived", "acme", ["submit", "read"])
+    AccessFile(keys=[*AccessFile.read(path).keys, entry]).write(path)
+    auth = bearer(key)
+    async with httpx.AsyncClient(base_url=tenanted.url, timeout=60) as http:
+        for _ in range(30):  # (the service reads the file again within a second)
+            made = await http.post(
+                "/v1/runs", json={"task": "doze", "agent": "dozer"}, headers=auth
+            )
+            if made.status_code != 401:
+                break
+            await asyncio.sleep(0.1)
+        assert made.status_code == 202, made.text
+        run_id = made.json()["id"]
+        try:
+            seen: list[str] = []
+            async with http.stream("GET", f"/v1/runs/{run_id}/events", headers=auth) as stream:
+                async for line in stream.aiter_lines():
+                    if line.startswith("event: ") and not seen:  # following: now revoke it
+                        kept = [k for k in AccessFile.read(path).keys if k.name != "short-lived"]
+                        AccessFile(keys=kept).write(path)
+                    if line.startswith("event: "):
+                        seen.append(line.removeprefix("event: "))
+            # The stream ended at a heartbeat, its run a minute from its end.
+            assert seen and "run_finished" not in seen, seen
+            again = await http.get(f"/v1/runs/{run_id}/events", headers=auth)
+            assert again.status_code == 401
+        finally:
+            await http.post(f"/v1/runs/{run_id}/cancel", headers=bearer(access_keys["acme"]))
+
+
 def test_a_wrong_access_file_is_refused_with_the_place_of_its_mistake(tmp_path: Path) -> None:
     path = tmp_path / "access.yaml"
     path.write_text("keys:\n  - {id: abcdefgh, name: ci, roles: [boss], hash: x}\n")
@@ -228,9 +263,18 @@ async def test_two_tenants_never_see_each_others_runs_or_threads_on_any_door(
             "contextId": theirs,
             "parts": [{"text": "continue their conversation"}],
         }
-        joined = await rpc("SendMessage", {"message": message}, globex)
-        assert joined["error"]["code"] == -32602, joined
-        assert joined["error"]["data"][0]["metadata"]["reason"] == "context_not_yours"
+        # Contexts are each tenant's words: the same contextId is another conversation, which
+        # neither tenant's first use takes from the other.
+        joined = (await rpc("SendMessage", {"message": message}, globex))["result"]["task"]
+        assert joined["contextId"] == theirs
+        turns = (await http.get(f"/v1/threads/{theirs}", headers=acme)).json()["turns"]
+        assert turns == []  # (not a turn of acme's thread of that id)
+        for who in (globex, acme):  # globex took "shared" first; acme's is its own all the same
+            shared = {**message, "messageId": uuid.uuid4().hex, "contextId": "shared"}
+            task = (await rpc("SendMessage", {"message": shared}, who))["result"]["task"]
+            assert task["contextId"] == "shared"
+            listed = (await rpc("ListTasks", {"contextId": "shared"}, who))["result"]["tasks"]
+            assert [t["id"] for t in listed] == [task["id"]]
 
     # MCP: another tenant's run is no run.
     async with (

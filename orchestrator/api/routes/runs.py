@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
 
@@ -20,6 +20,7 @@ from orchestrator.api.deps import (
     check_agent,
 )
 from orchestrator.api.errors import COMMON_ERRORS, NOT_FOUND, as_json
+from orchestrator.api.guards import still_accepted
 from orchestrator.api.sse import SseResponse
 from orchestrator.errors import NothingToCompare
 from orchestrator.schemas import (
@@ -174,13 +175,30 @@ _AFTER = Query(ge=0, le=10**12, description="Resume after this event id.")
 
 @router.get("/runs/{run_id}/events", include_in_schema=False)  # documented below
 async def events(
+    request: Request,
     run: FollowedRun,
     service: Service,
     last_event_id: Annotated[str, _LAST_EVENT_ID] = "",
     after: Annotated[int, _AFTER] = 0,
 ) -> SseResponse:
     start = max(after, int(last_event_id) if last_event_id else 0)
-    return SseResponse(service.events.follow(run, start))
+    return SseResponse(_while_accepted(service.events.follow(run, start), request))
+
+
+async def _while_accepted(
+    items: AsyncGenerator[tuple[int, Event] | None], request: Request
+) -> AsyncGenerator[tuple[int, Event] | None]:
+    """A run's events, ended at a heartbeat once the caller's key is no longer accepted.
+
+    A revoked key, an expired token: the client that reconnects is refused.
+    """
+    try:
+        async for item in items:
+            if item is None and not await still_accepted(request.scope):
+                return
+            yield item
+    finally:
+        await items.aclose()
 
 
 # The OpenAPI entry of `events`: FastAPI documents an SSE generator's items (`itemSchema`)

@@ -326,8 +326,9 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
         "name: kept\nagents: [{name: solo, description: Adds., tools: [configs.tools:calculate]}]"
     )
     service = ServiceProcess(
-        tmp_path / "team.yaml", url, ray_address, tmp_path / "log", BATON_RETENTION_MAX_RUNS="1"
-    )
+        tmp_path / "team.yaml", url, ray_address, tmp_path / "log",
+        BATON_RETENTION_MAX_RUNS="1", BATON_RETENTION_SWEEP_S="0.5",
+    )  # fmt: skip
     service.start()
     try:
         with httpx.Client(base_url=service.url, timeout=30) as http:
@@ -335,5 +336,16 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
             while (listed := http.get("/v1/runs").json())["total"] != 1:
                 assert time.monotonic() < deadline, listed
             assert [r["id"] for r in listed["runs"]] == ["c"]
+            # A run of this service, followed to its end, then removed by the next sweep (a
+            # newer one kept): not found anywhere, its events included, though they were
+            # streamed from this service's memory minutes ago.
+            made = http.post("/v1/runs", json={"task": "calculate 1 + 1"}).json()["id"]
+            assert "run_finished" in http.get(f"/v1/runs/{made}/events").text
+            newer = http.post("/v1/runs", json={"task": "calculate 2 + 2"}).json()["id"]
+            assert "run_finished" in http.get(f"/v1/runs/{newer}/events").text
+            deadline = time.monotonic() + 30
+            while http.get(f"/v1/runs/{made}").status_code != 404:
+                assert time.monotonic() < deadline
+            assert http.get(f"/v1/runs/{made}/events").status_code == 404
     finally:
         service.stop()

@@ -125,6 +125,17 @@ async def test_an_a2a_task_asks_for_input_and_the_next_message_on_it_answers(
             task_id = asking.id
         assert asking.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert asking.status.message.parts[0].text == ASK
+        # An answer that names another context than the task's is refused (A2A 1.0 §3.4.3), and
+        # the task still asks.
+        wrong = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "taskId": task_id,
+                 "contextId": "someone-elses", "parts": [{"text": "savings"}]}  # fmt: skip
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": wrong}}
+        async with httpx.AsyncClient(base_url=api, timeout=30) as http:
+            refused = (await http.post("/a2a", json=body, headers={"A2A-Version": "1.0"})).json()
+            assert refused["error"]["code"] == -32602, refused
+            assert "not 'someone-elses'" in refused["error"]["message"]
+            still = (await http.get(f"/v1/runs/{task_id}/input")).json()
+            assert [q["question"] for q in still] == [ASK]
         # The SDK's client sends the answer as a message on the same task.
         second = [r async for r in client.send_message(_message("savings", task_id=task_id))]
         if streaming:
