@@ -11,7 +11,13 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from orchestrator.access import ROLES
 from orchestrator.oidc import OidcOptions
-from orchestrator.store.records import DEFAULT_POOL_SIZE, DEFAULT_STORE_WAIT_S, POOL_OVERFLOW
+from orchestrator.store.records import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_STORE_WAIT_S,
+    POOL_OVERFLOW,
+    StoreRefused,
+    store_url_of,
+)
 
 __all__ = ["Settings", "is_loopback"]
 
@@ -34,7 +40,8 @@ class Settings(BaseSettings):
     config: Path | None = None
     store_url: str = Field(
         default="sqlite+aiosqlite:///baton.db",
-        description="Run store: a SQLAlchemy async URL (postgresql+asyncpg://... for PostgreSQL).",
+        description="Run store: `sqlite:///PATH` or `postgresql://USER:PASSWORD@HOST:PORT/DB` "
+        "(the async drivers, aiosqlite and asyncpg, are taken; their SQLAlchemy names work too).",
     )
     store_pool_size: int = Field(
         default=DEFAULT_POOL_SIZE,
@@ -48,6 +55,14 @@ class Settings(BaseSettings):
         le=600,
         description="How long a store call waits on the database (a connection, a statement, "
         "SQLite's write lock) before the API answers 503 with Retry-After.",
+    )
+    store_start_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long `baton serve` waits at start for a run store that does not answer "
+        "yet (a Kubernetes pod often starts before its database), retrying with backoff; then "
+        "it stops, saying where and why in one line.",
     )
     namespace: str = "baton"
     ray_address: str | None = Field(
@@ -201,6 +216,14 @@ class Settings(BaseSettings):
         default=None, description="The npm mermaid package's dist folder (default: make setup's)."
     )
     api_key: str | None = Field(default=None, description="The key `baton run --server` sends.")
+
+    @field_validator("store_url")
+    @classmethod
+    def _store_driver(cls, value: str) -> str:
+        try:
+            return store_url_of(value)
+        except StoreRefused:
+            return value  # (refused when opened, in one line: never echoed with its password)
 
     @field_validator("api_keys", "allowed_origins", "oidc_default_roles", mode="before")
     @classmethod

@@ -168,15 +168,23 @@ def open_metric_export() -> MetricExporter | None:
     return otlp_metrics_from_env(os.environ)
 
 
-async def open_store(url: str) -> RunStore:
-    """Open the run store, or exit 2 saying why not."""
+async def open_store(url: str, start_wait_s: float = 0.0) -> RunStore:
+    """Open the run store (waiting up to `start_wait_s` for it), or exit 2 saying why not.
+
+    In one line, and never with the URL's password.
+    """
+    from orchestrator.store import StoreRefused, shown_url
     from orchestrator.store.store import RunStore  # the database stack, only when needed
 
     try:
-        return await RunStore.open(url)
+        return await RunStore.open(url, start_wait_s=start_wait_s)
+    except StoreRefused as exc:
+        err.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
     except Exception as exc:
-        err.print(f"cannot open the run store {url}: {type(exc).__name__}: {exc}", style="red")
-        raise typer.Exit(2) from None
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        said = f"cannot open the run store {shown_url(url)}: {type(exc).__name__}: {cause}"
+        err.print(said, style="red", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
 
 
 RunIdArgument = Annotated[

@@ -20,6 +20,7 @@ from orchestrator.cli.common import (
     load_system,
     open_export,
     open_metric_export,
+    open_store,
 )
 from orchestrator.cli.discovery import announce
 from orchestrator.cli.run import local_service
@@ -88,6 +89,11 @@ def mcp(config: ConfigOption = None) -> None:
     asyncio.run(_serve_mcp_stdio(settings, system))
 
 
+async def _store_answers(url: str, wait_s: float) -> None:
+    """Exit 2 saying why, in one line, unless the run store answers within `wait_s`."""
+    await (await open_store(url, wait_s)).close()
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -124,6 +130,10 @@ def serve(
         )
         raise typer.Exit(2)
     system = load_system(config, settings)
+    # The store first: one that is not up yet (a pod that starts before its database) is
+    # waited for; one that does not come is said in one line, before anything else starts.
+    wait_s = settings.store_start_wait_s
+    asyncio.run(_store_answers(settings.store_url, wait_s))
 
     import uvicorn  # slow imports (FastAPI, Ray, litellm), after the checks
 

@@ -17,8 +17,11 @@ from orchestrator.store.records import (
     RunMeta,
     RunPage,
     StoredRun,
+    StoreRefused,
     absolute_store_url,
     end_values,
+    shown_url,
+    store_url_of,
 )
 
 if TYPE_CHECKING:
@@ -33,9 +36,12 @@ __all__ = [
     "RunMeta",
     "RunPage",
     "RunStore",
+    "StoreRefused",
     "StoredRun",
     "absolute_store_url",
     "end_values",
+    "shown_url",
+    "store_url_of",
 ]
 
 

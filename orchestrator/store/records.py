@@ -27,8 +27,11 @@ __all__ = [
     "ForkPoint",
     "RunMeta",
     "RunPage",
+    "StoreRefused",
     "StoredRun",
     "end_values",
+    "shown_url",
+    "store_url_of",
 ]
 
 DEFAULT_STORE_URL = "sqlite+aiosqlite:///baton.db"
@@ -46,6 +49,49 @@ DEFAULT_STORE_WAIT_S = 5.0
 
 class DuplicateIdempotencyKey(Exception):
     """Another run already holds this idempotency key."""
+
+
+class StoreRefused(Exception):
+    """The run store cannot be opened as named (the message says why, with no credential)."""
+
+
+# The schemes people write, and the async drivers Baton ships for them.
+_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+}
+
+
+def store_url_of(url: str) -> str:
+    """A run store's URL with its driver, as SQLAlchemy opens it.
+
+    `sqlite:///PATH` and `postgresql://...` (or `postgres://`) take the async drivers Baton
+    ships (aiosqlite, asyncpg).
+
+    Raises:
+        StoreRefused: another database or driver (the message names the fix).
+    """
+    scheme, sep, rest = url.partition("://")
+    driver = _DRIVERS.get(scheme.lower()) if sep else None
+    if driver is None:
+        raise StoreRefused(
+            f"the run store URL {shown_url(url)!r} names no store Baton opens: use "
+            "sqlite:///PATH (a file) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+        )
+    return f"{driver}://{rest}"
+
+
+def shown_url(url: str) -> str:
+    """A store's URL as it may be printed or logged: its password replaced by `***`."""
+    scheme, sep, rest = url.partition("://")
+    who, at, where = rest.rpartition("@")
+    if not sep or not at or ":" not in who:
+        return url
+    user = who.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{where}"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import logging
 import time
 from collections.abc import AsyncIterator, Collection
 from importlib import resources
@@ -39,6 +40,7 @@ from sqlalchemy.pool import NullPool
 from agents.core.events import EVENTS, Event
 from agents.core.messages import RunStatus, Usage
 from agents.core.storable import stored_json, stored_statement
+from agents.core.store_faults import store_unavailable
 from agents.core.waits import Waiting
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
@@ -54,7 +56,9 @@ from orchestrator.store.records import (
     RunMeta,
     RunPage,
     StoredRun,
+    StoreRefused,
     end_values,
+    store_url_of,
 )
 from orchestrator.store.tables import (
     EVENTS_TABLE,
@@ -77,6 +81,8 @@ if TYPE_CHECKING:
     from orchestrator.engine.submission import Submission
 
 __all__ = ["RunStore"]
+
+logger = logging.getLogger(__name__)
 
 
 def _upgrade(connection: Connection) -> None:
@@ -192,6 +198,19 @@ _START_RUN = update(RUNS_TABLE).where(
 )
 
 
+def _unreachable(url: str, exc: BaseException, waited_s: float | None) -> str:
+    """Why the store at `url` cannot be reached, in one line: where, the cause, how long."""
+    parsed = make_url(url)
+    where = parsed.database or url
+    if parsed.get_backend_name() != "sqlite":
+        where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}"
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    said = (
+        f"the run store at {where} cannot be reached: {cause[0] if cause else type(exc).__name__}"
+    )
+    return said if waited_s is None else f"{said} (waited {waited_s:g}s: BATON_STORE_START_WAIT_S)"
+
+
 class RunStore:
     """Runs, newest first, with their status, input, output, error, usage, spans and events."""
 
@@ -215,12 +234,36 @@ class RunStore:
         *,
         pool_size: int = DEFAULT_POOL_SIZE,
         wait_s: float = DEFAULT_STORE_WAIT_S,
+        start_wait_s: float = 0.0,
     ) -> RunStore:
         """Connect to the store at `url` and migrate its schema to the newest revision.
 
         `pool_size`: connections kept open for reuse (see `DEFAULT_POOL_SIZE`). `wait_s`: how
         long a call waits on the database before it fails (`DEFAULT_STORE_WAIT_S`).
+        `start_wait_s`: how long to wait for a database that does not answer yet, trying
+        again with a growing pause.
+
+        Raises:
+            StoreRefused: the URL names no store Baton opens, or the database cannot be
+                reached (within `start_wait_s`): one line naming where and why, no credential.
         """
+        url = store_url_of(url)
+        deadline, pause = time.monotonic() + start_wait_s, 0.5
+        while True:
+            try:
+                return await cls._open(url, pool_size, wait_s)
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise StoreRefused(_unreachable(url, exc, start_wait_s)) from None
+                if pause == 0.5:
+                    logger.warning("waiting for the run store: %s", _unreachable(url, exc, None))
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    @classmethod
+    async def _open(cls, url: str, pool_size: int, wait_s: float) -> RunStore:
         engine = create_async_engine(
             url, json_serializer=stored_json, **_engine_options(url, pool_size, wait_s)
         )
@@ -239,6 +282,9 @@ class RunStore:
                     lock = text("SELECT pg_advisory_xact_lock(:key)")
                     await connection.execute(lock, {"key": _PG_LOCK})
                 await connection.run_sync(_upgrade)
+        except BaseException:
+            await engine.dispose()
+            raise
         finally:
             if migrator is not engine:
                 await migrator.dispose()

@@ -227,12 +227,6 @@ def test_show_names_a_run_that_is_not_in_the_store(tmp_path: Path) -> None:
     assert "no run 'nope' in the store" in result.output
 
 
-def test_an_unusable_store_url_is_a_clear_error() -> None:
-    result = runner.invoke(app, ["runs"], env={"BATON_STORE_URL": "nosuchdb://x"})
-    assert result.exit_code == 2
-    assert "cannot open the run store nosuchdb://x" in result.output
-
-
 def test_a_missing_api_keys_file_is_a_clear_error(tmp_path: Path) -> None:
     missing = tmp_path / "keys.txt"
     done = subprocess.run(
