@@ -32,6 +32,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     )
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """On CI (`CI` set), a test skipped for a missing part (PostgreSQL, Chromium, a kit) is a
+    failure: CI must have every part, and a skip there would hide that a promise went untested."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped on CI, where nothing may be: {report.longrepr}"
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
