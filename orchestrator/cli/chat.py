@@ -30,7 +30,7 @@ from orchestrator.cli.common import (
     open_store,
     progress,
 )
-from orchestrator.cli.follow import Display, Person, follow, person_here, person_there
+from orchestrator.cli.follow import Display, Person, WordRefused, follow, person_here, person_there
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest
 from orchestrator.settings import Settings
@@ -157,7 +157,7 @@ class _Chat:
                     follow(
                         self.team.events(run_id),
                         status,
-                        Display("progress", "entry"),
+                        Display("progress", "entry", answer=True),
                         self.team.person(run_id),
                     )
                 )
@@ -169,7 +169,17 @@ class _Chat:
                     await asyncio.wait({following}, timeout=_LET_GO_S)
                     await self.cancel()
                     return
-                following.result()  # its error, if it failed
+                try:
+                    following.result()  # its error, if it failed
+                except WordRefused as refused:  # the turn waits for someone who may answer
+                    err.print(
+                        f"your word was refused: {refused}. The turn waits for someone who may "
+                        "give it; /new starts another thread meanwhile",
+                        style="yellow",
+                        markup=False,
+                    )
+                    self.running = None
+                    return
         finally:
             loop.remove_signal_handler(signal.SIGINT)
         ended, error = await self.team.status(run_id)

@@ -5,7 +5,6 @@ Its events, the streamed answer; approvals to give and questions to answer at th
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 from rich.status import Status
 
-from agents.core.events import ApprovalRequested, Event, InputRequested, ModelDelta
+from agents.core.events import ApprovalRequested, Event, InputRequested, ModelDelta, RunFinished
 from agents.core.waits import Resolution
 from orchestrator.cli.client import ApiError, BatonClient
 from orchestrator.cli.common import progress
@@ -23,7 +22,7 @@ from orchestrator.errors import ServiceError
 if TYPE_CHECKING:
     from orchestrator.service import RunService
 
-__all__ = ["Display", "Person", "follow", "person_here", "person_there"]
+__all__ = ["Display", "Person", "WordRefused", "follow", "person_here", "person_there"]
 
 
 @dataclass(frozen=True)
@@ -48,10 +47,13 @@ class Display:
     Attributes:
         events: none (--json), agents' progress, or every event (--verbose).
         text: streamed model text shown: none, the entry agent's answer, or every agent's.
+        answer: the run's answer is printed as it ends, unless it was streamed whole (a chat's
+            turn: nothing prints it after).
     """
 
     events: Literal["quiet", "progress", "verbose"] = "progress"
     text: Literal["none", "entry", "all"] = "entry"
+    answer: bool = False
 
     @property
     def streams(self) -> bool:
@@ -63,11 +65,15 @@ QUIET = Display("quiet", "none")
 
 
 class _Text:
-    """Streamed text as it comes, under a heading per invocation; other lines end it first."""
+    """Streamed text as it comes, under a heading per invocation; other lines end it first.
+
+    `entry`: what the entry agent's invocations streamed (the run's answer, as far as it came).
+    """
 
     def __init__(self, status: Status) -> None:
         self._status = status
         self._open: str | None = None  # the invocation whose text is being written
+        self.entry = ""
 
     def write(self, delta: ModelDelta) -> None:
         if self._open != delta.invocation:
@@ -75,7 +81,22 @@ class _Text:
             self._status.stop()
             progress().print(f"[bold cyan]{delta.agent} ▸[/] ", end="")
             self._open = delta.invocation
+        if len(delta.chain) == 1:
+            self.entry += delta.text
         progress().print(delta.text, end="", markup=False, highlight=False, soft_wrap=True)
+
+    def answer(self, finished: RunFinished) -> None:
+        """Print the run's answer, unless its whole text was streamed already.
+
+        A follower that came late (or whose stream reconnected) saw part of it, or none.
+        """
+        if finished.output is None or finished.output.strip() == self.entry.strip():
+            return
+        self.end()
+        self._status.stop()
+        progress().print(f"[bold cyan]{finished.agent} ▸[/] ", end="")
+        progress().print(finished.output, markup=False, highlight=False, soft_wrap=True)
+        self._status.start()
 
     def end(self) -> None:
         if self._open is not None:
@@ -137,6 +158,26 @@ def _ask_question(event: InputRequested, status: Status) -> str | None:
         status.start()
 
 
+class WordRefused(Exception):
+    """The person's word was refused (their key may not approve, say): the message says why."""
+
+
+async def _say(person: Person, wait_id: str, resolution: Resolution) -> None:
+    """Give the person's word; one that came too late (decided already) is fine.
+
+    Raises:
+        WordRefused: refused otherwise (a key without the `approve` role, say).
+    """
+    try:
+        await person.resolve(wait_id, resolution)
+    except ServiceError as exc:
+        if exc.status != 409:
+            raise WordRefused(exc.message) from None
+    except ApiError as exc:
+        if exc.status != 409:
+            raise WordRefused(f"{exc.status} {exc.code}: {exc.message}") from None
+
+
 async def follow(
     events: AsyncIterator[Event | None], status: Status, display: Display, person: Person
 ) -> None:
@@ -152,15 +193,18 @@ async def follow(
                 continue
             text.end()
             status.update("running…")
-            if display.events == "verbose" or (
-                display.events == "progress" and event.level == "progress"
+            asking_here = isinstance(event, InputRequested) and sys.stdin.isatty()
+            if not asking_here and (  # (a question asked here is printed once, as asked)
+                display.events == "verbose"
+                or (display.events == "progress" and event.level == "progress")
             ):
                 progress().print(event.describe(), soft_wrap=True)
+            if isinstance(event, RunFinished) and display.answer:
+                text.answer(event)
             if isinstance(event, ApprovalRequested):
                 approved, why = _ask_person(event, status)
                 decision = Resolution.decision(approved, why, who="terminal")
-                with contextlib.suppress(ServiceError, ApiError):  # decided already: fine
-                    await person.resolve(event.call_id, decision)
+                await _say(person, event.call_id, decision)
             elif isinstance(event, InputRequested):
                 said = _ask_question(event, status)
                 if said is None and person.elsewhere:
@@ -175,7 +219,6 @@ async def follow(
                     if said is not None
                     else Resolution.expired("question")
                 )
-                with contextlib.suppress(ServiceError, ApiError):  # answered already: fine
-                    await person.resolve(event.call_id, answer)
+                await _say(person, event.call_id, answer)
     finally:
         text.end()

@@ -34,7 +34,14 @@ from orchestrator.cli.common import (
     progress,
 )
 from orchestrator.cli.discovery import find_server
-from orchestrator.cli.follow import QUIET, Display, follow, person_here, person_there
+from orchestrator.cli.follow import (
+    QUIET,
+    Display,
+    WordRefused,
+    follow,
+    person_here,
+    person_there,
+)
 from orchestrator.cli.report import print_run_view
 from orchestrator.errors import ServiceError
 from orchestrator.schemas import RunRequest, RunView, run_view
@@ -106,7 +113,16 @@ async def _run_there(
 
             person = person_there(client, run["id"])
             with progress().status("running…") as status:
-                await follow(client.events(run["id"]), status, display, person)
+                try:
+                    await follow(client.events(run["id"]), status, display, person)
+                except WordRefused as refused:
+                    err.print(
+                        f"your word was refused: {refused}. Run {run['id']} waits for someone "
+                        "who may give it",
+                        style="yellow",
+                        markup=False,
+                    )
+                    raise typer.Exit(1) from None
             view = RunView.model_validate(await client.get(run["id"]))
             _say_where_the_trace_went(server, (await client.service()).get("trace_export"))
             return view

@@ -104,6 +104,7 @@ ACCESS = {
     "reader": ("acme", ["read"]),
     "submitter": ("acme", ["submit"]),
     "approver": ("acme", ["approve"]),
+    "clerk": ("acme", ["submit", "read"]),  # follows its runs, may not approve or answer
     "root": ("ops", ["admin"]),
 }
 

@@ -15,7 +15,11 @@ import time
 import httpx
 import pytest
 
+from tests.service import ServiceProcess
+
 pytestmark = [pytest.mark.ray]
+
+ASK = "ask the user which account to pay the rent from"
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -23,9 +27,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 class Terminal:
     """A command in a pseudo-terminal: what it shows, and what is typed into it."""
 
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
         self._main, side = pty.openpty()
-        env = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color"}
+        env = {**os.environ, "COLUMNS": "100", "TERM": "xterm-256color", **(env or {})}
         self.process = subprocess.Popen(command, stdin=side, stdout=side, stderr=side, env=env)
         os.close(side)
         self.shown = ""
@@ -102,3 +106,67 @@ def test_a_chat_of_turns_in_one_thread_a_cancelled_turn_and_the_commands(api: st
     dozing = httpx.get(f"{api}/v1/runs", params={"agent": "dozer", "limit": 5}).json()["runs"]
     cancelled = [r for r in dozing if r["task"] == "doze off"]
     assert cancelled and cancelled[0]["status"] == "cancelled", cancelled
+
+
+def test_every_turn_prints_its_answer_and_a_question_is_shown_once(api: str) -> None:
+    """Six fast turns: each answer is printed, even when its text was written before the chat
+    followed the turn (a late follower gets no streamed text). A question: one line."""
+    chat = Terminal(
+        [sys.executable, "-m", "orchestrator", "chat", "--server", api, "--agent", "parrot"]
+    )
+    try:
+        for thread in (1, 2):  # (a thread of the test service takes three turns)
+            for n, answer in enumerate(["first answer", "second answer", "third answer"], 1):
+                chat.expect("you> ")
+                chat.type(f"thread {thread}, turn {n}")
+                chat.expect(f"parrot ▸ {answer}")
+            chat.expect("you> ")
+            chat.type("/new")
+        chat.type("/agent teller")
+        chat.expect("the next turns go to teller")
+        chat.type(ASK)
+        chat.expect("your answer")
+        chat.type("savings")
+        chat.expect("ask_user: savings")
+        chat.expect("you> ")
+        assert chat.shown.count(f"asks: {ASK}") == 1, chat.shown
+        chat.type("/exit")
+        assert chat.close() == 0
+    finally:
+        if chat.process.poll() is None:
+            chat.process.kill()
+
+
+def test_a_word_the_key_may_not_give_is_refused_at_once_and_the_chat_goes_on(
+    tenanted: ServiceProcess, access_keys: dict[str, str]
+) -> None:
+    """A key without `approve`: its approval is refused (403), said at once (not after the
+    approval's ten minutes), and the person is back at the prompt."""
+    env = {"BATON_API_KEY": access_keys["clerk"]}
+    chat = Terminal(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "chat",
+            "--server",
+            tenanted.url,
+            "--agent",
+            "clerk",
+        ],
+        env,
+    )
+    try:
+        chat.expect("you> ")
+        chat.type("pay the invoice")
+        chat.expect(r"approve this call\?")
+        chat.type("y")
+        chat.expect(
+            "your word was refused: 403 forbidden: this key \\(clerk\\) lacks the 'approve' role"
+        )
+        chat.expect("you> ", timeout_s=10)
+        chat.type("/exit")
+        assert chat.close() == 0
+    finally:
+        if chat.process.poll() is None:
+            chat.process.kill()
