@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import time
@@ -37,6 +37,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.core.limits import SpendCap
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -173,7 +175,9 @@ class AccessFileWatch:
 
     One per service, shared by its key ring and its spending policy. Its first reading raises
     `AccessFileError` (a service does not start on a wrong file); a later one that fails keeps
-    what was read last (a file being edited by hand).
+    what was read last (a file being edited by hand), and says why at once, with the mistake's
+    place: in the log (once per version of the file), and as `problem` (the service's
+    readiness checks and metrics show it) until a good file is read.
     """
 
     def __init__(self, path: Path) -> None:
@@ -181,6 +185,7 @@ class AccessFileWatch:
         self._stamp = self._look()
         self.current = AccessFile.read(path)
         self._looked_at = time.monotonic()
+        self.problem: str | None = None  # why the file as it is now is not in force
 
     def _look(self) -> tuple[int, int]:
         try:
@@ -196,9 +201,13 @@ class AccessFileWatch:
             self._looked_at = now
             stamp = self._look()
             if stamp != self._stamp:
-                with contextlib.suppress(AccessFileError):
+                self._stamp = stamp
+                try:
                     self.current = AccessFile.read(self.path)
-                    self._stamp = stamp
+                    self.problem = None
+                except AccessFileError as exc:
+                    self.problem = f"{exc}: the file read before stays in force"
+                    logger.error("BATON_ACCESS_FILE %s", self.problem)
         return self.current
 
 

@@ -106,6 +106,7 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.config_path = options.config_path
+    app.state.access = options.access  # (its problems are in the readiness checks)
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     app.add_middleware(NulRefusal)
     # Outside the body limit: a caller without a key has no body read (nor drained) at all.

@@ -170,6 +170,9 @@ def serve(
 
     def service() -> AbstractAsyncContextManager[RunService]:
         metrics = ServiceMetrics(owner, metric_export)
+        if access is not None:
+            watched = access
+            metrics.watch_access(lambda: watched.refresh() is not None and bool(watched.problem))
         return open_service_from_settings(
             settings,
             system,

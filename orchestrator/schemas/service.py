@@ -186,11 +186,18 @@ class Readiness(BaseModel):
 
     status: Literal["ready", "not_ready"]
     checks: dict[str, str] = Field(
-        description='Each part ("ray", "store", "tools"): "ok" or why not. Ray and the store '
-        'decide readiness; "tools" reports MCP servers the agents could not use.'
+        description='Each part ("ray", "agents", "store", "tools", "access_file"): "ok" or why '
+        'not. Ray, the agents and the store decide readiness; "tools" reports MCP servers the '
+        'agents could not use, "access_file" a wrong edit of the access file (the file read '
+        "before stays in force)."
     )
     system_version: str = Field(
         default="", description="The version of the team new runs go to (`GET /v1/service`)."
+    )
+    versions: list[str] = Field(
+        default_factory=list,
+        description="Every version of the team running here, oldest first (older ones finish "
+        "their runs).",
     )
 
 

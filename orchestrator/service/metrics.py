@@ -140,6 +140,14 @@ class ServiceMetrics:
             unit="{run}",
             description="Runs here now, queued or running (`baton.run.state`).",
         )
+        self._access_problem: Callable[[], bool] = lambda: False
+        meter.create_observable_up_down_counter(
+            "baton.access_file.problems",
+            [lambda _: [Observation(int(self._access_problem()))]],
+            unit="{problem}",
+            description="1 while the access file's latest edit is wrong (the file read before "
+            "stays in force), else 0.",
+        )
         self._exported: Callable[[], tuple[int, int]] = lambda: (0, 0)
         meter.create_observable_counter(
             "baton.trace_export.spans",
@@ -158,6 +166,10 @@ class ServiceMetrics:
     def watch(self, active: Callable[[], tuple[int, int]], followers: Callable[[], int]) -> None:
         """Where the gauges are read: (queued, running) runs here; followers of events."""
         self._active, self._followers = active, followers
+
+    def watch_access(self, wrong: Callable[[], bool]) -> None:
+        """Where the access file's state is read: whether its latest edit is wrong."""
+        self._access_problem = wrong
 
     def watch_export(self, counts: Callable[[], tuple[int, int]]) -> None:
         """Where the OTLP export's counts are read: spans sent, spans dropped."""

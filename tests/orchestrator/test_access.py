@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import time
 import uuid
 from pathlib import Path
@@ -368,3 +369,35 @@ async def test_every_route_takes_the_keys_with_its_role_and_refuses_the_others(
     ):
         submitted = await client.call_tool("submit_task", {"task": "hi", "wait_s": 0})
         assert submitted.is_error and "lacks the 'submit' role" in str(submitted.content[0])
+
+
+async def test_a_wrong_edit_of_the_access_file_is_said_at_once_and_the_last_good_file_holds(
+    tenanted: ServiceProcess, service_dir: Path, access_keys: dict[str, str]
+) -> None:
+    path = service_dir / "access.yaml"
+    good = path.read_text()
+    acme, root = bearer(access_keys["acme"]), bearer(access_keys["root"])
+    try:
+        path.write_text(good.replace("roles:", "roels:", 1))  # a slip of the hand
+        async with httpx.AsyncClient(base_url=tenanted.url, timeout=30) as http:
+            deadline = time.monotonic() + 10  # (the file is looked at once a second)
+            while (ready := (await http.get("/readyz")).json())["checks"].get(
+                "access_file"
+            ) == "ok":
+                assert time.monotonic() < deadline, ready
+                await asyncio.sleep(0.2)
+            said = ready["checks"]["access_file"]
+            assert said.startswith(f"{path}: keys.0") and "the file read before stays" in said
+            assert ready["status"] == "ready"  # (reported; the keys read before still work)
+            assert (await http.get("/v1/runs", headers=acme)).status_code == 200
+            metrics = (await http.get("/metrics", headers=root)).text
+            assert re.search(r"^baton_access_file_problems\{.*\} 1\.0$", metrics, re.M), metrics
+        log = tenanted.log.read_text()
+        assert log.count("BATON_ACCESS_FILE ") == 1 and f"{path}: keys.0" in log
+    finally:
+        path.write_text(good)
+    async with httpx.AsyncClient(base_url=tenanted.url, timeout=30) as http:
+        deadline = time.monotonic() + 10
+        while (await http.get("/readyz")).json()["checks"].get("access_file") != "ok":
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)

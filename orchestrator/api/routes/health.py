@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from orchestrator.api.deps import Service
@@ -28,14 +28,20 @@ async def healthz() -> Health:
         }
     },
 )
-async def readyz(service: Service) -> Response:
+async def readyz(request: Request, service: Service) -> Response:
     """Ray, every agent host and the run store are up."""
     checks = await service.views.check()
-    # Ray, the agents' hosts and the store decide; degraded tools are reported, not fatal.
+    access = getattr(request.app.state, "access", None)
+    if access is not None:
+        access.refresh()
+        checks["access_file"] = access.problem or "ok"
+    # Ray, the agents' hosts and the store decide; degraded tools, and an access file whose
+    # latest edit is wrong (the one before stays in force), are reported, not fatal.
     ready = all(checks.get(k) == "ok" for k in ("ray", "agents", "store"))
     body = Readiness(
         status="ready" if ready else "not_ready",
         checks=checks,
         system_version=service.system.version,
+        versions=service.versions.names(),
     )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
