@@ -54,6 +54,8 @@ class _RunBook:
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
     order: CausalOrder = field(default_factory=CausalOrder)  # events waiting for their cause
     opened: bool = False  # its `run_started` came (it may come twice: see `emit`)
+    # Replies counted against the caps as they arrived, before their turn (invocation, seq).
+    counted_early: set[tuple[str, int]] = field(default_factory=set)
 
 
 class RunLedger:
@@ -400,23 +402,45 @@ class RunLedger:
         self._feed.append((run_id, seq, event))
         if self._on_event is not None:
             self._on_event(run_id, seq, event)
-        self._count_spending(run_id, event)
+        self._count_spending(run_id, book, event)
 
-    def _count_spending(self, run_id: str, event: Event) -> None:
+    def count_on_arrival(self, run_id: str, event: Event) -> None:
+        """Count a capped run's reply as it arrives, before its turn in the run's order.
+
+        A batch may wait for an earlier one of its process (calls to an actor can overtake
+        each other), and a cap must not: the next call's check counts this reply. Counted
+        once: its turn in order does not count it again.
+        """
+        if not isinstance(event, ModelFinished) or not self.spend.holds(run_id):
+            return
+        book = self._open_book(run_id)
+        key = (event.invocation or "", event.seq)
+        if key not in book.counted_early:
+            book.counted_early.add(key)
+            self._spent(run_id, event)
+
+    def _count_spending(self, run_id: str, book: _RunBook, event: Event) -> None:
         """Each stored event once, in order: a run's start names whose it is, a reply spends."""
         if isinstance(event, RunStarted):
             self.spend.open(run_id, event.tenant, event.submitted_by)
         elif isinstance(event, ModelFinished):
-            row = self.spend.record(
-                run_id,
-                event.agent,
-                event.answered_by or event.model,
-                event.input_tokens,
-                event.output_tokens,
-                event.cost_usd,
-            )
-            if row is not None and self._on_spend is not None:
-                self._on_spend(row)
+            key = (event.invocation or "", event.seq)
+            if key in book.counted_early:
+                book.counted_early.discard(key)  # (counted as it arrived)
+                return
+            self._spent(run_id, event)
+
+    def _spent(self, run_id: str, reply: ModelFinished) -> None:
+        row = self.spend.record(
+            run_id,
+            reply.agent,
+            reply.answered_by or reply.model,
+            reply.input_tokens,
+            reply.output_tokens,
+            reply.cost_usd,
+        )
+        if row is not None and self._on_spend is not None:
+            self._on_spend(row)
 
     def events(self, run_id: str, after: int = 0) -> list[Event]:
         """The run's events held here with ids above `after`."""

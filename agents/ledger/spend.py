@@ -80,6 +80,11 @@ class SpendMeter:
         elif caps:
             run.caps = caps
 
+    def holds(self, run_id: str) -> bool:
+        """Whether caps hold the run (its calls ask first)."""
+        run = self._runs.get(run_id)
+        return run is not None and bool(run.caps)
+
     def close(self, run_id: str) -> None:
         """Forget a run that ended (its spending stays in its scopes' days)."""
         self._runs.pop(run_id, None)

@@ -378,12 +378,14 @@ class LedgerActor:
         Steps of an older life of their run (resumed since) are dropped.
         """
         sender = batch.sender
-        if sender and batch.number:
-            await self._in_turn(sender, batch.number)
         # Handovers from other processes, taken over by the sender (`agents.ray.handover`).
         opened = open_batch(
             batch.events, batch.spans, batch.steps, sender, self._ledger.first_sight
         )
+        for run_id, event, _ in opened.events:  # (the caps do not wait for the order)
+            self._ledger.count_on_arrival(run_id, event)
+        if sender and batch.number:
+            await self._in_turn(sender, batch.number)
         for run_id, step in opened.steps:
             self._keep(run_id, step)
         changed = set()

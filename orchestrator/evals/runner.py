@@ -143,8 +143,9 @@ class ServiceDoor:
         async for item in self.service.events.follow(made):
             if item is not None:
                 seen.saw(item[1])
-        view = run_view(await self.service.get(made.id))
-        spans = await self.service.views.spans(made)
+        ended = await self.service.get(made.id)
+        view = run_view(ended)
+        spans = await self.service.views.spans(ended)
         seen.traced(cast(list[Mapping[str, Any]], spans))
         text = sequence_diagram(spans, detail="full", comparable=True).text if diagram else None
         return _observed(view, seen, text)

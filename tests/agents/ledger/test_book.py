@@ -15,10 +15,12 @@ from agents.core.events import (
     InputProvided,
     InputRequested,
     ModelDelta,
+    ModelFinished,
     RunFinished,
     RunStarted,
     ToolStarted,
 )
+from agents.core.limits import SpendCap
 from agents.core.messages import RunStatus
 from agents.core.waits import Resolution
 from agents.ledger.book import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
@@ -408,3 +410,17 @@ async def test_what_a_process_takes_over_keeps_its_deadline_down_and_up_a_chain(
     c.outbox.take_over(late)  # overdue: due at once, here and wherever it is handed on
     from_c = c.outbox.hand_over("r")
     assert from_c is not None and from_c.due <= time.time()
+
+
+def test_a_capped_runs_reply_counts_as_it_arrives_and_only_once() -> None:
+    """A batch may wait for an earlier one of its process: the cap does not wait with it."""
+    ledger = RunLedger()
+    ledger.open("r", None)
+    ledger.spend.open("r", "acme", "ci", (SpendCap(scope="run", tokens=100),))
+    reply = ModelFinished(agent="a", invocation="inv", seq=3, model="m", step=1, tool_calls=0,
+                          tokens=120, input_tokens=100, output_tokens=20)  # fmt: skip
+    ledger.count_on_arrival("r", reply)  # its batch waits for its turn...
+    assert ledger.spend_check("r")[0] == "the run spent 120 tokens: reached its cap of 100"
+    ledger.emit("r", reply)  # ...then takes it
+    assert ledger.spend.check("r")[0] is not None
+    assert ledger.spend._runs["r"].own.tokens == 120  # counted once

@@ -92,7 +92,7 @@ async def test_a_shared_host_runs_the_team_in_one_process_traced_as_if_apart(
     default_engine: Engine, apart: Engine
 ) -> None:
     shared = await default_engine.run(Submission(TASK), Execution("same-run"))
-    separate = await apart.run(TASK, run_id="same-run")
+    separate = await apart.run(Submission(TASK), Execution("same-run"))
     assert shared.status == separate.status == RunStatus.SUCCEEDED
     assert shared.output == separate.output
     assert shared.usage == separate.usage
@@ -144,7 +144,7 @@ def twins(ray_address: str) -> Iterator[Engine]:
 async def test_a_replicated_shared_host_spreads_runs_and_keeps_each_run_in_one_process(
     twins: Engine,
 ) -> None:
-    results = await asyncio.gather(*(twins.run(TASK) for _ in range(4)))
+    results = await asyncio.gather(*(twins.run(Submission(TASK)) for _ in range(4)))
     assert {r.status for r in results} == {RunStatus.SUCCEEDED}
     processes = [set(_pids(r).values()) for r in results]
     assert [len(p) for p in processes] == [1, 1, 1, 1]  # delegations stay in the replica
