@@ -90,6 +90,15 @@ def eval_dataset(
     if dataset is None:
         err.print("give a DATASET to run (or --compare A B)", style="red")
         raise typer.Exit(2)
+    if server and config is not None:
+        err.print(
+            f"--config names a team here, but --server runs the cases on {server}'s team: drop "
+            "--config, or roll the file in on the server first (POST /v1/service/versions, or "
+            "SIGHUP) and run again",
+            style="red",
+            markup=False,
+        )
+        raise typer.Exit(2)
     if server:
         name, results = asyncio.run(
             _there(server, settings.api_key, dataset, repeat, concurrency, replay)
@@ -140,7 +149,7 @@ async def _here(
         door = ServiceDoor(service)
         results = await _run(door, dataset, cases, repeat, concurrency, recorded)
         kept_as = await service.experiments.add(
-            dataset.name, digest, system.config.name, system.fingerprint, [kept(r) for r in results]
+            dataset.name, digest, system.config.name, system.version, [kept(r) for r in results]
         )
     err.print(f"experiment {kept_as.id} (compare it: baton eval --compare OTHER {kept_as.id[:12]})")
     return results
@@ -245,12 +254,15 @@ async def _there(
                 recorded = _recorded(experiment["results"])
             door = ServerDoor(client)
             results = await _run(door, read, cases, repeat, concurrency, recorded)
+            served = await client.service()
             made = await client.add_experiment(
                 {
                     "dataset": read.name,
                     "dataset_digest": digest,
-                    "config": (await client.service())["system"],
-                    "config_digest": "server",
+                    "config": served["system"],
+                    # The server's version of the team ran the cases: experiments of two
+                    # versions tell apart.
+                    "config_digest": served["system_version"],
                     "results": [kept(r) for r in results],
                 }
             )

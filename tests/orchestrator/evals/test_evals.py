@@ -318,6 +318,8 @@ cases:
     [experiment] = re.findall(r"experiment ([0-9a-f]{32})", done.stderr)
     kept = httpx.get(f"{api}/v1/experiments/{experiment[:12]}", timeout=30).json()
     assert (kept["dataset"], kept["passed"], kept["total"]) == ("on-a-server", 2, 3)
+    served = httpx.get(f"{api}/v1/service", timeout=30).json()
+    assert kept["config_digest"] == served["system_version"]  # the version that ran them
     assert [r["run_id"] for r in kept["results"]] == [r["run_id"] for r in results.values()]
     done = _eval(
         ray_address, tmp_path, str(dataset), "--server", api, "--json", "--replay", experiment
@@ -329,3 +331,6 @@ cases:
     # and the fork is no turn of that thread.
     again = httpx.get(f"{api}/v1/threads/{run['thread_id']}", timeout=30).json()["turns"]
     assert [t["run_id"] for t in again] == [t["run_id"] for t in turns]
+    # A team file beside --server is refused, not ignored: the server runs its own team.
+    refused = _eval(ray_address, tmp_path, str(dataset), "--server", api, "-c", "team.yaml")
+    assert refused.returncode == 2 and "--config names a team here, but --server" in refused.stderr
