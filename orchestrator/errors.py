@@ -11,9 +11,11 @@ from agents.core.errors import BatonError
 from agents.core.waits import WaitKind
 
 __all__ = [
+    "AgentLeftDown",
     "AmbiguousRunId",
     "ExperimentNotFound",
     "IdempotencyConflict",
+    "InvalidArguments",
     "NotReady",
     "NotReplayable",
     "NotResumable",
@@ -38,6 +40,7 @@ class ServiceError(BatonError):
 
     status = 400
     code = "bad_request"
+    headers: ClassVar[dict[str, str]] = {}  # sent with the answer
 
     def __init__(self, message: str, **details: Any) -> None:
         self.message = message
@@ -90,6 +93,7 @@ class ThreadBusy(ServiceError):
 
     status = 409
     code = "thread_busy"
+    headers: ClassVar[dict[str, str]] = {"Multitask-Strategy": "reject"}  # what refused it
 
     def __init__(self, thread_id: str, running: str) -> None:
         super().__init__(
@@ -97,6 +101,7 @@ class ThreadBusy(ServiceError):
             "multitask_strategy enqueue, interrupt or rollback",
             thread_id=thread_id,
             running=running,
+            multitask_strategies=["enqueue", "interrupt", "rollback"],
         )
 
 
@@ -106,11 +111,12 @@ class ThreadFull(ServiceError):
     status = 409
     code = "thread_full"
 
-    def __init__(self, thread_id: str, max_turns: int) -> None:
+    def __init__(self, thread_id: str, turns: int, max_turns: int) -> None:
         super().__init__(
-            f"thread {thread_id!r} has {max_turns} turns, as many as a thread takes "
+            f"thread {thread_id!r} has {turns} turns, and a thread takes {max_turns} at most "
             "(BATON_THREAD_MAX_TURNS): start a new thread",
             thread_id=thread_id,
+            turns=turns,
             max_turns=max_turns,
         )
 
@@ -179,6 +185,20 @@ class NotReady(ServiceError):
     code = "not_ready"
 
 
+class AgentLeftDown(ServiceError):
+    """The run's entry agent cannot be called: its host is left down after a crash loop."""
+
+    status = 503
+    code = "agent_left_down"
+
+    def __init__(self, agent: str, cause: str) -> None:
+        super().__init__(
+            f"agent {agent!r} cannot take runs: its host is left down ({cause}); restarting the "
+            "service (or a new version of the team) starts it again",
+            agent=agent,
+        )
+
+
 class WaitNotFound(ServiceError):
     """No wait of this kind with this id is in the run (no such call, no such question)."""
 
@@ -216,6 +236,20 @@ class WaitClosed(ServiceError):
     def __init__(self, kind: WaitKind, message: str, **details: Any) -> None:
         self.code = self.codes[kind]
         super().__init__(message, **details)
+
+
+class InvalidArguments(ServiceError):
+    """A person's edit of a call's arguments does not fit the tool's schema (the call waits on)."""
+
+    status = 422
+    code = "invalid_arguments"
+
+    def __init__(self, call_id: str, tool: str, problems: list[str]) -> None:
+        super().__init__(
+            f"the edited arguments do not fit tool {tool!r}: {'; '.join(problems)}",
+            call_id=call_id,
+            problems=problems,
+        )
 
 
 class NotResumable(ServiceError):

@@ -3,11 +3,11 @@
     python -m tests.mcp_server                      # stdio
     python -m tests.mcp_server --http PORT          # streamable HTTP on 127.0.0.1:PORT/mcp
 
-Tools: `add` (counted: `calls_made`), `nap`, `shout`, `whoami` (which environment it got),
-`secret_header` (the Authorization header it was sent, over HTTP), and `die` (the process exits
-mid-call). `add`'s description is
-read from the file named by $MCP_TEST_DESCRIPTION_FILE when set, so a test can change it between
-server starts (a "rug pull").
+Tools: `add` (counted: `calls_made`), `nap`, `odd` (its schema is invalid), `shout`, `whoami`
+(which environment it got), `secret_header` (the Authorization header it was sent, over HTTP),
+and `die` (the process exits mid-call). `add`'s description is read from the file named by
+$MCP_TEST_DESCRIPTION_FILE when set, so a test can change it between server starts (a "rug
+pull").
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 
 server = MCPServer("baton-test-tools")
 
@@ -65,6 +66,12 @@ def erase_notes(folder: str) -> str:
 def list_notes(folder: str, order: Literal["newest", "oldest"], limit: int = 5) -> str:
     """List the notes kept in a folder (declares itself read-only)."""
     return f"{limit} {order} notes in {folder}"
+
+
+@server.tool()
+def odd(n: Annotated[int, Field(json_schema_extra={"minimum": "zero"})]) -> int:
+    """Offered with an inputSchema that is not valid JSON Schema (`minimum` is no number)."""
+    return n
 
 
 @server.tool()

@@ -396,7 +396,13 @@ class ApprovalRequested(WaitOpened):
     call_id: str = Field(description="Approve or deny it at .../approvals/{call_id}.")
     tool_call_id: str = Field(description="The model's id for the call.")
     tool: str
-    arguments: str = Field(description="The call's arguments as JSON (redacted, cut).")
+    arguments: str = Field(
+        description="The call's arguments as a JSON object (redacted; long strings cut)."
+    )
+    parameters: dict[str, Any] | None = Field(
+        default=None,
+        description="The JSON Schema of the tool's arguments: an approval's edit must fit it.",
+    )
     expires_at: float = Field(description="When it is denied without a decision.")
     record_key: str | None = Field(
         default=None, description="Where the decision is kept in the run's step log."

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.core.guardrail_spec import GuardrailsSpec
+from agents.core.json_schema import schema_problem
 from agents.core.steering_spec import StepRule
 from tracing.redaction import secret_values_in, url_query_values
 
@@ -363,7 +364,9 @@ class AgentSpec(AgentCard):
     ask_user: bool = Field(
         default=False,
         description="It may ask the person who submitted the run a question (the built-in "
-        "`ask_user` tool): the run waits, `input_required`, until the answer comes.",
+        "`ask_user` tool): the run waits, `input_required`, until the answer comes. A remote "
+        "agent (`a2a`) passes its task's questions (`input-required`) on so; without it, a "
+        "remote task that asks is cancelled.",
     )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     ray: RayOptions = Field(default_factory=RayOptions)
@@ -377,13 +380,8 @@ class AgentSpec(AgentCard):
         if isinstance(value, str) and ":" not in value:
             raise ValueError(f"{value!r} is not an import path (`package.module:Model`)")
         if isinstance(value, dict):
-            from jsonschema import Draft202012Validator
-            from jsonschema.exceptions import SchemaError
-
-            try:
-                Draft202012Validator.check_schema(value)
-            except SchemaError as exc:
-                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+            if problem := schema_problem(value):
+                raise ValueError(f"not a valid JSON Schema: {problem}")
         return value
 
     @model_validator(mode="after")
@@ -391,7 +389,7 @@ class AgentSpec(AgentCard):
         if self.a2a is not None:
             fields = (
                 "model", "instructions", "tools", "delegates", "handoffs", "mcp", "files",
-                "ask_user", "memory",
+                "memory",
             )  # fmt: skip
             own = [k for k in fields if k in self.model_fields_set]
             if own:

@@ -55,6 +55,24 @@ _KINDS: dict[WaitKind, tuple[str, str, str, StepKind, str]] = {
 }
 
 
+def _shown(value: Any, room: list[int] | None = None) -> Any:
+    """The arguments as a person sees them: still an object, long strings cut (`…`).
+
+    At most `_APPROVAL_ARGUMENTS_CHARS` characters of strings in all, so that the event stays
+    small whatever the model wrote.
+    """
+    room = [_APPROVAL_ARGUMENTS_CHARS] if room is None else room
+    if isinstance(value, str):
+        kept = value[: max(room[0], 0)]
+        room[0] -= len(kept)
+        return kept if len(kept) == len(value) else kept + "…"
+    if isinstance(value, dict):
+        return {k: _shown(v, room) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v, room) for v in value]
+    return value
+
+
 def _question_id(invocation: str, key: str) -> str:
     """The same id for the same question whenever the run executes (so a resume finds it)."""
     return "q-" + hashlib.sha256(f"{invocation}/{key}".encode()).hexdigest()[:12]
@@ -73,10 +91,15 @@ class People:
     waits: Waits | None
 
     async def approve(
-        self, inv: Invocation, call: ToolCall, arguments: dict[str, Any]
+        self,
+        inv: Invocation,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
     ) -> tuple[ToolOutput | None, dict[str, Any]]:
         """Wait for a person to approve the call (or take the decision recorded before).
 
+        `parameters`: the tool's JSON Schema, shown with the call (an edit must fit it).
         Returns what the model is told of a denial (a tool result, so that the model can change
         course; None if approved), and the arguments to call with: the person's, if they edited
         them, else the model's.
@@ -92,7 +115,8 @@ class People:
                 call_id=call.id,  # made unique by the ledger
                 tool=call.name,
                 tool_call_id=call.id,
-                arguments=json.dumps(arguments, default=str)[:_APPROVAL_ARGUMENTS_CHARS],
+                arguments=json.dumps(_shown(arguments), default=str),
+                parameters=parameters,
                 expires_at=time.time() + wait_s,
                 record_key=key if self.reporter.logs_steps(inv) else None,
                 **span_ids(trace.get_current_span()),

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agents.core.json_schema import value_problems
 from agents.core.spec import AgentSpec
 
 __all__ = ["OutputContract", "load_output_model"]
@@ -88,14 +89,8 @@ class OutputContract:
                     f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}" for e in exc.errors()
                 )
                 return None, problems
-        from jsonschema import Draft202012Validator
-
-        errors = sorted(Draft202012Validator(self.schema).iter_errors(value), key=str)
-        if errors:
-            return None, "; ".join(
-                f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:5]
-            )
-        return value, None
+        misfits = value_problems(self.schema, value)
+        return (None, "; ".join(misfits)) if misfits else (value, None)
 
     def retry(self, problem: str) -> dict[str, Any]:
         """The message that sends an answer back."""

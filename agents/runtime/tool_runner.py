@@ -130,7 +130,9 @@ class ToolRunner:
         if isinstance(tool, AskUserTool):
             return await self.people.ask(inv, call, arguments)
         if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
-            not_approved, approved = await self.people.approve(inv, call, arguments)
+            not_approved, approved = await self.people.approve(
+                inv, call, arguments, tool.parameters
+            )
             if not_approved is not None:
                 return not_approved
             if approved is not arguments:  # the person edited them: what the span says too

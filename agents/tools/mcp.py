@@ -35,6 +35,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from agents.core.errors import describe_error
+from agents.core.json_schema import schema_problem, value_problems
 from agents.core.spec import McpServerSpec
 from agents.tools.base import ToolCallContext, ToolOutput
 from agents.tools.delegate import reserved_by
@@ -277,7 +278,15 @@ class McpTool:
         return self.server.spec.confirm
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
-        """Call the tool on its server; a server error is an error result, never repeated."""
+        """Call the tool on its server; a server error is an error result, never repeated.
+
+        Arguments that do not fit the tool's schema are not sent: the model is told where.
+        """
+        if problems := value_problems(self.parameters, arguments):
+            return ToolOutput(
+                f"error: the arguments do not fit {self.name}'s schema: {'; '.join(problems)}",
+                is_error=True,
+            )
         try:
             # The session's own read timeout ends the call first (and marks its span an
             # error); this one is a backstop for a session that does not.
@@ -344,12 +353,18 @@ async def open_mcp_tools(
 def admit_mcp_tools(tools: list[McpTool], taken: set[str]) -> tuple[list[McpTool], list[str]]:
     """The tools an agent may offer beside the names it has (`taken`, updated), and the skipped.
 
-    Each skipped tool says why: a name providers refuse, or one already taken or reserved.
+    Each skipped tool says why: an inputSchema that is no JSON Schema, a name providers refuse,
+    or one already taken or reserved.
     """
     usable, problems = [], []
     for tool in tools:
         server = tool.server.spec.name
-        if not _TOOL_NAME.match(tool.name):
+        if problem := schema_problem(tool.parameters):
+            problems.append(
+                f"MCP server {server}: tool {tool.name!r} has an inputSchema that is not a "
+                f"valid JSON Schema ({problem}); skipped"
+            )
+        elif not _TOOL_NAME.match(tool.name):
             problems.append(
                 f"MCP server {server}: tool name {tool.name!r} is not a valid tool name "
                 "(letters, digits, _ and -, at most 64); skipped"

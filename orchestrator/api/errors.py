@@ -75,9 +75,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> Response:
-        headers = (
-            {"Retry-After": retry_after(exc.retry_after_s)} if isinstance(exc, Overloaded) else {}
-        )
+        headers = dict(exc.headers)
+        if isinstance(exc, Overloaded):
+            headers["Retry-After"] = retry_after(exc.retry_after_s)
         return error_response(exc.status, exc.code, exc.message, exc.details or None, **headers)
 
     async def unavailable(_: Request, exc: Exception) -> Response:

@@ -13,13 +13,15 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -30,7 +32,9 @@ from mcp_types import (
     InputRequiredResult,
 )
 from mcp_types.version import is_version_at_least
+from pydantic import Field
 from starlette.applications import Starlette
+from typing_extensions import override
 
 from agents.core.events import AgentStarted, InputRequested, RunFinished
 from agents.core.waits import Resolution
@@ -56,6 +60,8 @@ from orchestrator.store import StoredRun
 __all__ = ["build_mcp_server", "mcp_http_app"]
 
 _MAX_WAIT_S = 600.0
+# How long a tool call waits for its run: said in the tools' schema, checked before the call.
+WaitSeconds = Annotated[float, Field(ge=0, le=_MAX_WAIT_S)]
 # How long cancel_run waits for the run to stop before it answers with the run as it stands.
 _CANCEL_WAIT_S = 15.0
 # From this protocol version on, a tool asks its client's user by returning its questions
@@ -197,7 +203,7 @@ class TeamTools:
         task: str,
         ctx: Context,
         agent: str | None = None,
-        wait_s: float = 60.0,
+        wait_s: WaitSeconds = 60.0,
         thread: str | None = None,
     ) -> dict[str, Any] | InputRequiredResult:
         """Give the team a task; wait up to wait_s seconds for the answer.
@@ -234,7 +240,7 @@ class TeamTools:
         answer: str,
         ctx: Context,
         question_id: str | None = None,
-        wait_s: float = 60.0,
+        wait_s: WaitSeconds = 60.0,
     ) -> dict[str, Any] | InputRequiredResult:
         """Answer a question a run's agent asked (the run is input_required); wait for the run.
 
@@ -338,9 +344,26 @@ class TeamTools:
         )
 
 
+class _Server(MCPServer):
+    """The SDK's server, but for a call to a tool it does not have.
+
+    An unknown tool is a protocol error (JSON-RPC -32602, the MCP spec's tools "Error Handling"),
+    not a tool's failure: the SDK answers `isError: true`, which a client takes for a call made.
+    (Arguments that do not fit a tool stay a tool's failure: the model can correct them.)
+    """
+
+    @override
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if name not in {t.name for t in await self.list_tools()}:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_mcp_server(service: Callable[[], Awaitable[RunService]]) -> MCPServer:
     """The team's MCP server (`TeamTools`), over the run service that `service` gives."""
-    server = MCPServer(
+    server = _Server(
         "baton",
         version=__version__,
         # The SDK configures the root logger at this level: INFO would print its chatter (and

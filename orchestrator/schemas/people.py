@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agents.core.events import InputRequested
+from agents.core.events import ApprovalRequested, InputRequested
 from agents.core.storable import nul_refusal
 
 __all__ = [
@@ -68,10 +68,34 @@ class PendingApproval(BaseModel):
     call_id: str = Field(description="Approve or deny it at .../approvals/{call_id}.")
     agent: str
     tool: str
-    arguments: str = Field(description="The call's arguments as JSON (redacted, cut).")
+    arguments: dict[str, Any] | None = Field(
+        description="The call's arguments, as an approval's `arguments` edit them (redacted; "
+        "long strings cut). null: not an object the service can show."
+    )
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="The tool's JSON Schema: edited arguments must fit it."
+    )
     chain: list[str]
     ts: float = Field(description="When it was asked (Unix seconds).")
     expires_at: float = Field(description="When it is denied without a decision.")
+
+    @classmethod
+    def of(cls, event: ApprovalRequested) -> PendingApproval:
+        """The call as its `approval_requested` event tells it."""
+        try:
+            arguments = json.loads(event.arguments)
+        except json.JSONDecodeError:  # (kept cut by an older version)
+            arguments = None
+        return cls(
+            call_id=event.call_id,
+            agent=event.agent,
+            tool=event.tool,
+            arguments=arguments if isinstance(arguments, dict) else None,
+            parameters=event.parameters,
+            chain=event.chain,
+            ts=event.ts,
+            expires_at=event.expires_at,
+        )
 
 
 class ApprovalResult(BaseModel):

@@ -12,10 +12,17 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from agents.core.events import WaitOpened
+from agents.core.events import ApprovalRequested, WaitOpened
+from agents.core.json_schema import value_problems
 from agents.core.storable import nul_refusal
 from agents.core.waits import Resolution, WaitKind
-from orchestrator.errors import NotReady, ServiceError, WaitClosed, WaitNotFound
+from orchestrator.errors import (
+    InvalidArguments,
+    NotReady,
+    ServiceError,
+    WaitClosed,
+    WaitNotFound,
+)
 from orchestrator.service.versions import Versions
 from orchestrator.store import RunStore, StoredRun
 
@@ -54,6 +61,8 @@ class Desk:
             WaitClosed: the run is over, the wait was resolved already, or the run asks no
                 question (or several, and none was named).
             WaitNotFound: no such wait of this kind in the run.
+            InvalidArguments: an approval's edited arguments do not fit the tool's schema
+                (the call still waits).
             NotReady: the agents are starting.
         """
         kind = resolution.kind
@@ -65,6 +74,8 @@ class Desk:
             raise ServiceError(refusal)
         if wait_id is None:
             wait_id = await self._only(run, kind)
+        if resolution.approved and resolution.arguments is not None:
+            await self._fits(run, wait_id, resolution.arguments)
         outcome, kept = await self.versions.ledger.resolve(run.id, wait_id, resolution)
         if outcome == "unknown":
             raise WaitNotFound(kind, run.id, wait_id)
@@ -81,6 +92,13 @@ class Desk:
         _, now, _ = await self.versions.ledger.watch_waits(run.id, -1, 0)
         await self.store.set_waiting(run.id, now)
         return {_ID_FIELD[kind]: wait_id, **kept}
+
+    async def _fits(self, run: StoredRun, call_id: str, arguments: dict[str, Any]) -> None:
+        """Refuse an edit of a waiting call's arguments that its tool's schema does not take."""
+        for wait in await self.versions.ledger.waiting(run.id):
+            if isinstance(wait, ApprovalRequested) and wait.call_id == call_id and wait.parameters:
+                if problems := value_problems(wait.parameters, arguments):
+                    raise InvalidArguments(call_id, wait.tool, problems)
 
     async def _only(self, run: StoredRun, kind: WaitKind) -> str:
         """The one wait of `kind` the run has open (a question answered without its id)."""

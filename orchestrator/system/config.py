@@ -305,25 +305,39 @@ def _check_connections(
     return issues
 
 
-def _resolve_files(
+def _resolve_folders(
     src: Located, config: SystemConfig, base: Path
 ) -> tuple[SystemConfig, list[ConfigIssue]]:
-    """Make each agent's file-tool folder absolute, and check that it exists.
+    """Make each agent's folders absolute (file tools, stdio MCP servers' `cwd`), and check them.
 
     Relative folders are relative to the config file's folder.
     """
     issues = []
+
+    def folder_at(place: tuple[str | int, ...], named: str) -> str:
+        folder = Path(named).expanduser()
+        folder = (folder if folder.is_absolute() else base / folder).resolve()
+        if not folder.is_dir():
+            issues.append(src.issue(place, f"{folder} is not a directory"))
+        return str(folder)
+
     agents = []
     for i, agent in enumerate(config.agents):
         if agent.files is not None:
-            folder = Path(agent.files.base_dir).expanduser()
-            folder = (folder if folder.is_absolute() else base / folder).resolve()
-            if not folder.is_dir():
-                issues.append(
-                    src.issue(("agents", i, "files", "base_dir"), f"{folder} is not a directory")
+            folder = folder_at(("agents", i, "files", "base_dir"), agent.files.base_dir)
+            agent = agent.model_copy(
+                update={"files": agent.files.model_copy(update={"base_dir": folder})}
+            )
+        if any(server.cwd for server in agent.mcp):
+            servers = tuple(
+                server.model_copy(
+                    update={"cwd": folder_at(("agents", i, "mcp", j, "cwd"), server.cwd)}
                 )
-            files = agent.files.model_copy(update={"base_dir": str(folder)})
-            agent = agent.model_copy(update={"files": files})
+                if server.cwd
+                else server
+                for j, server in enumerate(agent.mcp)
+            )
+            agent = agent.model_copy(update={"mcp": servers})
         agents.append(agent)
     return config.model_copy(update={"agents": tuple(agents)}), issues
 
@@ -376,7 +390,7 @@ def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
     except ValidationError as exc:
         raise ConfigError(src.issues + validation_issues(src, exc)) from None
     origin = Path(file)
-    config, file_issues = _resolve_files(
+    config, file_issues = _resolve_folders(
         src, config, origin.parent if origin.is_file() else Path.cwd()
     )
     issues = src.issues + _check_names(src, config) + _check_tools(src, config) + file_issues

@@ -32,7 +32,7 @@ router = APIRouter(tags=["approvals"])
 async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]:
     """The run's calls waiting for a person's decision, oldest first."""
     pending = await service.desk.waiting(run, ApprovalRequested)
-    return [PendingApproval.model_validate(p.model_dump()) for p in pending]
+    return [PendingApproval.of(p) for p in pending]
 
 
 @router.post(
@@ -41,6 +41,11 @@ async def pending_approvals(run: Run, service: Service) -> list[PendingApproval]
     responses={
         **NOT_FOUND,
         409: {"model": ErrorBody, "description": "Decided already, or the run is over."},
+        422: {
+            "model": ErrorBody,
+            "description": "`invalid_arguments`: the edited arguments do not fit the tool's "
+            "`parameters` (each problem named at its place); the call still waits.",
+        },
     },
 )
 async def decide(
@@ -49,8 +54,9 @@ async def decide(
     """Approve or deny a call waiting in the run; the first decision counts.
 
     A denial reaches the model as the call's result, with the message. An approval may edit the
-    call's arguments (`arguments`): the call is made with those, and the edit is recorded (the
-    `approval_decided` event, the tool span), with who made it.
+    call's arguments (`arguments`, which must fit the tool's `parameters`): the call is made
+    with those, and the edit is recorded (the `approval_decided` event, the tool span), with who
+    made it.
     """
     edited = body.arguments if isinstance(body, Approval) else None
     decision = Resolution.decision(body.approve, body.message, who=caller.who, arguments=edited)

@@ -466,11 +466,13 @@ async function runPage(asked) {
         const message = el("input", { type: "text", placeholder: "message (told to the model if denied)", "aria-label": "message" });
         // The arguments may be edited before approving: the call is then made with the edit.
         const edit = el("textarea", { class: "text arguments", rows: 4, "aria-label": "arguments" });
-        edit.value = call.arguments;
+        const shownArguments = call.arguments === null ? "" : JSON.stringify(call.arguments, null, 2);
+        edit.value = shownArguments;
+        edit.readOnly = call.arguments === null; // (not shown whole: it cannot be edited)
         const problem = el("p", { class: "error", hidden: true });
         const decide = (approve) => async () => {
           const body = { approve, message: message.value };
-          if (approve && edit.value !== call.arguments) {
+          if (approve && edit.value !== shownArguments) {
             try {
               body.arguments = JSON.parse(edit.value);
             } catch (error) {
@@ -485,9 +487,18 @@ async function runPage(asked) {
               headers: { "Content-Type": "application/json" },
               body: JSON.stringify(body),
             });
-          } finally {
+          } catch (error) {
+            // An edit the tool does not take: said here, and the call still waits.
+            if (error instanceof ApiError && error.code === "invalid_arguments") {
+              problem.textContent = error.message;
+              problem.hidden = false;
+              return;
+            }
             drawApprovals();
+            throw error;
           }
+          problem.hidden = true;
+          drawApprovals();
         };
         const left = Math.max(0, Math.round(call.expires_at - Date.now() / 1000));
         return el(
@@ -570,6 +581,7 @@ async function runPage(asked) {
       ["model calls", String(calls)],
       ["cost", cost(usage.cost_usd, usage.unpriced_calls)],
       run.version ? ["version", run.version] : null,
+      run.began_on && run.began_on !== run.version ? ["began on", run.began_on] : null,
     ].filter(Boolean).flatMap(([name, value], i) => [
       i ? " · " : "", `${name} `, el("span", { "data-meta": name.replace(" ", "-") }, value),
     ]));

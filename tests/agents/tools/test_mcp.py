@@ -22,7 +22,7 @@ from agents.core.waits import Resolution
 from agents.models.client import LiteLLMClient
 from agents.runtime.agent import AgentRuntime
 from agents.runtime.local import LocalRecord
-from agents.tools.mcp import McpTool, open_mcp_tools
+from agents.tools.mcp import McpTool, admit_mcp_tools, open_mcp_tools
 from tests.ports import free_port
 
 pytestmark = pytest.mark.anyio
@@ -56,9 +56,30 @@ async def test_stdio_tools_are_listed_filtered_prefixed_and_called() -> None:
         assert add.description == "Add two integers."
         assert set(add.parameters["properties"]) == {"a", "b"}
         assert await call(add, a=2, b=40) == ("42", False)
-        # A bad argument is the server's error, handed to the model as a tool error.
+        # Arguments that do not fit the tool's schema are not sent: the model is told where.
         text, error = await call(add, a="two", b=1)
-        assert error and "a" in text
+        assert error and text == (
+            "error: the arguments do not fit t_add's schema: a: 'two' is not of type 'integer'"
+        )
+    finally:
+        for server in servers:
+            await server.close()
+
+
+async def test_a_tool_whose_input_schema_is_invalid_is_not_offered_and_is_reported() -> None:
+    servers, tools, _ = await open_mcp_tools((stdio_spec(include=["add", "odd"]),), {})
+    try:
+        usable, skipped = admit_mcp_tools(tools, set())
+        assert [t.name for t in usable] == ["add"]
+        [said] = skipped
+        assert said.startswith("MCP server testsrv: tool 'odd' has an inputSchema that is not")
+        assert "'zero' is not of type 'number'" in said and said.endswith("; skipped")
+        # Checked before the call: a refused argument never reaches the server.
+        [add] = usable
+        assert (await call(add, a=1))[1]
+        counted = next(t for t in tools if t.name == "add").server
+        made = await counted.call("calls_made", {"name": "add"})
+        assert made.content[0].text == "0"  # type: ignore[union-attr]
     finally:
         for server in servers:
             await server.close()

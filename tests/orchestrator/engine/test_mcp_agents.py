@@ -177,6 +177,7 @@ def test_config_errors_name_the_problem_and_the_place(tmp_path: Path) -> None:
                 files: {{base_dir: {tmp_path / "nowhere"}}}
                 mcp:
                   - {{name: t, url: "http://127.0.0.1:1/mcp", headers: {{X-Key: SOME_KEY}}}}
+                  - {{name: git, command: mcp-server-git, cwd: {tmp_path / "no-repo"}}}
             """
         )
     text = str(caught.value)
@@ -185,6 +186,7 @@ def test_config_errors_name_the_problem_and_the_place(tmp_path: Path) -> None:
         in text
     )
     assert "agents[0].files.base_dir" in text and "is not a directory" in text
+    assert f"agents[0].mcp[1].cwd: {tmp_path / 'no-repo'} is not a directory" in text
     assert "collides with the built-in file tool 'read_file'" in text
 
 

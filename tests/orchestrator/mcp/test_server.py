@@ -71,6 +71,13 @@ async def use_team(client: Client) -> None:
     assert wrong.is_error and "unknown agent 'nobody'" in wrong.content[0].text
     missing = await client.call_tool("get_run", {"run_id": "f" * 32})
     assert missing.is_error and "no run" in missing.content[0].text
+    # No tool of that name is the protocol's error, not a call made that failed.
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool("submit_tasks", {"task": "x"})
+    assert unknown.value.code == -32602 and "submit_tasks" in unknown.value.message
+    # How long to wait is bounded, and said so before any run is submitted.
+    never = await client.call_tool("submit_task", {"task": "x", "wait_s": -1})
+    assert never.is_error and "wait_s" in never.content[0].text
 
 
 async def test_the_http_endpoint_serves_the_team(api: str) -> None:
@@ -235,8 +242,6 @@ async def test_cancel_run_the_prompt_and_its_completions(api: str) -> None:
         prompt = await client.get_prompt("ask_team", {"task": "sum it", "agent": "analyst"})
         text = prompt.messages[0].content.text  # type: ignore[union-attr]
         assert "submit_task" in text and "analyst" in text and "sum it" in text
-        unknown = await client.call_tool("no_such_tool", {})
-        assert unknown.is_error and "no_such_tool" in unknown.content[0].text  # type: ignore[union-attr]
 
 
 async def test_a_host_that_closes_stdin_leaves_its_runs_recorded_as_interrupted(

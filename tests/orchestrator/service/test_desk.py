@@ -122,6 +122,19 @@ async def test_an_approval_may_edit_the_arguments_the_call_is_made_with(api: str
         edit = {"text": "payment 40 EUR"}
         refused = await client.post(url, json={"approve": False, "arguments": edit})
         assert refused.status_code == 422 and "arguments" in refused.text
+        # The pending call shows its arguments as the object an edit is, and the tool's schema.
+        [pending] = (await client.get(f"/v1/runs/{run_id}/approvals")).json()
+        assert pending["arguments"] == {"text": "payment 42 EUR"}
+        assert pending["parameters"]["properties"]["text"]["type"] == "string"
+        # An edit the tool does not take is refused, naming the field; the call still waits.
+        misfit = await client.post(url, json={"approve": True, "arguments": {"text": 40}})
+        assert misfit.status_code == 422, misfit.text
+        error = misfit.json()["error"]
+        assert error["code"] == "invalid_arguments"
+        assert error["details"]["problems"] == ["text: 40 is not of type 'string'"]
+        assert [
+            p["call_id"] for p in (await client.get(f"/v1/runs/{run_id}/approvals")).json()
+        ] == [asked["call_id"]]
         decided = await client.post(url, json={"approve": True, "arguments": edit})
         assert decided.status_code == 200, decided.text
         assert decided.json()["arguments"] == edit
@@ -219,7 +232,9 @@ def test_baton_run_without_a_terminal_denies_at_once(ray_address: str, tmp_path:
 
 
 @pytest.mark.browser
-def test_the_run_page_shows_a_pending_call_with_approve_and_deny(api: str, page: Page) -> None:
+def test_the_run_page_shows_a_pending_call_with_approve_and_deny(
+    api: str, page: Page, problems: list[str]
+) -> None:
     submitted = httpx.post(f"{api}/v1/runs", json={"task": "pay", "agent": "clerk"})
     run_id = submitted.json()["id"]
     page.goto(f"{api}/runs/{run_id}")
@@ -230,6 +245,16 @@ def test_the_run_page_shows_a_pending_call_with_approve_and_deny(api: str, page:
     arguments = approval.locator("textarea.arguments")
     assert "payment 42 EUR" in arguments.input_value()
     assert page.locator("#run-status").inner_text() in ("running", "waiting_for_approval")
+    # An edit the tool does not take is said beside it, and the call still waits.
+    arguments.fill('{"text": 41}')
+    page.locator("#approvals .approve").click()
+    problem = approval.locator("p.error")
+    problem.wait_for(timeout=10_000)
+    assert "text: 41 is not of type 'string'" in problem.inner_text()
+    # (the browser logs the refused request: expected here, and the only one)
+    refused = [p for p in problems if "status of 422" in p]
+    assert len(refused) == 1
+    problems.remove(refused[0])
     arguments.fill('{"text": "payment 41 EUR"}')
     page.locator("#approvals .approve").click()
     page.wait_for_selector("body[data-state=finished]", timeout=30_000)
