@@ -4,7 +4,9 @@
 
 MODE says how it answers a message: `message` (its answer is the final status message, as
 `TaskUpdater.complete(message)` sends it: no artifact), `artifact` (an `answer` artifact, then
-completed), `fail` (the task fails, saying why), `slow` (works for 30 s, unless cancelled).
+completed), `artifacts` (two: a summary and details), `asks` (the task asks which account, and
+answers with the reply to its question), `fail` (the task fails, saying why), `slow` (works for
+30 s, unless cancelled).
 """
 
 from __future__ import annotations
@@ -86,6 +88,16 @@ class _Agent(AgentExecutor):
             await updater.failed(updater.new_agent_message([Part(text="out of stock")]))
         elif self._mode == "artifact":
             await updater.add_artifact([Part(text=f"answer to: {asked}")], name="answer")
+            await updater.complete()
+        elif self._mode == "artifacts":
+            await updater.add_artifact([Part(text=f"summary of: {asked}")], name="summary")
+            await updater.add_artifact([Part(text=f"details of: {asked}")], name="details")
+            await updater.complete()
+        elif self._mode == "asks" and context.current_task is None:
+            question = updater.new_agent_message([Part(text="which account?")])
+            await updater.requires_input(question)
+        elif self._mode == "asks":  # the answer to its question, on the same task
+            await updater.add_artifact([Part(text=f"paid from: {asked}")], name="answer")
             await updater.complete()
         else:
             await updater.complete(updater.new_agent_message([Part(text=f"answer to: {asked}")]))

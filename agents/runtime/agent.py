@@ -106,16 +106,17 @@ class AgentRuntime:
             contract.response_format() if contract else None,
         )
         self.steering = Steering(spec, self.caller, self.reporter, self.schemas, record)
+        people = People(self.reporter, record)
         runner = ToolRunner(
             spec,
             self._by_name,
             self.reporter,
-            People(self.reporter, record),
+            people,
             ledger=record,
             guard=self.steering.tool_call,
         )
         self._work: _Work = (
-            RemoteExchange(spec.a2a, self.reporter, record)
+            RemoteExchange(spec.a2a, self.reporter, record, people if spec.ask_user else None)
             if spec.a2a is not None
             else ToolLoop(spec, self.caller, runner, self.steering, self.reporter, record, contract)
         )

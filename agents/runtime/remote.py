@@ -26,6 +26,7 @@ from agents.core.ports import Ledger
 from agents.core.spec import RemoteSpec
 from agents.runtime.deltas import Deltas
 from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
+from agents.runtime.people import People
 from agents.runtime.reporting import Reporter
 from tracing import attributes as attr
 from tracing import inject_context
@@ -47,7 +48,7 @@ _ENDED = {
     "TASK_STATE_FAILED": RunStatus.FAILED,
     "TASK_STATE_CANCELED": RunStatus.CANCELLED,
     "TASK_STATE_REJECTED": RunStatus.FAILED,
-    "TASK_STATE_INPUT_REQUIRED": RunStatus.FAILED,  # a delegation cannot answer questions
+    "TASK_STATE_INPUT_REQUIRED": RunStatus.FAILED,  # (asked, and left so: see `_ask`)
     "TASK_STATE_AUTH_REQUIRED": RunStatus.FAILED,
 }
 
@@ -57,13 +58,26 @@ class _Exchange:
     """What one invocation learnt of its remote task so far."""
 
     task_id: str = ""
+    context_id: str = ""
     state: str = ""
-    answer: str = ""
+    # Its artifacts' text, by artifact id, in the order they came: the answer is all of them.
+    artifacts: dict[str, str] = field(default_factory=dict)
     said: str = ""  # the last status message
+    unasked: str = ""  # a question the remote agent asked that no one here may answer
     final: str = ""  # the message of the status that ended the task (an answer without artifact)
     usage: Usage = field(default_factory=Usage)
     status: RunStatus | None = None  # how it ended, when a Baton service said so
     known: asyncio.Event = field(default_factory=asyncio.Event)  # set once task_id is
+
+    @property
+    def answer(self) -> str:
+        """Every artifact's text, in the order they came."""
+        return "\n\n".join(text for text in self.artifacts.values() if text)
+
+    @property
+    def asks(self) -> bool:
+        """Whether the remote task waits for an answer to its question (`input-required`)."""
+        return self.state == "TASK_STATE_INPUT_REQUIRED"
 
 
 @dataclass
@@ -74,11 +88,14 @@ class RemoteExchange:
         remote: the remote agent's address and credentials.
         reporter: where the invocation's events go, and how it ends.
         ledger: the run-wide record (the remote run's tokens count against the budget).
+        people: who answers the remote agent's questions (the agent's `ask_user`); None: no
+            one, and a remote task that asks is cancelled.
     """
 
     remote: RemoteSpec
     reporter: Reporter
     ledger: Ledger | None = None
+    people: People | None = None
     _a2a: Client | None = field(default=None, init=False, repr=False)
     # Cancellations of remote tasks under way (kept: a cancelled invocation does not wait).
     _cancelling: set[asyncio.Task[None]] = field(default_factory=set, init=False, repr=False)
@@ -140,6 +157,13 @@ class RemoteExchange:
         inv.usage = inv.usage + seen.usage
         if ctx.limits.token_budget is not None and self.ledger is not None:
             self.ledger.charge(ctx.run_id, seen.usage.total_tokens)
+        if seen.unasked:
+            return end(
+                inv,
+                RunStatus.FAILED,
+                error=f"the remote task at {remote.url} asked {seen.unasked!r}, and no one here "
+                "may answer it (the agent's ask_user passes questions on): it was cancelled",
+            )
         status = seen.status or _ENDED.get(seen.state)
         if status is None:
             return end(
@@ -164,22 +188,52 @@ class RemoteExchange:
         metadata = message_metadata(
             qualified_chain(ctx.chain, system), ctx.systems, carrier, ctx.time_left(), remote.agent
         )
-        message = Message(
-            message_id=uuid.uuid4().hex,
-            role=Role.ROLE_USER,
-            parts=[Part(text=inv.delegation.task)],
-            metadata=metadata,
-        )
         call = ClientCallContext(service_parameters=dict(carrier))
         deltas = Deltas(lambda text: self.reporter.delta(inv, 1, text)) if ctx.stream else None
+        text, questions = inv.delegation.task, 0
         try:
-            async for response in client.send_message(
-                SendMessageRequest(message=message), context=call
-            ):
-                self._take(inv, response, seen, deltas)
+            while True:
+                message = Message(
+                    message_id=uuid.uuid4().hex,
+                    role=Role.ROLE_USER,
+                    parts=[Part(text=text)],
+                    metadata=metadata,
+                    task_id=seen.task_id,  # (an answer goes to the task that asked)
+                    context_id=seen.context_id,
+                )
+                async for response in client.send_message(
+                    SendMessageRequest(message=message), context=call
+                ):
+                    self._take(inv, response, seen, deltas)
+                if not seen.asks:
+                    return
+                questions += 1
+                answer = await self._ask(inv, seen, questions)
+                if answer is None:
+                    return
+                text = answer
         finally:
             if deltas is not None:
                 deltas.close()
+
+    async def _ask(self, inv: Invocation, seen: _Exchange, number: int) -> str | None:
+        """The person's answer to the remote task's question; None: the task was cancelled.
+
+        Asked as the agent's own `ask_user` would be (the run waits, `input_required`). With
+        no one here to ask, the remote task is cancelled: it would wait there for nobody.
+        """
+        question = seen.said or "the remote agent asks for input"
+        if self.people is not None:
+            from agents.models.base import ToolCall
+
+            asked = ToolCall(id=f"a2a-{seen.task_id}-{number}", name="ask_user", arguments="")
+            answer = await self.people.ask(inv, asked, {"question": question})
+            if not answer.is_error:
+                seen.state = ""  # (it goes on once the answer is in)
+                return answer.content
+        seen.unasked = question
+        await self._cancel_task(seen)
+        return None
 
     def _take(
         self, inv: Invocation, response: StreamResponse, seen: _Exchange, deltas: Deltas | None
@@ -192,30 +246,36 @@ class RemoteExchange:
         if kind == "task":
             task = response.task
             seen.task_id, seen.state = task.id, TaskState.Name(task.status.state)
+            seen.context_id = task.context_id or seen.context_id
             seen.known.set()
             for artifact in task.artifacts:
-                seen.answer = "".join(p.text for p in artifact.parts)
+                seen.artifacts[artifact.artifact_id] = "".join(p.text for p in artifact.parts)
             self._said(inv, seen, task.status, task.metadata)
         elif kind == "status_update":
             update = response.status_update
             seen.task_id = seen.task_id or update.task_id
+            seen.context_id = seen.context_id or update.context_id
             seen.state = TaskState.Name(update.status.state)
             seen.known.set()
             self._said(inv, seen, update.status, update.metadata)
         elif kind == "artifact_update":
             update = response.artifact_update
             text = "".join(p.text for p in update.artifact.parts)
-            if update.append:
-                seen.answer += text
-            elif update.last_chunk and seen.answer:
-                seen.answer = text  # the whole answer, in place of the pieces
-                text = ""
+            artifact, before = (
+                update.artifact.artifact_id,
+                seen.artifacts.get(update.artifact.artifact_id),
+            )
+            if update.append and before is not None:
+                seen.artifacts[artifact] = before + text
             else:
-                seen.answer = text  # an artifact's first piece (or the whole of it)
+                # Its first piece (or the whole of it); or, sent again whole, the pieces'
+                # text in one (streamed already).
+                seen.artifacts[artifact] = text
+                text = "" if before else text
             if deltas is not None and text:
                 deltas.add(text)
         elif kind == "message":  # an agent that answers at once, without a task
-            seen.answer = "".join(p.text for p in response.message.parts)
+            seen.artifacts[""] = "".join(p.text for p in response.message.parts)
             seen.state = "TASK_STATE_COMPLETED"
         if kind == "status_update":  # a Baton service says how its run ended and what it spent
             meta = MessageToDict(response.status_update.metadata)
@@ -269,10 +329,15 @@ class RemoteExchange:
                 known.cancel()
         finally:
             exchange.cancel()
-        if not seen.task_id or self._a2a is None or seen.state in _ENDED:
-            return
+        if not seen.task_id or self._a2a is None or (seen.state in _ENDED and not seen.asks):
+            return  # (a task that asks waits there: it is cancelled)
+        await self._cancel_task(seen)
+
+    async def _cancel_task(self, seen: _Exchange) -> None:
+        """Cancel the remote task (bounded; a failure is logged)."""
         from a2a.types import CancelTaskRequest, TaskState
 
+        assert self._a2a is not None
         try:
             async with asyncio.timeout(_CANCEL_ANSWER_S):
                 task = await self._a2a.cancel_task(CancelTaskRequest(id=seen.task_id))

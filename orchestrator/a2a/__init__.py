@@ -6,11 +6,13 @@ of a system that is another system reached over A2A).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCard
 from starlette.routing import Route
+from typing_extensions import override
 
 from orchestrator.a2a.card import RPC_PATH, agent_card
 from orchestrator.a2a.handler import BatonRequestHandler
@@ -19,6 +21,26 @@ from orchestrator.service import RunService
 from orchestrator.system.config import AgentSystem
 
 __all__ = ["RPC_PATH", "a2a_routes", "agent_card"]
+
+
+class _CallersMistakes(logging.Filter):
+    """Drops the SDK's traceback of a malformed request (a client's mistake, logged at ERROR).
+
+    The one-line `Request Error ... Code=-32600/-32602` warning it logs next says it all.
+    """
+
+    QUIET = frozenset(
+        {"Failed to validate base JSON-RPC request", "Failed to parse request params"}
+    )
+
+    @override
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg not in self.QUIET
+
+
+_DISPATCHER_LOG = logging.getLogger("a2a.server.routes.jsonrpc_dispatcher")
+if not any(isinstance(f, _CallersMistakes) for f in _DISPATCHER_LOG.filters):
+    _DISPATCHER_LOG.addFilter(_CallersMistakes())
 
 
 def a2a_routes(

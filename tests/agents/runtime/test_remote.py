@@ -55,3 +55,21 @@ async def test_an_agent_nobody_listens_for_says_the_connection_was_refused() -> 
     result = await _runtime(url).invoke(_delegation("a pot of tea"))
     assert result.status == RunStatus.FAILED
     assert result.error == f"could not connect to {url}: connection refused"
+
+
+async def test_every_artifact_of_the_answer_is_kept_in_order() -> None:
+    with serving("artifacts") as url:
+        result = await _runtime(url).invoke(_delegation("the price of tea"))
+    assert result.status == RunStatus.SUCCEEDED, result.error
+    assert result.output == "summary of: the price of tea\n\ndetails of: the price of tea"
+
+
+async def test_a_question_no_one_here_may_answer_cancels_the_remote_task() -> None:
+    # (No `ask_user`: the question is not passed on; the task would wait there for nobody.)
+    with serving("asks") as url:
+        result = await _runtime(url).invoke(_delegation("pay the rent"))
+    assert result.status == RunStatus.FAILED
+    assert result.error == (
+        f"the remote task at {url} asked 'which account?', and no one here may answer it (the "
+        "agent's ask_user passes questions on): it was cancelled"
+    )

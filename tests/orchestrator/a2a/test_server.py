@@ -376,3 +376,23 @@ async def test_a_body_that_is_not_utf8_json_is_a_parse_error(api: str) -> None:
             answer = await http_client.post("/a2a", content=body, headers={"A2A-Version": "1.0"})
         error = answer.json()["error"]
         assert error["code"] == -32700 and why in error["message"], (body[:40], error)
+
+
+async def test_a_keyed_callers_malformed_requests_are_one_line_each_in_the_log(
+    guarded: ServiceProcess,
+) -> None:
+    headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {KEYS[2]}"}
+    mark = uuid.uuid4().hex
+    start = len(guarded.log.read_bytes())  # (the log is the service's whole life's)
+    malformed = [
+        {"jsonrpc": "2.0", "id": mark, "method": "SendMessage", "params": {"message": 5}},
+        {"jsonrpc": "2.0", "id": mark, "method": "GetTask", "params": {"id": 5}},
+        [],
+    ]
+    async with httpx.AsyncClient(base_url=guarded.url, headers=headers) as http:
+        for body in malformed:
+            error = (await http.post("/a2a", json=body)).json()["error"]
+            assert error["code"] in (-32600, -32602), error
+    said = guarded.log.read_bytes()[start:].decode()
+    assert "Traceback" not in said, said  # a client's mistake is no error of the service's
+    assert said.count(f"Request Error (ID: {mark})") == 2 and "Request Error (ID: None)" in said

@@ -28,6 +28,13 @@ agents:
     description: Team B calculates, and can wait.
     capabilities: [calculate, wait]
     a2a: {{url: "{b}"}}
+  - name: b_teller
+    description: Team B's teller, whose questions go on to the person.
+    a2a: {{url: "{b}", agent: teller}}
+    ask_user: true
+  - name: b_teller_unasked
+    description: Team B's teller, with no one here to answer its questions.
+    a2a: {{url: "{b}", agent: teller}}
 """
 
 TEAM_B = """
@@ -51,6 +58,9 @@ agents:
         replies:
           - {{tool_calls: [{{name: slow_step, arguments: {{seconds: 30}}}}]}}
           - {{content: rested}}
+  - name: teller
+    description: Pays from the account the person picks.
+    ask_user: true
 """
 
 
@@ -189,6 +199,43 @@ async def test_the_callers_deadline_travels_to_the_other_system(
     assert finished[0]["status"] == "limit_exceeded"
 
 
+ASK = "ask the user which account to pay the rent from"
+
+
+@pytest.mark.anyio
+async def test_a_remote_agents_question_goes_on_to_the_person_or_its_task_is_cancelled(
+    teams: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    a, b = teams
+    # Passed on: A's run waits for the person, whose answer goes to B's task, which goes on.
+    run_id = (await submit(a.url, {"task": ASK, "agent": "b_teller"})).json()["id"]
+    async with httpx.AsyncClient(base_url=a.url, timeout=30) as client:
+        for _ in range(300):
+            if asked := (await client.get(f"/v1/runs/{run_id}/input")).json():
+                break
+            await asyncio.sleep(0.1)
+        [question] = asked
+        assert question["agent"] == "b_teller" and ASK in question["question"]
+        assert (await client.get(f"/v1/runs/{run_id}")).json()["status"] == "input_required"
+        answered = await client.post(f"/v1/runs/{run_id}/input", json={"answer": "savings"})
+        assert answered.status_code == 200, answered.text
+    events = await all_events(a.url, run_id)
+    assert events[-1][2]["status"] == "succeeded", events[-1]
+    assert "- ask_user: savings" in events[-1][2]["output"]
+    [task_id] = {d["task_id"] for _, kind, d in events if kind == "remote_update"}
+    run_b = await get(b.url, f"/v1/runs/{task_id}")  # one task of B's, asked and answered
+    assert run_b["status"] == "succeeded" and "- ask_user: savings" in run_b["output"]
+
+    # Not passed on: the delegation fails saying what was asked, and B's task is cancelled
+    # (it would wait there for nobody).
+    run_id = (await submit(a.url, {"task": ASK, "agent": "b_teller_unasked"})).json()["id"]
+    events = await all_events(a.url, run_id)
+    assert events[-1][2]["status"] == "failed"
+    assert "asked" in events[-1][2]["error"] and "it was cancelled" in events[-1][2]["error"]
+    [task_id] = {d["task_id"] for _, kind, d in events if kind == "remote_update"}
+    assert (await get(b.url, f"/v1/runs/{task_id}"))["status"] == "cancelled"
+
+
 def test_baton_check_fetches_each_remote_agents_card(
     teams: tuple[ServiceProcess, ServiceProcess], tmp_path: Path
 ) -> None:
@@ -196,7 +243,7 @@ def test_baton_check_fetches_each_remote_agents_card(
     done = CliRunner().invoke(app, ["check", str(a.config)], env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     assert f"a2a {b.url}" in done.output  # the topology's model column
-    assert f"team_b: A2A agent 'team_b' at {b.url} (worker, back, sleeper)" in done.output
+    assert f"team_b: A2A agent 'team_b' at {b.url} (worker, back, sleeper, teller)" in done.output
     gone = tmp_path / "gone.yaml"
     gone.write_text(TEAM_A.format(b="http://127.0.0.1:9"))
     failed = CliRunner().invoke(app, ["check", str(gone)], env={"COLUMNS": "200"})
