@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -181,6 +181,11 @@ class Settings(BaseSettings):
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests per key.")
     rate_limit_burst: int = Field(default=200, ge=1)
     sse_heartbeat_s: float = Field(default=15.0, gt=0)
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info",
+        description="What `baton serve` logs of its own (versions rolled, runs recorded late, "
+        "retention, problems): from this level up, on stderr.",
+    )
     access_log: bool = Field(
         default=True,
         description="Log every HTTP request (uvicorn's access log); off, a busy service spends "

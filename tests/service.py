@@ -349,10 +349,10 @@ async def held_service(
     recording, release = asyncio.Event(), asyncio.Event()
     start = store.start
 
-    async def held_start(run_id: str) -> None:
+    async def held_start(run_id: str, version: str | None = None) -> None:
         recording.set()
         await release.wait()
-        await start(run_id)
+        await start(run_id, version)
 
     monkeypatch.setattr(store, "start", held_start)
     own = Engine(engine.system, PoolOptions(namespace=engine.options.namespace))

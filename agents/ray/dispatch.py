@@ -124,6 +124,8 @@ class RayDispatcher:
         self._choice = {name: list(range(n)) for name, n in system.replicas.items()}
         self._turns: defaultdict[str, itertools.count[int]] = defaultdict(itertools.count)
         self._following: asyncio.Task[None] | None = None
+        # Agents a call found a host of left down in a crash loop, and why (see `left_down`).
+        self.left_down: dict[str, str] = {}
 
     def _handle(self, target: str, replica: int) -> Any:
         handle = self._handles.get((target, replica))
@@ -368,6 +370,7 @@ class RayDispatcher:
                 return None
             host_came_back(span, state["state"], state["restarts"], state["cause"])
         if state["state"] == "crash_loop":
+            self.left_down[target] = str(state["cause"])
             return f"its host is left down ({state['cause']})"
         if state["state"] != "alive":
             return "its host was not back before the run's deadline"

@@ -198,6 +198,21 @@ class AgentPool:
             stats = await self.hosts[host][replica].stats.remote()
         return stats
 
+    async def left_down(self, agent: str, timeout_s: float = 2.0) -> str | None:
+        """Why `agent` cannot be called: every replica of its host left down in a crash loop.
+
+        None when one may answer (or the supervisor cannot say). Asks the supervisor.
+        """
+        host = next((h for h in self.plan if agent in h.agents), None)
+        if host is None:
+            return None
+        states = await self._watched(timeout_s)
+        replicas = (await self.replicas()).get(host.name, [])
+        found = [states.get(self.system.host_actor_name(host.name, i)) for i in replicas]
+        if not found or any(s is None or s["state"] != "crash_loop" for s in found):
+            return None
+        return str(found[0]["cause"])  # type: ignore[index]
+
     async def _watched(self, timeout_s: float) -> dict[str, HostState]:
         if self.supervisor is None:
             return {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import socket
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -94,6 +95,22 @@ async def _store_answers(url: str, wait_s: float) -> None:
     await (await open_store(url, wait_s)).close()
 
 
+def _log_to_stderr(level: str) -> None:
+    """Baton's own log lines on stderr from `level` up, as uvicorn writes its own.
+
+    (Else they would reach only the root logger, which libraries leave at WARNING.)
+    """
+    from uvicorn.logging import DefaultFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(DefaultFormatter("%(levelprefix)s %(message)s"))
+    for name in ("orchestrator", "agents", "tracing"):
+        logger = logging.getLogger(name)
+        logger.setLevel(level.upper())
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -104,6 +121,7 @@ def serve(
 ) -> None:
     """Serve the HTTP API (and its agents on Ray) until stopped."""
     settings = Settings()
+    _log_to_stderr(settings.log_level)
     host = host or settings.host
     port = settings.port if port is None else port
     try:

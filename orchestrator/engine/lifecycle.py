@@ -241,6 +241,24 @@ class Engine:
             return decision.agent, decision
         return agent or self.system.entry, None
 
+    async def left_down(self, agent: str | None) -> tuple[str, str] | None:
+        """The entry agent a run asking for `agent` would have, if it cannot be called, and why.
+
+        It cannot once every replica of its host was left down in a crash loop (until a new
+        version of the team, or a restart, creates them again). Asked of the supervisor only
+        after a run found that host so: nothing is asked on the way of other runs.
+        """
+        if agent == AUTO or self._dispatcher is None:
+            return None
+        entry = agent or self.system.entry
+        if entry not in self._dispatcher.left_down:
+            return None
+        cause = await self.pool.left_down(entry)
+        if cause is None:  # (one answers again)
+            self._dispatcher.left_down.pop(entry, None)
+            return None
+        return entry, cause
+
     async def run(
         self, request: Submission, execution: Execution | None = None, *, finish: bool = True
     ) -> RunResult:

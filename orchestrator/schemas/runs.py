@@ -106,14 +106,16 @@ class RunSubmission(RunRequest):
 
 
 class RunLinks(BaseModel):
-    """Where to follow, trace, draw and cancel a run."""
+    """Where to follow, trace and draw a run, and what may be done with it as it stands."""
 
     self: str
     events: str
     trace: str
     diagram: str
-    cancel: str
-    resume: str
+    cancel: str | None = Field(description="While the run goes on (null once it ended).")
+    resume: str | None = Field(
+        description="Once it was interrupted or failed (null otherwise: nothing to resume)."
+    )
 
 
 class DelegationNode(BaseModel):
@@ -189,8 +191,14 @@ class RunView(BaseModel):
     )
     version: str | None = Field(
         default=None,
-        description="The version of the team it ran on: the config's `release` label and "
-        "digest (`v2+3f9a0c1d2e`), or the digest alone.",
+        description="The version of the team it runs on (that finished it): the config's "
+        "`release` label and digest (`v2+3f9a0c1d2e`), or the digest alone. A run resumed "
+        "after a new version rolled in goes on with that one.",
+    )
+    began_on: str | None = Field(
+        default=None,
+        description="The version of the team it began on (another than `version` only for a "
+        "run resumed on a newer version).",
     )
     links: RunLinks
 
@@ -320,20 +328,25 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         submitted_by=run.submitted_by,
         cancelled_by=run.cancelled_by,
         version=run.version,
-        links=run_links(run.id, prefix),
+        began_on=run.began_on,
+        links=run_links(run, prefix),
     )
 
 
-def run_links(run_id: str, prefix: str = "/v1") -> RunLinks:
-    """Where to follow, trace, draw, cancel and resume a run."""
-    base = f"{prefix}/runs/{run_id}"
+# The runs that resume (`POST .../resume`): cut off, or ended by a failure.
+_RESUMABLE = frozenset({RunStatus.INTERRUPTED, RunStatus.FAILED})
+
+
+def run_links(run: StoredRun, prefix: str = "/v1") -> RunLinks:
+    """Where to follow, trace and draw a run; to cancel or resume it, when it may be."""
+    base = f"{prefix}/runs/{run.id}"
     return RunLinks(
         self=base,
         events=f"{base}/events",
         trace=f"{base}/trace",
         diagram=f"{base}/diagram",
-        cancel=f"{base}/cancel",
-        resume=f"{base}/resume",
+        cancel=None if run.finished else f"{base}/cancel",
+        resume=f"{base}/resume" if run.status in _RESUMABLE else None,
     )
 
 

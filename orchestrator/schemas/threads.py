@@ -136,7 +136,7 @@ def thread_view(thread: StoredThread, turns: list[StoredRun] | None = None) -> T
                 usage=run.usage,
                 created_at=run.created_at,
                 finished_at=run.finished_at,
-                links=run_links(run.id),
+                links=run_links(run),
             )
             for run in turns
         ],

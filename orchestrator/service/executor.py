@@ -25,7 +25,7 @@ from agents.ray.wire import Closed
 from orchestrator.access import SpendPolicy
 from orchestrator.engine import Engine, Execution, Lineage, RunResult, Submission
 from orchestrator.engine.results import final_event
-from orchestrator.errors import NotReady, RunNotFound
+from orchestrator.errors import AgentLeftDown, NotReady, RunNotFound
 from orchestrator.service.admission import Admission
 from orchestrator.service.desk import Desk
 from orchestrator.service.pending_writes import PendingWrites
@@ -153,11 +153,14 @@ class RunExecutor:
 
         Raises:
             NotReady: the service is stopping, or its agents did not start.
+            AgentLeftDown: its entry agent's host is left down after a crash loop.
             Overloaded: too many runs in flight and queued.
             DuplicateIdempotencyKey: a concurrent twin holds the key.
         """
         self.refuse_new()
         running = self.versions.get(version)
+        if down := await running.engine.left_down(request.agent):
+            raise AgentLeftDown(*down)
         meta = RunMeta(
             run_id=uuid.uuid4().hex,
             system=running.system.config.name,
@@ -303,7 +306,9 @@ class RunExecutor:
         self, run_id: str, request: Submission, lineage: Lineage | None, engine: Engine
     ) -> None:
         record = self.pending_writes.write
-        await record(f"the start of run {run_id}", partial(self.store.start, run_id))
+        # (On the version it runs on: a run resumed on another version is finished by that one.)
+        start = partial(self.store.start, run_id, engine.system.version)
+        await record(f"the start of run {run_id}", start)
         # Read before the check below: between it and the engine's taking the run, nothing
         # may wait (a cancellation then would find neither).
         turns = await turns_before(self.store, run_id, request, engine.system)

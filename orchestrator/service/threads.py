@@ -137,7 +137,7 @@ class Threads:
             if turns is None:
                 raise ThreadNotFound(thread_id)
             if len(turns) >= self._max_turns:
-                raise ThreadFull(thread_id, self._max_turns)
+                raise ThreadFull(thread_id, len(turns), self._max_turns)
             under_way = [run_id for run_id, ended in turns if not ended]
             if under_way and strategy == "reject":
                 raise ThreadBusy(thread_id, under_way[-1])

@@ -158,7 +158,10 @@ class StoredRun(BaseModel):
     tenant: str = "default"
     submitted_by: str | None = None
     cancelled_by: str | None = None
-    version: str | None = None  # of the team it ran on: `{release}+{config digest}`
+    # The version of the team it runs on (`{release}+{config digest}`): a resumed run's is the
+    # one its last life runs on, which finished it; `began_on`: the one it began on.
+    version: str | None = None
+    began_on: str | None = None
 
     @property
     def finished(self) -> bool:

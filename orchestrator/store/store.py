@@ -335,6 +335,7 @@ class RunStore:
             tenant=request.tenant,
             submitted_by=request.submitted_by,
             version=meta.version,
+            began_on=meta.version,
         )
         try:
             await self._writes.write((_INSERT_RUN, [row]))
@@ -354,14 +355,20 @@ class RunStore:
     async def _set(self, run_id: str, **values: Any) -> None:
         await self._writes.write((UPDATE_RUN, [{"run_id_": run_id, **values}]))
 
-    async def start(self, run_id: str) -> None:
-        """Mark a queued run running.
+    async def start(self, run_id: str, version: str | None = None) -> None:
+        """Mark a queued run running (on `version` of the team: a resumed run may change it).
 
         Only a queued one: made late (kept through a store outage, or retried after its commit
         was reported failed), the write must not turn a run that has ended since back into a
         running one.
         """
-        values = {"run_id_": run_id, "status": RunStatus.RUNNING, "started_at": time.time()}
+        values: dict[str, Any] = {
+            "run_id_": run_id,
+            "status": RunStatus.RUNNING,
+            "started_at": time.time(),
+        }
+        if version is not None:
+            values["version"] = version
         await self._writes.write((_START_RUN, [values]))
 
     async def set_waiting(self, run_id: str, waiting: Waiting) -> None:

@@ -89,8 +89,10 @@ class RunRow(Base):
     submitted_by: Mapped[str | None] = mapped_column(String(255))
     # Who asked it to stop (a key's name), when someone did.
     cancelled_by: Mapped[str | None] = mapped_column(String(255))
-    # The version of the team it ran on: `{release}+{config digest}` (or the digest alone).
+    # The version of the team it runs on (a resumed run: the one its last life runs on):
+    # `{release}+{config digest}` (or the digest alone); and the one it began on.
     version: Mapped[str | None] = mapped_column(String(80))
+    began_on: Mapped[str | None] = mapped_column(String(80))
 
     __table_args__ = (
         Index("ix_runs_created_at", "created_at"),

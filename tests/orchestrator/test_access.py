@@ -233,6 +233,13 @@ async def test_two_tenants_never_see_each_others_runs_or_threads_on_any_door(
         await _ended(url, own_id, access_keys["globex"])
         compared = await http.get(f"/v1/runs/{own_id}/compare?with={run['id']}", headers=globex)
         assert compared.status_code == 404
+        # Nor keeping an experiment of their run as one's own.
+        experiment = {
+            "dataset": "d", "dataset_digest": "0" * 64, "config": "c", "config_digest": "v",
+            "results": [{"case": "one", "outcome": "pass", "run_id": run["id"]}],
+        }  # fmt: skip
+        kept = await http.post("/v1/experiments", json=experiment, headers=globex)
+        assert kept.status_code == 404 and kept.json()["error"]["code"] == "run_not_found"
 
         # Lists are filtered in the store's query: the totals count one's own only.
         seen = (await http.get("/v1/runs", params={"limit": 200}, headers=globex)).json()

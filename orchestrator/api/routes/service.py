@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
+from pydantic import AfterValidator
 
 from agents.core.errors import ConfigError
 from agents.ledger.spend import utc_day
@@ -131,6 +133,16 @@ def _version(running: RunningVersion, current: bool) -> VersionView:
     )
 
 
+def _calendar_day(day: str | None) -> str | None:
+    """A day that is on the calendar (2026-13-45 has the shape of one)."""
+    if day is not None:
+        try:
+            date.fromisoformat(day)
+        except ValueError as exc:
+            raise ValueError(f"{day} is no day of the calendar ({exc})") from None
+    return day
+
+
 @router.get(
     "/usage",
     responses={404: {"model": ErrorBody, "description": "Another tenant's (not an admin's)."}},
@@ -140,7 +152,12 @@ async def usage(
     caller: Caller,
     day: Annotated[
         str | None,
-        Query(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD, UTC (default: today)."),
+        Query(
+            pattern=r"^\d{4}-\d{2}-\d{2}$",
+            json_schema_extra={"format": "date"},
+            description="A day of the calendar, YYYY-MM-DD, UTC (default: today).",
+        ),
+        AfterValidator(_calendar_day),
     ] = None,
     tenant: Annotated[
         str | None, Query(max_length=64, description="One tenant (an admin's default: all).")
@@ -154,8 +171,8 @@ async def usage(
     if tenant is not None and not caller.sees(tenant):
         raise UnknownTenant(tenant)
     asked = tenant if tenant is not None else caller.tenant_filter
-    day = day or utc_day()
-    lines = [SpendLine(**row) for row in await service.spending(day, asked)]
+    asked_day = day or utc_day()
+    lines = [SpendLine(**row) for row in await service.spending(asked_day, asked)]
     total = SpendLine(
         tenant=asked or "*",
         key="*",
@@ -167,4 +184,4 @@ async def usage(
         cost_usd=sum(x.cost_usd for x in lines),
         unpriced_calls=sum(x.unpriced_calls for x in lines),
     )
-    return UsageView(day=day, tenant=asked, lines=lines, total=total)
+    return UsageView(day=asked_day, tenant=asked, lines=lines, total=total)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Body, Path, Query, Response
 
 from orchestrator.api.deps import Caller, IdempotencyKey, Service, check_agent
 from orchestrator.schemas import (
@@ -30,10 +30,16 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 
 @router.post("/threads", status_code=201)
 async def create_thread(
-    body: ThreadCreate, service: Service, caller: Caller, response: Response
+    service: Service,
+    caller: Caller,
+    response: Response,
+    body: Annotated[ThreadCreate | None, Body()] = None,
 ) -> ThreadView:
-    """Start a conversation (of the caller's tenant); submit its turns to its `runs` link."""
-    thread = await service.threads.create(body.metadata, caller)
+    """Start a conversation (of the caller's tenant); submit its turns to its `runs` link.
+
+    Without a body: a thread without metadata.
+    """
+    thread = await service.threads.create(body.metadata if body else {}, caller)
     response.headers["Location"] = f"/v1/threads/{thread.id}"
     return thread_view(thread)
 

@@ -28,6 +28,8 @@ async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str)
     assert run["status"] in ("queued", "running")
     assert answer.headers["Location"] == f"/v1/runs/{run['id']}" == run["links"]["self"]
     assert run["links"]["events"].endswith("/events")
+    assert run["links"]["cancel"] == f"/v1/runs/{run['id']}/cancel"  # while it goes on
+    assert run["links"]["resume"] is None  # nothing to resume
 
     events = await all_events(api, run["id"])
     ids = [seq for seq, _, _ in events]
@@ -47,6 +49,7 @@ async def test_a_run_streams_its_events_to_the_end_and_keeps_its_trace(api: str)
         trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
         served = (await client.get("/v1/service")).json()
     assert stored["status"] == "succeeded" and stored["output"] == final["output"]
+    assert stored["links"]["cancel"] is None and stored["links"]["resume"] is None
     assert stored["usage"]["model_calls"] == 4 and stored["tree"]["agent"] == "coordinator"
     [root] = trace["spans"]
     assert root["name"] == "invoke_workflow baton"

@@ -259,6 +259,13 @@ async def test_a_host_killed_past_its_restarts_is_started_again_until_a_crash_lo
     assert took < 15, took
     stats = {r["agent"]: r for r in await engine.placement()}
     assert stats["helper"]["state"].startswith("crash_loop: ")
+    # A run that begins with it fails at once; once one has, the next are refused before they
+    # start (the service's 503 at admission), saying why; those that begin elsewhere are not.
+    direct = await engine.run(Submission("help", agent="helper"), Execution("exhausted-5"))
+    assert direct.status == RunStatus.FAILED and "left down" in (direct.error or "")
+    entry, cause = await engine.left_down("helper") or ("", "")
+    assert entry == "helper" and cause.startswith("crash loop: died again after 1 restarts")
+    assert await engine.left_down("boss") is None and await engine.left_down(None) is None
 
 
 # How soon a service's dead host is back: its pause (2 s here, to see it down) and a start.

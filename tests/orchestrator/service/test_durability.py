@@ -189,3 +189,7 @@ async def test_runs_whose_service_is_killed_resume_without_repeating_finished_wo
     assert parcels.read_text().splitlines().count(task) == 1
     assert _calls(calls, task) == _calls(calls, fresh_task) == 5
     assert resumed["usage"] == fresh["usage"]
+    # The team came back as another version (its worker's model is faster): that version
+    # finished the resumed run, which says where it began too.
+    assert resumed["version"] == fresh["version"] == fresh["began_on"]
+    assert resumed["began_on"] not in (None, resumed["version"])

@@ -172,7 +172,7 @@ def test_the_run_page_asks_the_question_and_sends_the_answer(api: str, page: Pag
     assert "- ask_user: checking" in page.locator("#run-answer").inner_text()
     # The diagram draws the question to the client and the answer back.
     diagram = httpx.get(f"{api}/v1/runs/{run_id}/diagram").text
-    assert f"teller->>Client: ❓ {ASK}" in _by_name(diagram)
+    assert f"teller->>Client: ? {ASK}" in _by_name(diagram)
     assert "Client-->>teller: checking" in _by_name(diagram)
 
 

@@ -240,6 +240,7 @@ async def test_a_service_killed_mid_run_leaves_the_run_interrupted_after_restart
             listed = (await client.get("/v1/runs", params={"status": "interrupted"})).json()
         assert stored["status"] == "interrupted"
         assert stored["error"] == "the service restarted while the run was in flight"
+        assert stored["links"]["resume"] == f"/v1/runs/{run['id']}/resume"  # it may resume
         assert [r["id"] for r in listed["runs"]] == [run["id"]]
         events = await all_events(service.url, run["id"])
         assert events[-1][1] == "run_finished" and events[-1][2]["status"] == "interrupted"

@@ -187,3 +187,7 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
         assert 0 < int(refused.headers["Retry-After"]) <= 86401
         other = await client.get("/v1/usage", params={"tenant": "calib"})
         assert other.status_code == 404
+        # A day that is not on the calendar is no day without spending.
+        nonday = await client.get("/v1/usage", params={"day": "2026-13-45"})
+        assert nonday.status_code == 422, nonday.text
+        assert nonday.json()["error"]["message"].startswith("query.day: ")

@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.anyio]
 
 
 async def new_thread(client: httpx.AsyncClient, **metadata: Any) -> str:
-    made = await client.post("/v1/threads", json={"metadata": metadata})
+    # (No body at all: an empty thread.)
+    body = {"json": {"metadata": metadata}} if metadata else {}
+    made = await client.post("/v1/threads", **body)
     assert made.status_code == 201, made.text
     assert made.headers["Location"] == f"/v1/threads/{made.json()['id']}"
     return str(made.json()["id"])
@@ -65,7 +67,10 @@ async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
         # The service's turn limit (3 here) says so, and what to do.
         full = await turn(client, thread, "and one more", "parrot")
         assert full.status_code == 409 and full.json()["error"]["code"] == "thread_full"
-        assert "start a new thread" in full.json()["error"]["message"]
+        said = full.json()["error"]
+        assert "has 3 turns, and a thread takes 3 at most" in said["message"]
+        assert "start a new thread" in said["message"]
+        assert (said["details"]["turns"], said["details"]["max_turns"]) == (3, 3)
         read = (await client.get(f"/v1/threads/{thread}")).json()
         assert read["metadata"] == {"user": "ada"}
         assert [t["task"] for t in read["turns"]] == [
@@ -74,6 +79,10 @@ async def test_each_turn_of_a_thread_sees_the_turns_before_it(api: str) -> None:
             "what was the first thing I said?",
         ]
         assert [t["output"] for t in read["turns"]] == answers
+        # A turn that ended well offers neither a cancel nor a resume.
+        assert {(t["links"]["cancel"], t["links"]["resume"]) for t in read["turns"]} == {
+            (None, None)
+        }
         last = read["turns"][-1]["run_id"]
         trace = (await client.get(f"/v1/runs/{last}/trace")).json()
         spans = _flat(trace["spans"])
@@ -121,6 +130,9 @@ async def test_a_burst_of_twenty_to_one_thread_starts_exactly_one(api: str) -> N
         assert codes == {202: 1, 409: 19}, codes
         busy = next(a for a in answers if a.status_code == 409).json()["error"]
         assert busy["code"] == "thread_busy" and "multitask_strategy" in busy["message"]
+        refused = next(a for a in answers if a.status_code == 409)
+        assert refused.headers["Multitask-Strategy"] == "reject"
+        assert busy["details"]["multitask_strategies"] == ["enqueue", "interrupt", "rollback"]
         [accepted] = [a.json()["id"] for a in answers if a.status_code == 202]
         await client.post(f"/v1/runs/{accepted}/cancel")
         assert (await ended(api, accepted))["status"] == "cancelled"

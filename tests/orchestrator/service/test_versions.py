@@ -187,6 +187,13 @@ async def test_runs_in_flight_finish_on_their_version_and_new_runs_take_the_new_
             return bool((await client.get("/v1/service")).json()["system_version"] == v3)
 
         await eventually(serving_v3)
+        # ...and says so in its log.
+        said = f"SIGHUP: version {v3} serves new runs (was {v2})"
+
+        async def logged() -> bool:
+            return said in service.log.read_text()
+
+        await eventually(logged, 10)
         greeted = (await client.post("/v1/runs", json={"task": "hi", "agent": "greeter"})).json()
         assert (await finished(client, greeted["id"]))["output"] == "hello from v3"
 
