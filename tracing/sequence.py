@@ -269,7 +269,7 @@ class _Builder:
             gate, seconds = wait.attrs.get(attr.BATON_GATE), wait.attrs.get(attr.BATON_GATE_WAITED)
             said = "closed" if wait.failed else f"waited {float(seconds or 0):.1f}s"
             chunk.add(
-                self.note(agent, f"⏳ gate {gate} {said}: {wait.attrs.get(attr.BATON_GATE_REASON)}")
+                self.note(agent, f"◴ gate {gate} {said}: {wait.attrs.get(attr.BATON_GATE_REASON)}")
             )
         for event in chat.span.get("events") or []:
             ea = event.get("attributes") or {}
@@ -309,7 +309,7 @@ class _Builder:
         if not self.comparable:
             arguments = _json(node.attrs.get(attr.GEN_AI_TOOL_CALL_ARGUMENTS))
             if isinstance(arguments, dict) and arguments.get("question"):
-                asked = f"❓ {arguments['question']}"
+                asked = f"? {arguments['question']}"
             result = node.attrs.get(attr.GEN_AI_TOOL_CALL_RESULT)
             if isinstance(result, str) and result:
                 answered = result

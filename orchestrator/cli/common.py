@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
 
 from agents.core.errors import ConfigError
 from orchestrator.cli.report import print_issues
@@ -43,6 +45,7 @@ __all__ = [
     "open_metric_export",
     "open_store",
     "otlp_export_asked",
+    "print_table",
     "progress",
 ]
 
@@ -51,6 +54,22 @@ app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
+# How wide a table printed whole may be (a pipe's or a file's: no terminal to fit).
+_WHOLE_WIDTH = 10_000
+
+
+def print_table(table: Table, to: Console | None = None) -> None:
+    """A table fitted to the terminal; into a pipe or a file, whole at its own width.
+
+    (Rich takes 80 columns where there is no terminal: cells would wrap, and `grep` or a CI log
+    would get pieces of rows. `COLUMNS` still decides when set.)
+    """
+    to = to or console
+    if to.is_terminal or "COLUMNS" in os.environ:
+        to.print(table)
+        return
+    width = Measurement.get(to, to.options.update_width(_WHOLE_WIDTH), table).maximum
+    Console(file=to.file, width=width, no_color=to.no_color).print(table)
 
 
 def progress() -> Console:

@@ -26,6 +26,7 @@ from orchestrator.cli.common import (
     err,
     load_system,
     open_store,
+    print_table,
 )
 from orchestrator.cli.run import local_service
 from orchestrator.errors import ExperimentNotFound
@@ -203,7 +204,7 @@ async def _compare(settings: Settings, server: str | None, first: str, second: s
             _delta(before.get("cost_usd"), after.get("cost_usd"), "${:.4f}"),
             _delta(before.get("duration_s"), after.get("duration_s"), "{:.2f}s"),
         )
-    console.print(table)
+    print_table(table)
     for label, kept_as in (("A", a), ("B", b)):
         s = summary(kept_as["results"])
         console.print(
@@ -325,7 +326,7 @@ def _print(results: list[CaseResult], replayed: bool = False) -> None:
             live = Counter(run.live_calls) if run else Counter()
             row.append(", ".join(f"{a} ({n})" for a, n in live.items()) or "none")
         table.add_row(*row)
-    console.print(table)
+    print_table(table)
     for r in results:
         if r.outcome == "pass":
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.console import Console, Group
 from rich.json import JSON
@@ -350,8 +351,26 @@ def _span_label(node: SpanTree, origin_ns: int) -> Text:
             text = f"  [{outcome}{scored}: {said.get(attr.GEN_AI_EVALUATION_NAME)}]"
             label.append(text, style="green" if outcome == "pass" else "red")
             continue
-        label.append(f"  [{event['name']}: {said.get('message', '')}]", style="yellow")
+        label.append(f"  [{_event_text(event['name'], said)}]", style="yellow")
     return label
+
+
+# The attribute that says a span event in words, where it has one.
+_SAID_BY = ("message", "reason", "problem", "error")
+
+
+def _event_text(name: str, said: dict[str, Any]) -> str:
+    """A span event in one line: its words, else its attributes (`step=2 rules=[trim]`)."""
+    words = next((str(said[key]) for key in _SAID_BY if said.get(key)), None)
+    if words is None:
+        words = " ".join(f"{key}={_short(value)}" for key, value in said.items())
+    return f"{name}: {words[:160]}" if words else name
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
 
 
 def span_tree(spans: list[SpanRecord]) -> Tree:

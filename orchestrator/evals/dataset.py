@@ -36,6 +36,7 @@ judge: openai/gpt-4o-mini                    # the rubrics' model (default: the 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Collection
@@ -43,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.core.errors import ConfigError, ConfigIssue
+from agents.core.json_schema import schema_problem
 from agents.core.messages import RunStatus
 from agents.core.spec import ModelSpec
 from agents.runtime.guardrails import load_callable
@@ -193,22 +194,61 @@ def load_dataset(path: Path, agents: Collection[str]) -> tuple[Dataset, list[Loa
         raise ConfigError(src.issues)
     if not isinstance(src.data, dict):
         raise ConfigError([src.issue((), "a dataset is a mapping with a 'cases' list")])
+    issues = list(src.issues)
+    dataset: Dataset | None = None
     try:
         dataset = Dataset.model_validate(src.data)
+        cases: list[Case | None] = list(dataset.cases)
     except ValidationError as exc:
-        raise ConfigError(src.issues + validation_issues(src, exc)) from None
-    issues = list(src.issues)
+        issues += validation_issues(src, exc)
+        # The cases that are well formed are checked against the team all the same: every
+        # mistake is said in one pass, not the malformed ones first.
+        cases = [_well_formed(c) for c in _listed(src.data.get("cases"))]
     loaded, seen = [], set()
-    for i, case in enumerate(dataset.cases):
+    for i, case in enumerate(cases):
+        if case is None:
+            continue
         checker = _CaseCheck(src, ("cases", i), set(agents))
         if case.name in seen:
             checker.issue(("name",), f"another case is named {case.name!r}")
         seen.add(case.name)
         loaded.append(checker.load(case, path.parent))
         issues += checker.issues
-    if any(i.severity == "error" for i in issues):
-        raise ConfigError(issues)
+    if dataset is None or any(i.severity == "error" for i in issues):
+        raise ConfigError(sorted(issues, key=lambda i: (i.line or 0, i.column or 0)))
     return dataset, loaded
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _well_formed(value: Any) -> Case | None:
+    """What of a case can be checked against the team: the case without its malformed fields.
+
+    Its mistakes are said with the dataset's; a field it cannot do without (its task) leaves
+    nothing to check.
+    """
+    if not isinstance(value, dict):
+        return None
+    kept = copy.deepcopy(value)
+    for _ in range(10):  # (each round drops the fields pydantic refused)
+        try:
+            return Case.model_validate(kept)
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = error["loc"]
+                if error["type"] == "missing" or not loc:
+                    return None
+                # A field of the case, or of its expectations: the rest is checked as is.
+                holder, key = (
+                    (kept, loc[0])
+                    if loc[0] != "expect" or len(loc) < 2
+                    else (kept.get("expect"), loc[1])
+                )
+                if isinstance(holder, dict):
+                    holder.pop(key, None)
+    return None
 
 
 def _json_lines(text: bytes, file: str, name: str) -> Located:
@@ -262,10 +302,8 @@ class _CaseCheck:
                 if name not in agents:
                     self.issue(("expect", "agents", kind, j), f"unknown agent {name!r}")
         if expect.json_schema is not None:
-            try:
-                jsonschema.Draft202012Validator.check_schema(expect.json_schema)
-            except jsonschema.SchemaError as exc:
-                self.issue(("expect", "json_schema"), f"not a JSON Schema: {exc.message}")
+            if problem := schema_problem(expect.json_schema):
+                self.issue(("expect", "json_schema"), f"not a JSON Schema: {problem}")
         diagram = None
         if expect.diagram is not None:
             file = folder / expect.diagram

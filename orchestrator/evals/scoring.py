@@ -81,12 +81,14 @@ def _answer(loaded: LoadedCase, run: Observed) -> list[Verdict]:
     if expect.answer is not None:
         a = expect.answer
         if a.equals is not None:
-            ok = out.strip() == a.equals.strip()
+            ok, wanted = out.strip() == a.equals.strip(), f"equal to {_quote(a.equals)}"
         elif a.contains is not None:
-            ok = a.contains in out
+            ok, wanted = a.contains in out, f"containing {_quote(a.contains)}"
         else:
             ok = re.search(a.regex or "", out) is not None
-        verdicts.append(Verdict("answer", ok, _quote(out)))
+            wanted = f"matching /{a.regex}/"
+        said = _quote(out) if out else "no answer"
+        verdicts.append(Verdict("answer", ok, f"expected an answer {wanted}; got {said}"))
     if expect.json_schema is not None:
         try:
             jsonschema.validate(json_answer(out), expect.json_schema)
@@ -183,5 +185,6 @@ def diagram_difference(expected: str, actual: str) -> str | None:
 
 
 def _quote(text: str, limit: int = 120) -> str:
+    """The text on one line, quoted, cut at `limit` characters."""
     text = " ".join(text.split())
-    return f"answer: {text[:limit]}{'…' if len(text) > limit else ''}"
+    return repr(text[:limit] + ("…" if len(text) > limit else ""))

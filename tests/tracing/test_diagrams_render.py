@@ -61,3 +61,33 @@ def test_the_topology_renders_with_cycles_and_keyword_names() -> None:
 def test_png_output_is_a_png() -> None:
     png = render_diagram(topology_flowchart(config("agents: [{name: solo}]").topology, 5), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+
+
+def test_every_glyph_a_diagram_draws_is_in_a_font_the_renderer_has() -> None:
+    # (An emoji such as ❓ has no font here: Chromium drew it as an empty box.)
+    import ast
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import tracing.sequence
+
+    source = Path(tracing.sequence.__file__).read_text(encoding="utf-8")
+    drawn = {
+        ch
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for ch in node.value
+        if ord(ch) > 0x7F
+    }
+    assert drawn, "the diagrams draw no glyph beyond ASCII? (this test reads tracing.sequence)"
+    fc_list = shutil.which("fc-list")
+    assert fc_list is not None, "fontconfig comes with Chromium"
+    missing = [
+        f"{ch} (U+{ord(ch):04X})"
+        for ch in sorted(drawn)
+        if not subprocess.run(
+            [fc_list, f":charset={ord(ch):x}", "family"], capture_output=True, text=True
+        ).stdout.strip()
+    ]
+    assert missing == []

@@ -121,7 +121,7 @@ async def test_a_gate_holds_calls_to_its_window_and_a_wait_is_a_span_and_a_note(
     finished = [e for e in events.events if e.type == "model_finished"]
     assert finished[1].gate_wait_s >= 0.5 and finished[0].gate_wait_s == 0
     diagram = sequence_diagram(spans, detail="full").text
-    assert "⏳ gate slow waited 0." in diagram and "1 requests per 0.6 s" in diagram
+    assert "◴ gate slow waited 0." in diagram and "1 requests per 0.6 s" in diagram
 
 
 async def test_a_model_that_stays_busy_falls_back_to_the_next_one(

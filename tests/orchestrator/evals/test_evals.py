@@ -93,15 +93,9 @@ cases:
     result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["eval", str(dataset)])
     assert result.exit_code == 2, result.output
     said = result.output
-    # pydantic's mistakes come first (the file is not read further until they are fixed).
+    # Every mistake in one pass: malformed fields, and what the rest says of the team.
     assert f"{dataset}:7:" in said and "answer: regex: missing ), unterminated subpattern" in said
     assert f"{dataset}:14:" in said and "unknown field 'callde'" in said
-    dataset.write_text(
-        dataset.read_text()
-        .replace('answer: {regex: "(unclosed"}', 'answer: {regex: "ok"}')
-        .replace("{callde:", "{called:")
-    )
-    said = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["eval", str(dataset)]).output
     for line, message in [
         (4, "cases[0].agent: unknown agent 'nobody'"),
         (8, "cases[0].expect.json_schema: not a JSON Schema: 17 is not valid"),
