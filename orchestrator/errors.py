@@ -16,6 +16,7 @@ __all__ = [
     "ExperimentNotFound",
     "IdempotencyConflict",
     "InvalidArguments",
+    "InvalidInput",
     "NotReady",
     "NotReplayable",
     "NotResumable",
@@ -248,6 +249,20 @@ class InvalidArguments(ServiceError):
         super().__init__(
             f"the edited arguments do not fit tool {tool!r}: {'; '.join(problems)}",
             call_id=call_id,
+            problems=problems,
+        )
+
+
+class InvalidInput(ServiceError):
+    """A run's structured input does not fit its entry agent's `input_schema`."""
+
+    status = 422
+    code = "invalid_input"
+
+    def __init__(self, agent: str, problems: list[str]) -> None:
+        super().__init__(
+            f"the input does not fit {agent}: {'; '.join(problems)}",
+            agent=agent,
             problems=problems,
         )
 

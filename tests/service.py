@@ -34,6 +34,7 @@ __all__ = [
     "SERVICE_CONFIG",
     "STORY",
     "TELLER",
+    "WORKFLOWS",
     "ServiceProcess",
     "all_events",
     "follow",
@@ -174,6 +175,31 @@ NOTARY = """
       params: {replies: [{content: first note}, {content: second note}, {content: third note}]}
 """
 
+# Workflows (`tests.flows`): `pipeline` takes typed input, has a card made and stamped (the
+# clerk's call waits for approval); `fanout` has the sleeper take two naps at once; `profiler`
+# takes and gives typed data.
+WORKFLOWS = """
+  - name: pipeline
+    description: Has a card made for a person, then stamped.
+    workflow: tests.flows:card_then_stamp
+    delegates: [profiler, clerk]
+    input_schema: {type: object, properties: {name: {type: string}}, required: [name]}
+  - name: fanout
+    description: Has two naps taken at once.
+    workflow: tests.flows:two_naps_at_once
+    delegates: [sleeper]
+  - name: profiler
+    description: Makes a profile card.
+    input_schema:
+      type: object
+      properties: {name: {type: string}, age: {type: integer, minimum: 0}}
+      required: [name, age]
+    output_schema:
+      type: object
+      properties: {title: {type: string}, age: {type: integer}}
+      required: [title, age]
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
 # `dozer` (above) a minute; `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
@@ -208,6 +234,7 @@ agents:
     + TELLER
     + NOTARY
     + APPROVAL_AGENTS
+    + WORKFLOWS
 )
 
 

@@ -7,7 +7,7 @@ import os
 import textwrap
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.ray.pool import PoolOptions
 from orchestrator.system.config import AgentSystem, parse_config
@@ -335,6 +335,7 @@ async def local_trace(
     entry: str | None = None,
     run_id: str = "local-run",
     events: EventList | None = None,
+    given: Any = None,
 ) -> tuple[object, list[dict[str, object]]]:
     """Run a team in this process (no Ray) and return its result and the run's spans."""
     from agents.runtime.local import LocalTeam
@@ -352,7 +353,8 @@ async def local_trace(
     collector = configure_tracing("test")
     first = entry or system.entry
     with workflow_span(run_id, first, system.config.name) as root:
-        result = await team.run(task, first, run_id=run_id, limits=system.config.limits)
+        limits = system.config.limits
+        result = await team.run(task, first, run_id=run_id, limits=limits, given=given)
     return result, collector.drain(root.get_span_context().trace_id)
 
 

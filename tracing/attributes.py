@@ -58,6 +58,7 @@ __all__ = [
     "BATON_HOST_CAUSE",
     "BATON_HOST_RESTARTS",
     "BATON_HOST_STATE",
+    "BATON_INPUT",
     "BATON_MODEL_USED",
     "BATON_PROCESS_ROLE",
     "BATON_QUESTION_ID",
@@ -73,6 +74,10 @@ __all__ = [
     "BATON_SYSTEM_VERSION",
     "BATON_TENANT",
     "BATON_USAGE_COST",
+    "BATON_WORKFLOW_ITERATION",
+    "BATON_WORKFLOW_PLACE",
+    "BATON_WORKFLOW_ROUTE",
+    "BATON_WORKFLOW_SHAPE",
     "CHAT_SPAN_PREFIX",
     "DELEGATE_TOOL_PREFIX",
     "ERROR_TYPE",
@@ -217,6 +222,15 @@ BATON_EVALUATION_CASE = "baton.evaluation.case"
 BATON_EVALUATION_OUTCOME = "baton.evaluation.outcome"
 BATON_CANCELLED_BY = "baton.cancelled_by"
 BATON_SUBMITTED_BY = "baton.submitted_by"
+# An invocation's (or a run's) structured input, as JSON (content: recorded as contents are).
+BATON_INPUT = "baton.input"
+# A workflow's call: its place in the workflow's order of calls (`w3`), and how a call of a
+# workflow's shape was made (`parallel`, `loop`, `route`), with a loop's iteration and a
+# route's choice.
+BATON_WORKFLOW_PLACE = "baton.workflow.place"
+BATON_WORKFLOW_SHAPE = "baton.workflow.shape"
+BATON_WORKFLOW_ITERATION = "baton.workflow.iteration"
+BATON_WORKFLOW_ROUTE = "baton.workflow.route"
 
 # OpenInference's names (Arize Phoenix and other viewers list and show spans by them): a span's
 # input and output as plain text, which the GenAI conventions have no name for, and the kind of

@@ -251,13 +251,50 @@ class _Builder:
                 chunk.add(self.arrow(model, agent, back, said, chat.span))
         calls = [(t, self.tool(agent, t)) for t in tools]
         calls = [(t, c) for t, c in calls if c.elements]
-        branches = self.fold_alike(calls, agent)
-        if len(branches) >= 2:
-            chunk.add(self.parallel(branches))
-        elif branches:
-            chunk.add(branches[0][1])
-        chunk.shape = hash((chunk.shape, tuple(c.shape for _, c in branches)))
+        drawn = self.iterations(agent, [self.wave(agent, w) for w in _waves(calls)])
+        for inner in self.fold_runs([c for _, c in drawn], "calls", agent):
+            chunk.add(inner)
+        chunk.shape = hash((chunk.shape, tuple(c.shape for _, c in drawn)))
         return chunk
+
+    def wave(self, agent: Any, calls: list[tuple[_Node, _Chunk]]) -> tuple[_Node, _Chunk]:
+        """Calls that ran at the same time: a `par` block (one call: itself, or its route)."""
+        if len(calls) == 1:
+            node, chunk = calls[0]
+            chosen = node.attrs.get(attr.BATON_WORKFLOW_ROUTE)
+            if chosen is None:
+                return node, chunk
+            block = self.sequence.Optional(label(f"route: {chosen}"), chunk.elements)
+            return node, _Chunk(
+                [block], chunk.arrows, hash(("route", chunk.shape)), len(str(block))
+            )
+        return calls[0][0], self.parallel(self.fold_alike(calls, agent))
+
+    def iterations(
+        self, agent: Any, drawn: list[tuple[_Node, _Chunk]]
+    ) -> list[tuple[_Node, _Chunk]]:
+        """A workflow loop's calls, one iteration after another, in one `loop` block."""
+        out: list[tuple[_Node, _Chunk]] = []
+        i = 0
+        while i < len(drawn):
+            if drawn[i][0].attrs.get(attr.BATON_WORKFLOW_ITERATION) is None:
+                out.append(drawn[i])
+                i += 1
+                continue
+            j, body, last = i, _Chunk(), 0
+            while j < len(drawn) and drawn[j][0].attrs.get(attr.BATON_WORKFLOW_ITERATION):
+                iteration = int(drawn[j][0].attrs[attr.BATON_WORKFLOW_ITERATION])
+                if iteration != last:
+                    body.add(self.note(agent, f"iteration {iteration}"))
+                    last = iteration
+                body.add(drawn[j][1])
+                j += 1
+            title = f"loop: {last} iteration{'s' * (last != 1)}, one after another"
+            block = self.loop(title, body)
+            block.shape = hash(("iterations", last, tuple(c.shape for _, c in drawn[i:j])))
+            out.append((drawn[i][0], block))
+            i = j
+        return out
 
     def held(self, agent: Any, chat: _Node) -> _Chunk:
         """What held a model call back: waits at provider gates and fallbacks, as notes.
@@ -361,7 +398,11 @@ class _Builder:
         return chunk
 
     def fold_alike(self, calls: list[tuple[_Node, _Chunk]], agent: Any) -> list[tuple[str, _Chunk]]:
-        """One branch per call; calls that look alike, from `COLLAPSE_AT` on, as one loop."""
+        """One branch per call (they ran at once); alike ones, from `COLLAPSE_AT` on, as one.
+
+        The folded branch is drawn once and says how many ran at once (never a `loop`: that
+        reads as one after another).
+        """
         counts = Counter(c.shape for _, c in calls)
         done: set[int] = set()
         branches: list[tuple[str, _Chunk]] = []
@@ -372,10 +413,9 @@ class _Builder:
             elif chunk.shape not in done:
                 done.add(chunk.shape)
                 n = counts[chunk.shape]
-                self.folded.append(f"{n} alike {tool} calls of {agent.name} drawn once")
-                folded = self.loop(f"{_TIMES}{n} alike {tool} calls", chunk)
-                folded.shape = hash((chunk.shape, n))  # 3 alike calls are not 11
-                branches.append((f"{tool} {_TIMES}{n}", folded))
+                self.folded.append(f"{n} alike {tool} calls of {agent.name} at once, drawn once")
+                chunk.shape = hash((chunk.shape, n))  # 3 alike calls are not 11
+                branches.append((f"{_TIMES}{n} alike {tool} calls at once", chunk))
         return branches
 
     def fold_runs(self, chunks: list[_Chunk], what: str, agent: Any) -> list[_Chunk]:
@@ -415,6 +455,24 @@ def _handed_over_to(node: _Node) -> str | None:
         if tool.startswith(attr.HANDOFF_TOOL_PREFIX) and not child.failed:
             return tool.removeprefix(attr.HANDOFF_TOOL_PREFIX)
     return None
+
+
+def _waves(calls: list[tuple[_Node, _Chunk]]) -> list[list[tuple[_Node, _Chunk]]]:
+    """The calls grouped by time: each group's calls overlapped (ran at once), in start order.
+
+    A call still running overlaps everything after its start.
+    """
+    waves: list[list[tuple[_Node, _Chunk]]] = []
+    until = 0
+    for node, chunk in sorted(calls, key=lambda c: int(c[0].span["start_ns"])):
+        start, end = int(node.span["start_ns"]), node.span.get("end_ns") or 2**63
+        if waves and start < until:
+            waves[-1].append((node, chunk))
+            until = max(until, int(end))
+        else:
+            waves.append([(node, chunk)])
+            until = int(end)
+    return waves
 
 
 def _pages(steps: list[_Chunk], budget: int) -> list[list[_Chunk]]:
@@ -478,7 +536,10 @@ def sequence_diagram(
         body.elements.insert(0, sequence.Note(label(text), builder.orchestrator))
     if builder.folded:
         summary = sequence.Note(
-            label(f"folded: {len(builder.folded)} groups of alike calls or steps (loops)", 120),
+            label(
+                f"folded: {len(builder.folded)} groups of alike calls or steps, each drawn once",
+                120,
+            ),
             builder.orchestrator,
         )
         tail.elements.append(summary)

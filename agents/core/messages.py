@@ -204,6 +204,11 @@ class Delegation(BaseModel):
     """A task handed to an agent."""
 
     task: str = Field(min_length=1)
+    input: Any = Field(
+        default=None,
+        description="Structured input beside the task (JSON), checked against the agent's "
+        "`input_schema` on arrival.",
+    )
     context: RunContext
     caller: str | None = None
     call_id: str | None = None

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.json_schema import schema_problem
 from agents.core.steering_spec import StepRule
+from agents.core.workflow_spec import Step, parse_step, step_agents
 from tracing.redaction import secret_values_in, url_query_values
 
 __all__ = [
@@ -307,6 +308,16 @@ class FileToolsSpec(_Strict):
     max_results: int = Field(default=200, ge=1, le=10_000)
 
 
+def _schema_or_model(value: Any) -> Any:
+    """An inline JSON Schema (checked) or a pydantic model's import path, as written."""
+    if isinstance(value, str) and ":" not in value:
+        raise ValueError(f"{value!r} is not an import path (`package.module:Model`)")
+    if isinstance(value, dict):
+        if problem := schema_problem(value):
+            raise ValueError(f"not a valid JSON Schema: {problem}")
+    return value
+
+
 class AgentCard(_Strict):
     """What other agents (and the router) see of an agent."""
 
@@ -315,6 +326,11 @@ class AgentCard(_Strict):
     capabilities: tuple[str, ...] = ()
     confirm: bool = Field(
         default=False, description="Delegations to this agent wait for a person's approval."
+    )
+    accepts: dict[str, Any] | None = Field(
+        default=None,
+        description="The JSON Schema of the structured input it takes (a delegation's `input`): "
+        "its `input_schema`, a model's imported.",
     )
 
 
@@ -373,16 +389,48 @@ class AgentSpec(AgentCard):
     a2a: RemoteSpec | None = Field(
         default=None, description="A remote agent (A2A): it has no model, tools or delegates."
     )
+    workflow: str | Step | None = Field(
+        default=None,
+        description="Its work is code, not a model: an async function's import path "
+        "(`package.module:function`, given a `agents.workflows.Workflow`), or a shape "
+        "(sequence, parallel, loop, route). It calls the agents it names (and its `delegates`).",
+    )
+    input_schema: dict[str, Any] | str | None = Field(
+        default=None,
+        description="The structured input it takes (a delegation's or a run's `input`): an "
+        "inline JSON Schema, or a pydantic model's import path. Checked on arrival.",
+    )
 
-    @field_validator("output_schema")
+    @field_validator("output_schema", "input_schema")
     @classmethod
-    def _schema_or_model(cls, value: Any) -> Any:
-        if isinstance(value, str) and ":" not in value:
-            raise ValueError(f"{value!r} is not an import path (`package.module:Model`)")
-        if isinstance(value, dict):
-            if problem := schema_problem(value):
-                raise ValueError(f"not a valid JSON Schema: {problem}")
-        return value
+    def _schemas(cls, value: Any) -> Any:
+        return _schema_or_model(value)
+
+    @field_validator("workflow", mode="before")
+    @classmethod
+    def _workflow(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if ":" not in value:
+                raise ValueError(
+                    f"{value!r} is not an import path (`package.module:function`); a shape is "
+                    "a mapping (sequence, parallel, loop, route)"
+                )
+            return value
+        return None if value is None else parse_step(value)
+
+    @model_validator(mode="after")
+    def _workflow_has_no_model(self) -> AgentSpec:
+        if self.workflow is not None:
+            fields = (
+                "model", "instructions", "handoffs", "step_rules", "context", "output_mode",
+                "output_retries", "a2a",
+            )  # fmt: skip
+            own = [k for k in fields if k in self.model_fields_set]
+            if own:
+                raise ValueError(
+                    f"a workflow's work is its code (no model of its own): remove {', '.join(own)}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _remote_is_a_leaf(self) -> AgentSpec:
@@ -408,8 +456,26 @@ class AgentSpec(AgentCard):
 
     @property
     def answered_by(self) -> str:
-        """What does its work: its model, or the remote agent it stands for (A2A)."""
-        return f"a2a {self.a2a.url}" if self.a2a is not None else self.model.name
+        """What does its work: its model, its workflow, or the remote agent it stands for."""
+        if self.a2a is not None:
+            return f"a2a {self.a2a.url}"
+        if isinstance(self.workflow, str):
+            return f"workflow {self.workflow}"
+        if self.workflow is not None:
+            return f"workflow ({type(self.workflow).__name__.removesuffix('Step').lower()})"
+        return self.model.name
+
+    @property
+    def callees(self) -> tuple[str, ...] | Literal["*"]:
+        """The agents it may call: its `delegates`, and those its workflow's shape names."""
+        if self.delegates == "*":
+            return "*"
+        named = (
+            step_agents(self.workflow)
+            if self.workflow and not isinstance(self.workflow, str)
+            else []
+        )
+        return tuple(dict.fromkeys([*self.delegates, *named]))
 
     def credentials(self, environ: Mapping[str, str]) -> set[str]:
         """The values this agent's config makes credentials, never to be recorded.
@@ -437,4 +503,17 @@ class AgentSpec(AgentCard):
             description=self.description,
             capabilities=self.capabilities,
             confirm=self.confirm,
+            accepts=self.input_json_schema(),
         )
+
+    def input_json_schema(self) -> dict[str, Any] | None:
+        """Its `input_schema` as JSON Schema (a pydantic model's, imported)."""
+        if isinstance(self.input_schema, str):
+            from agents.core.imports import import_object
+
+            model = import_object(self.input_schema)
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise ValueError(f"{self.input_schema} is not a pydantic model")
+            schema: dict[str, Any] = model.model_json_schema()
+            return schema
+        return self.input_schema

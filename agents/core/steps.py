@@ -24,6 +24,7 @@ __all__ = [
     "StepLog",
     "answer_key",
     "approval_key",
+    "call_key",
     "child_invocation",
     "entry_invocation",
     "kept_by_fork",
@@ -37,8 +38,9 @@ __all__ = [
 
 # model: a model's reply; tool_started: a call that must run at most once is about to be made;
 # tool_result: a tool's result; approval: a person's (or the expiry's) decision on a call;
-# question: an agent's question to the person, asked (`ask_user`); answer: the person's answer.
-StepKind = Literal["model", "tool_started", "tool_result", "approval", "question", "answer"]
+# question: an agent's question to the person, asked (`ask_user`); answer: the person's answer;
+# call: what a workflow called at a place in its order of calls (a resumed one must call the same).
+StepKind = Literal["model", "tool_started", "tool_result", "approval", "question", "answer", "call"]
 
 
 class Step(BaseModel):
@@ -79,6 +81,11 @@ def tool_key(step: int, call_id: str) -> str:
 def started_key(step: int, call_id: str) -> str:
     """The key of the start of a call that must run at most once."""
     return f"{tool_key(step, call_id)}:started"
+
+
+def call_key(place: int) -> str:
+    """The key of a workflow's `place`-th call (its calls are numbered in the order made)."""
+    return f"call:{place}"
 
 
 def approval_key(step: int, call_id: str) -> str:

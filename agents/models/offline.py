@@ -119,12 +119,34 @@ def _final_answer(task: str, messages: list[dict[str, Any]]) -> str:
 
 
 def _shaped(schema: dict[str, Any], answer: str) -> Any:
-    """A value of the JSON Schema `schema` made from the answer's text (every property set)."""
+    """A value of the JSON Schema `schema` made from the answer's text (every property set).
+
+    A list of strings is what the answer's tool results listed (a result that is a JSON list
+    gives its items), in order.
+    """
     if schema.get("type") == "object" or "properties" in schema:
         return {k: _shaped(s, answer) for k, s in schema.get("properties", {}).items()}
     if schema.get("type") == "string" and not ({"enum", "const"} & set(schema)):
         return answer
+    if schema.get("type") == "array" and (schema.get("items") or {}).get("type") == "string":
+        if not ({"default", "examples"} & set(schema)):
+            return _listed(answer)
     return _argument("value", schema, answer)
+
+
+def _listed(answer: str) -> list[str]:
+    """The items of the answer's result lines (`- tool: ["a", "b"]` gives a and b)."""
+    items: list[str] = []
+    for line in answer.splitlines():
+        if not line.startswith("- ") or ": " not in line:
+            continue
+        said = line.split(": ", 1)[1]
+        try:
+            found = json.loads(said)
+        except json.JSONDecodeError:
+            found = said
+        items += [str(i) for i in found] if isinstance(found, list) else [str(found)]
+    return items
 
 
 def _judged(request: str) -> dict[str, Any]:

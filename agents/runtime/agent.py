@@ -9,6 +9,7 @@ both are agents like any other.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +32,7 @@ from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
 from agents.runtime.tool_runner import ToolRunner
 from agents.tools.base import Tool
+from agents.tools.delegate import DelegateTool, HandoffTool, input_problems
 from tracing import Redactor, agent_span, extract_context, genai, set_outcome, span_ids
 from tracing import attributes as attr
 
@@ -85,6 +87,7 @@ class AgentRuntime:
             if spec.output_schema is not None
             else None
         )
+        self._card = spec.card()  # (its input schema, imported once)
         record = self.record
         if record is not None and self.events is None:
             self.events = record.sink
@@ -115,11 +118,23 @@ class AgentRuntime:
             ledger=record,
             guard=self.steering.tool_call,
         )
-        self._work: _Work = (
-            RemoteExchange(spec.a2a, self.reporter, record, people if spec.ask_user else None)
-            if spec.a2a is not None
-            else ToolLoop(spec, self.caller, runner, self.steering, self.reporter, record, contract)
-        )
+        self._work: _Work
+        if spec.a2a is not None:
+            asks = people if spec.ask_user else None
+            self._work = RemoteExchange(spec.a2a, self.reporter, record, asks)
+        elif spec.workflow is not None:
+            from agents.workflows.run import WorkflowRun  # (imports the workflow's code)
+
+            cards = {
+                t.target.name: t.target
+                for t in self._by_name.values()
+                if isinstance(t, DelegateTool) and not isinstance(t, HandoffTool)
+            }
+            self._work = WorkflowRun(spec, runner, people, self.reporter, cards)
+        else:
+            self._work = ToolLoop(
+                spec, self.caller, runner, self.steering, self.reporter, record, contract
+            )
 
     def tool_names(self) -> set[str]:
         """Every name a model may call, hidden delegations included."""
@@ -173,6 +188,8 @@ class AgentRuntime:
                     **ids,
                 )
                 task = delegation.task
+                if delegation.input is not None:
+                    reporter.content(span, attr.BATON_INPUT, json.dumps(delegation.input))
                 user = genai.text_messages("user", task)
                 reporter.content(span, attr.GEN_AI_INPUT_MESSAGES, user)
                 reporter.content(span, attr.INPUT_VALUE, task)
@@ -188,7 +205,12 @@ class AgentRuntime:
                         assert self.record is not None
                         inv.recorded.steps = await self.record.recorded(ctx.run_id, inv.id)
                         inv.recorded.loaded = True
-                    result = await self._work.run(inv)
+                    misfits = input_problems(self._card, delegation.input)
+                    if misfits:  # nothing runs on input it does not take
+                        error = f"the input does not fit {self.spec.name}: {'; '.join(misfits)}"
+                        result = reporter.end(inv, RunStatus.FAILED, error=error)
+                    else:
+                        result = await self._work.run(inv)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
                 if self.spec.memory == "thread":  # its later runs in the thread see it

@@ -7,7 +7,6 @@ and its tokens count in the run's budget).
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from collections.abc import Awaitable, Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agents.core.guardrail_spec import GuardrailSpec, GuardrailsSpec, JudgeSpec
+from agents.core.imports import import_object
 
 __all__ = ["Guardrails", "Judge", "Tripped", "load_callable"]
 
@@ -24,11 +24,7 @@ Judge = Callable[[JudgeSpec, str], Awaitable[str | None]]
 
 def load_callable(path: str) -> Callable[..., Any]:
     """The function named `package.module:function` (ValueError when there is none)."""
-    module, _, name = path.partition(":")
-    try:
-        found = getattr(importlib.import_module(module), name) if name else None
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import {path}: {exc}") from None
+    found = import_object(path)  # (an ImportProblem is a ValueError)
     if not callable(found):
         raise ValueError(f"{path} is not a function (`package.module:function`)")
     return found  # type: ignore[no-any-return]

@@ -193,15 +193,24 @@ class LocalTeam:
             self.runtimes[spec.name] = assembly.agent(spec)
 
     async def run(
-        self, task: str, entry: str, *, run_id: str = "local", limits: Limits | None = None
+        self,
+        task: str,
+        entry: str,
+        *,
+        run_id: str = "local",
+        limits: Limits | None = None,
+        given: Any = None,
     ) -> AgentResult:
-        """Hand `task` to `entry`, under the current span (the caller opens the run's)."""
+        """Hand `task` (and structured input, `given`) to `entry`, under the current span.
+
+        (The caller opens the run's span.)
+        """
         limits = limits or Limits()
         ctx = RunContext(run_id=run_id, deadline=time.time() + limits.deadline_s, limits=limits)
         self.record.ledger.open(run_id, limits.token_budget)
         try:
             return await self.runtimes[entry].invoke(
-                Delegation(task=task, context=ctx.enter(entry, inject_context()))
+                Delegation(task=task, input=given, context=ctx.enter(entry, inject_context()))
             )
         finally:
             self.record.ledger.close(run_id)

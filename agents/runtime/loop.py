@@ -28,6 +28,21 @@ from tracing import attributes as attr
 __all__ = ["ToolLoop"]
 
 
+def opening(inv: Invocation) -> list[dict[str, Any]]:
+    """The conversation an invocation starts from: handed over, or the task (with its input).
+
+    Structured input follows what the agent is asked, as JSON.
+    """
+    delegation = inv.delegation
+    messages = delegation.history or [{"role": "user", "content": delegation.task}]
+    if delegation.input is None:
+        return messages
+    given = json.dumps(delegation.input, ensure_ascii=False, indent=1)
+    last = messages[-1]
+    text = f"{last['content']}\n\nInput (JSON):\n```json\n{given}\n```"
+    return [*messages[:-1], {**last, "content": text}]
+
+
 @dataclass
 class ToolLoop:
     """One agent's steps for an invocation: model calls and tool calls, between its hooks.
@@ -75,7 +90,7 @@ class ToolLoop:
         if any(system):
             messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
         # Handed over: the conversation so far goes on here; else the task starts one.
-        messages += inv.delegation.history or [{"role": "user", "content": inv.delegation.task}]
+        messages += opening(inv)
         sent_back = 0  # answers that did not match the output schema
         refused = await self.steering.check_task(inv)
         if refused is not None:

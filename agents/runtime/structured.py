@@ -7,7 +7,6 @@ answer that does not match is sent back with the validation error, a bounded num
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agents.core.imports import import_object
 from agents.core.json_schema import value_problems
 from agents.core.spec import AgentSpec
 
@@ -26,11 +26,7 @@ _FENCED = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.S)
 
 def load_output_model(path: str) -> type[BaseModel]:
     """The pydantic model named `package.module:Model` (ValueError when it is not one)."""
-    module, _, name = path.partition(":")
-    try:
-        found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import {path}: {exc}") from None
+    found = import_object(path)  # (an ImportProblem is a ValueError)
     if not (isinstance(found, type) and issubclass(found, BaseModel)):
         raise ValueError(f"{path} is not a pydantic model")
     return found

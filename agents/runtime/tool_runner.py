@@ -18,7 +18,7 @@ from agents.core.events import DelegationRefusedEvent, ToolFinished, ToolStarted
 from agents.core.messages import Refusal
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
-from agents.core.steps import child_invocation, started_key, tool_key
+from agents.core.steps import child_invocation, tool_key
 from agents.models.base import ToolCall
 from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
 from agents.runtime.people import People
@@ -72,13 +72,36 @@ class ToolRunner:
             return [await self._run_tool(inv, calls[0])]
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
-    async def _run_tool(self, inv: Invocation, call: ToolCall) -> ToolOutput:
+    async def call(
+        self,
+        inv: Invocation,
+        call: ToolCall,
+        *,
+        step: int | None = None,
+        marks: Mapping[str, str | int] | None = None,
+    ) -> ToolOutput:
+        """One call made by code, not by a model step (a workflow's).
+
+        `step`: its number in the step log (the invocation's step by default); `marks`:
+        attributes of its span (where in the workflow it was made).
+        """
+        return await self._run_tool(inv, call, step, marks)
+
+    async def _run_tool(
+        self,
+        inv: Invocation,
+        call: ToolCall,
+        step: int | None = None,
+        marks: Mapping[str, str | int] | None = None,
+    ) -> ToolOutput:
         tool = self.tools.get(call.name)
         target = tool.target.name if isinstance(tool, DelegateTool) else None
-        key = tool_key(inv.steps, call.id)
+        key = tool_key(inv.steps if step is None else step, call.id)
         # A delegation is never taken from the record: the callee resumes from its own.
         recorded = inv.recorded.get(key) if target is None else None
         with tool_span(call.name, call.id, delegate_to=target) as span:
+            for name, value in (marks or {}).items():
+                span.set_attribute(name, value)
             ids = span_ids(span)
             if self.reporter.logs_steps(inv):
                 span.set_attribute(attr.BATON_STEP, f"{inv.id}/{key}")
@@ -215,7 +238,7 @@ class ToolRunner:
                     is_error=True,
                 )
             return None
-        start = started_key(inv.steps, call.id)
+        start = f"{key}:started"  # (`started_key` of the call's step)
         if inv.recorded.get(start) is not None:
             return ToolOutput(
                 f"error: {call.name} had started before the run was interrupted and left no "

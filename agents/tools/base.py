@@ -9,7 +9,6 @@ the same key on every retry of one call.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import json
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from agents.core.errors import ToolImportError
+from agents.core.imports import ImportProblem, import_object
 
 if TYPE_CHECKING:
     from agents.core.messages import AgentResult, RunContext
@@ -179,20 +179,13 @@ class FunctionTool:
 
 def load_function_tool(path: str) -> FunctionTool:
     """Import `package.module:function` (or `package.module.function`) as a tool."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ToolImportError(path, "expected 'package.module:function'")
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ToolImportError(path, f"module {module_name!r} not importable ({exc})") from exc
-    fn = getattr(module, attr, None)
-    if fn is None:
-        raise ToolImportError(path, f"module {module_name!r} has no attribute {attr!r}")
+        fn = import_object(path)
+    except ImportProblem as exc:
+        raise ToolImportError(path, exc.reason) from None
     if not callable(fn):
-        raise ToolImportError(path, f"{attr!r} is not callable")
+        name = path.partition(":")[2] or path.rpartition(".")[2]
+        raise ToolImportError(path, f"{name!r} is not callable")
     try:
         return FunctionTool.from_callable(fn)
     except Exception as exc:  # a hint pydantic cannot turn into a schema

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.core.guard import check_delegation
+from agents.core.json_schema import value_problems
 from agents.core.messages import (
     AgentResult,
     Delegation,
@@ -30,6 +31,7 @@ __all__ = [
     "HandoffTool",
     "build_tools",
     "delegate_tool_name",
+    "input_problems",
     "reserved_by",
 ]
 
@@ -98,28 +100,39 @@ class DelegateTool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """One argument: the task to hand over."""
+        """The task to hand over; and its structured input, when the target takes one."""
+        properties: dict[str, Any] = {
+            "task": {"type": "string", "description": "What the agent should do, self-contained."}
+        }
+        required = ["task"]
+        if self.target.accepts is not None:
+            properties["input"] = self.target.accepts
+            required.append("input")
         return {
             "type": "object",
-            "properties": {
-                "task": {
-                    "type": "string",
-                    "description": "What the agent should do, self-contained.",
-                }
-            },
-            "required": ["task"],
+            "properties": properties,
+            "required": required,
             "additionalProperties": False,
         }
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
-        """Check the delegation with the guard, then dispatch it and report the result."""
+        """Check the delegation (its input, then the guard), dispatch it, report the result."""
         task = arguments.get("task")
         if not isinstance(task, str) or not task.strip():
             return ToolOutput("invalid arguments: 'task' must be a non-empty string", is_error=True)
-        return await self._hand(task, [], ctx)
+        given = arguments.get("input")
+        if problems := input_problems(self.target, given):
+            return ToolOutput(
+                f"invalid input for {self.target.name}: {'; '.join(problems)}", is_error=True
+            )
+        return await self._hand(task, [], ctx, given)
 
     async def _hand(
-        self, task: str, history: list[dict[str, Any]], ctx: ToolCallContext
+        self,
+        task: str,
+        history: list[dict[str, Any]],
+        ctx: ToolCallContext,
+        given: Any = None,
     ) -> ToolOutput:
         run = ctx.run
         tokens_left = None
@@ -140,6 +153,7 @@ class DelegateTool:
             history = [*remembered, {"role": "user", "content": task}]
         delegation = Delegation(
             task=task,
+            input=given,
             context=run.enter(self.target.name, inject_context()),
             caller=self.caller,
             call_id=ctx.call_id,
@@ -188,6 +202,18 @@ class HandoffTool(DelegateTool):
         told = handoff_note(self.caller, arguments.get("note"))
         history.append({"role": "user", "content": told})
         return await self._hand(task or told, history, ctx)
+
+
+def input_problems(target: AgentCard, given: Any) -> list[str]:
+    """What in `given` does not fit the input `target` takes (each problem at its place).
+
+    An agent that declares no `input_schema` takes any input (or none).
+    """
+    if target.accepts is None:
+        return []
+    if given is None:
+        return ["(top): the structured input is missing"]
+    return value_problems(target.accepts, given)
 
 
 def _result_text(result: AgentResult) -> str:

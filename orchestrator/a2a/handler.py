@@ -45,6 +45,7 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     UnsupportedOperationError,
 )
+from google.protobuf.json_format import MessageToDict
 from sqlalchemy.exc import DBAPIError
 
 from agents.core.a2a_meta import META_AGENT
@@ -68,6 +69,7 @@ from orchestrator.access import Role as KeyRole
 from orchestrator.engine.submission import Submission
 from orchestrator.errors import (
     IdempotencyConflict,
+    InvalidInput,
     RunNotFound,
     ServiceError,
     ThreadNotFound,
@@ -301,21 +303,7 @@ class BatonRequestHandler(RequestHandler):
         With the question it answered, if any: the run's updates go on past it.
         """
         message = params.message
-        if not message.message_id:
-            raise InvalidParamsError(
-                "the message has no messageId: it is required (it makes a resent message "
-                "start one task, not two)"
-            )
-        if message.role != Role.ROLE_USER:
-            raise InvalidParamsError(
-                "the message's role must be ROLE_USER (a task is asked by its user), not "
-                f"{Role.Name(message.role)}"
-            )
-        text = get_message_text(message).strip()
-        if not text:
-            raise InvalidParamsError("the message has no text part: a Baton task is text")
-        if refusal := nul_refusal(text, "the message's text"):
-            raise InvalidParamsError(refusal)
+        text, given = asked_in(message)
         if message.task_id:
             return await self._follow_up(service, message, text, context)
         headers = {k.lower(): v for k, v in context.state.get("headers", {}).items()}
@@ -336,6 +324,7 @@ class BatonRequestHandler(RequestHandler):
         caller = _caller(context, "submit")
         request = Submission(
             task=text,
+            input=given,
             agent=agent,
             deadline_s=deadline_s,
             stream=stream,
@@ -366,6 +355,11 @@ class BatonRequestHandler(RequestHandler):
                 f"contextId {message.context_id!r} is a conversation this caller cannot "
                 "continue: send the message with another contextId (or none)",
                 data={"reason": "context_not_yours"},
+            ) from None
+        except InvalidInput as exc:
+            raise InvalidParamsError(
+                f"the message's data part: {exc.message}",
+                data={"reason": "invalid_input", "problems": exc.details["problems"]},
             ) from None
         except ServiceError as exc:
             raise InternalError(f"{exc.code}: {exc.message}") from None
@@ -488,6 +482,34 @@ class BatonRequestHandler(RequestHandler):
     ) -> AgentCard:
         """No extended card: the public one says it all."""
         raise ExtendedAgentCardNotConfiguredError("the public card is all there is")
+
+
+def asked_in(message: Message) -> tuple[str, Any]:
+    """What a user's message asks: its text, and its structured input (its first data part).
+
+    Raises `InvalidParamsError` naming what is missing or wrong.
+    """
+    if not message.message_id:
+        raise InvalidParamsError(
+            "the message has no messageId: it is required (it makes a resent message start "
+            "one task, not two)"
+        )
+    if message.role != Role.ROLE_USER:
+        raise InvalidParamsError(
+            "the message's role must be ROLE_USER (a task is asked by its user), not "
+            f"{Role.Name(message.role)}"
+        )
+    text = get_message_text(message).strip()
+    data = [MessageToDict(p.data) for p in message.parts if p.WhichOneof("content") == "data"]
+    if not text and not data:
+        raise InvalidParamsError(
+            "the message has no text part and no data part: a Baton task is text, with "
+            "structured input as a data part"
+        )
+    text = text or "Work on the input."
+    if refusal := nul_refusal(text, "the message's text"):
+        raise InvalidParamsError(refusal)
+    return text, data[0] if data else None
 
 
 def _caller(context: ServerCallContext, role: KeyRole) -> Access:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
@@ -134,6 +136,22 @@ async def _run_there(
             raise typer.Exit(2) from None
 
 
+def _read_input(path: Path) -> Any:
+    """The JSON in `path` (exits 2 saying what is wrong with the file, and where)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        err.print(f"--input {path}: {exc.strerror}", style="red", markup=False)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = (
+            f" (line {exc.lineno}, column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
+            else ""
+        )
+        err.print(f"--input {path}: not JSON{where}: {exc}", style="red", markup=False)
+    raise typer.Exit(2)
+
+
 @app.command()
 def run(
     task: Annotated[str, typer.Argument(help="What the team should do.")],
@@ -162,6 +180,15 @@ def run(
             "--stream-all", help="Print every agent's model text as it comes.", metavar=""
         ),
     ] = False,
+    given: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            help="A JSON file: structured input for the entry agent (checked against its "
+            "input_schema).",
+            metavar="FILE.json",
+        ),
+    ] = None,
 ) -> None:
     """Run a task and print the answer and the delegation tree.
 
@@ -180,6 +207,7 @@ def run(
         "token_budget": budget,
         "deadline_s": deadline,
         "stream": display.streams,
+        "input": _read_input(given) if given is not None else None,
     }
     try:
         request = RunRequest.model_validate(body)

@@ -18,12 +18,14 @@ from agents.core.events import Event, RunStarted
 from agents.core.guard import check_delegation
 from agents.core.limits import SpendCap
 from agents.core.messages import AgentResult, Delegation, RunContext, RunStatus
+from agents.core.spec import AgentCard
 from agents.core.steps import entry_invocation
 from agents.ray.dispatch import RayDispatcher
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.pool import AgentPool, PoolOptions, start_pool
 from agents.ray.wire import Closed, RunSettle
 from agents.runtime.guardrails import Guardrails
+from agents.tools.delegate import input_problems
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
 from orchestrator.engine.submission import Execution, Lineage, Origin, Submission
 from orchestrator.system.config import AgentSystem
@@ -85,6 +87,7 @@ class Engine:
         self._pool: AgentPool | None = None
         self._ledger: LedgerClient | None = None
         self._dispatcher: RayDispatcher | None = None
+        self._cards: dict[str, AgentCard] = {}  # (their input schemas, imported once)
         self._inflight: dict[str, ray.ObjectRef[bytes]] = {}
         self._active: set[str] = set()  # runs between the start and the end of `run`
         self._cancelled: dict[str, str | None] = {}  # active runs asked to stop, and by whom
@@ -233,6 +236,21 @@ class Engine:
             return request
         verdict = {"guardrail": tripped.guardrail, "reason": tripped.reason}
         return replace(request, task=tripped.kept, input_tripped=verdict)
+
+    def input_problems(self, agent: str | None, given: Any) -> list[str]:
+        """What in `given` the entry agent `agent` asks for does not take (each at its place).
+
+        None for `auto` (routed at run time: the agent checks its input on arrival).
+        """
+        if agent == AUTO:
+            return []
+        name = agent or self.system.entry
+        if name not in self._cards:
+            spec = next((a for a in self.system.config.agents if a.name == name), None)
+            if spec is None:
+                return []  # (an unknown agent is refused by the door's own check)
+            self._cards[name] = spec.card()
+        return input_problems(self._cards[name], given)
 
     def choose_entry(self, task: str, agent: str | None) -> tuple[str, RoutingDecision | None]:
         """The entry agent for `task`: the one asked for, routed (`auto`), or the config's."""
@@ -503,6 +521,7 @@ class Engine:
         history = list(execution.turns.history) if execution.turns else []
         delegation = Delegation(
             task=task,
+            input=request.input,
             context=ctx.enter(entry, inject_context()),
             invocation=entry_invocation(replay_of or ctx.run_id) if ctx.step_log else None,
             replay=ctx.epoch > 0 or replay_of is not None,

@@ -73,6 +73,8 @@ class Submission:
         input_tripped: an input guardrail of the entry agent tripped on the task at the door
             (`guardrail`, `reason`; set by the service): `task` is what it kept, and the run
             ends as that guardrail ends it. Nothing it blocked was recorded anywhere.
+        input: structured input for the entry agent (JSON), beside the task.
+        metadata: named values kept with the run, as given (who it is for, ...).
     """
 
     task: str
@@ -87,6 +89,8 @@ class Submission:
     tenant: str = "default"
     submitted_by: str | None = None
     input_tripped: dict[str, str] | None = None
+    input: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def stored(cls, task: str, options: dict[str, Any] | None, **whose: Any) -> Submission:
@@ -121,7 +125,10 @@ class Submission:
         return {
             k: v
             for k, v in asdict(self).items()
-            if k not in ("task", "tenant", "submitted_by") and v is not None and v is not False
+            if k not in ("task", "tenant", "submitted_by")
+            and v is not None
+            and v is not False
+            and v != {}
         }
 
 

@@ -117,8 +117,9 @@ async def submit(
     meta: Mapping[str, Any],
     who: Access,
     thread: str | None = None,
+    given: Any = None,
 ) -> StoredRun:
-    """Start a run (a turn of `thread`, if given; `new`: of a new thread).
+    """Start a run (a turn of `thread`, if given; `new`: of a new thread); `given`: its input.
 
     A W3C trace context in the call's `_meta` (SEP-414) is the run's parent: the MCP host's
     trace goes on into the run's.
@@ -128,7 +129,7 @@ async def submit(
         raise ToolError(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents))}")
     carrier = {k: str(meta[k]) for k in TRACE_KEYS if isinstance(meta.get(k), str)}
     try:
-        request = RunRequest(task=task, agent=agent).submission()
+        request = RunRequest(task=task, agent=agent, input=given).submission()
         if carrier:
             request = dataclasses.replace(request, origin=Origin(trace_context=carrier))
         if thread is None:

@@ -205,6 +205,7 @@ class TeamTools:
         agent: str | None = None,
         wait_s: WaitSeconds = 60.0,
         thread: str | None = None,
+        input: dict[str, Any] | list[Any] | None = None,
     ) -> dict[str, Any] | InputRequiredResult:
         """Give the team a task; wait up to wait_s seconds for the answer.
 
@@ -220,6 +221,7 @@ class TeamTools:
             wait_s: how long to wait for the run to end (0: return at once with its id).
             thread: a conversation to continue (the id a former answer's thread_id gave), or
                 "new" to start one: the team sees the earlier turns.
+            input: structured input for the entry agent (JSON), checked against its schema.
         """
         runs = await self._service()
         answered: tuple[str, ...] = ()
@@ -231,7 +233,7 @@ class TeamTools:
         else:
             caller = _who(ctx, "submit")
             meta = ctx.request_context.meta or {}
-            run = await submit(runs, task, agent, meta, caller, thread)
+            run = await submit(runs, task, agent, meta, caller, thread, input)
         return await _wait(runs, run, ctx, wait_s, caller, answered)
 
     async def answer_question(

@@ -109,6 +109,7 @@ class RunTasks(Extension):
                 ctx.meta or {},
                 caller_of(ctx.request, "submit"),
                 _text(arguments.get("thread")),
+                arguments.get("input"),
             )
         except ToolError as exc:
             return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)

@@ -26,6 +26,7 @@ __all__ = [
     "DelegationNode",
     "DiagramView",
     "ForkRequest",
+    "Metadata",
     "RunLinks",
     "RunPageView",
     "RunRequest",
@@ -33,6 +34,7 @@ __all__ = [
     "RunView",
     "SpanNode",
     "TraceView",
+    "metadata_field",
     "run_links",
     "run_page_view",
     "run_view",
@@ -56,6 +58,34 @@ def _number_only(value: Any) -> Any:
 
 # (The bounds go before the validator: after it, pydantic leaves them out of the JSON schema.)
 NUMBER_ONLY = BeforeValidator(_number_only)
+
+
+# Metadata values: what every store keeps as JSON as it was given (no NUL, no NaN).
+_META_KEY = r"^[A-Za-z0-9_.:-]+$"
+_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=_META_KEY)]
+# (Strict: a string past its length is refused, not read as the number it spells.)
+_MetaValue = (
+    Annotated[str, Field(strict=True, max_length=1000, pattern=r"^[^\u0000]*$")]
+    | Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
+    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
+    | Annotated[bool, Field(strict=True)]
+    | None
+)
+Metadata = dict[_MetaKey, _MetaValue]
+
+
+def metadata_field(of: str) -> Any:
+    """Up to 32 named values kept with `of`, as given."""
+    return Field(
+        default_factory=dict,
+        max_length=32,
+        description=f"Up to 32 values to keep with {of}.",
+        # Said in the schema as the validation does it: names of that shape, no others.
+        json_schema_extra={
+            "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": _META_KEY},
+            "additionalProperties": False,
+        },
+    )
 
 
 class RunRequest(BaseModel):
@@ -95,6 +125,12 @@ class RunRequest(BaseModel):
         description="Models stream their output: the events carry `model_delta` text as it is "
         "produced (not stored; the record keeps whole messages).",
     )
+    input: Any = Field(
+        default=None,
+        description="Structured input for the entry agent (JSON), beside the task: checked "
+        "against its `input_schema` (422 naming the field).",
+    )
+    metadata: Metadata = metadata_field("the run (who it is for, a ticket number...)")
 
     def submission(self) -> Submission:
         """The request as the run service takes it (its fields are the request's own)."""
@@ -199,6 +235,10 @@ class RunView(BaseModel):
         default=None,
         description="The version of the team it began on (another than `version` only for a "
         "run resumed on a newer version).",
+    )
+    input: Any = Field(default=None, description="Its structured input, as submitted.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="The values kept with it, as submitted."
     )
     links: RunLinks
 
@@ -329,6 +369,8 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         cancelled_by=run.cancelled_by,
         version=run.version,
         began_on=run.began_on,
+        input=(run.options or {}).get("input"),
+        metadata=(run.options or {}).get("metadata") or {},
         links=run_links(run, prefix),
     )
 

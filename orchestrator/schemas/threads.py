@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
-from orchestrator.schemas.runs import RunLinks, RunRequest, run_links
+from orchestrator.schemas.runs import Metadata, RunLinks, RunRequest, metadata_field, run_links
 from orchestrator.store import StoredRun
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the API's schemas do without it
@@ -35,38 +35,12 @@ class ThreadRunSubmission(RunRequest):
     )
 
 
-# Metadata values: what every store keeps as JSON as it was given (no NUL, no NaN).
-_META_KEY = r"^[A-Za-z0-9_.:-]+$"
-
-
-_MetaKey = Annotated[str, Field(min_length=1, max_length=64, pattern=_META_KEY)]
-
-
-# (Strict: a string past its length is refused, not read as the number it spells.)
-_MetaValue = (
-    Annotated[str, Field(strict=True, max_length=1000, pattern=r"^[^\u0000]*$")]
-    | Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
-    | Annotated[float, Field(strict=True, allow_inf_nan=False)]
-    | Annotated[bool, Field(strict=True)]
-    | None
-)
-
-
 class ThreadCreate(BaseModel):
     """The body of `POST /v1/threads`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    metadata: dict[_MetaKey, _MetaValue] = Field(
-        default_factory=dict,
-        max_length=32,
-        description="Up to 32 values to keep with the thread (a user id, say).",
-        # Said in the schema as the validation does it: names of that shape, no others.
-        json_schema_extra={
-            "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": _META_KEY},
-            "additionalProperties": False,
-        },
-    )
+    metadata: Metadata = metadata_field("the thread (a user id, say)")
 
 
 class ThreadLinks(BaseModel):

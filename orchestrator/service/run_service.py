@@ -24,6 +24,7 @@ from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
 from orchestrator.errors import (
     IdempotencyConflict,
+    InvalidInput,
     NotReady,
     Overloaded,
     ProviderGateClosed,
@@ -351,11 +352,14 @@ class RunService:
             IdempotencyConflict: the key was used with a different request.
             Overloaded: too many runs in flight and queued.
             NotReady: the service is stopping, or its agents did not start.
+            InvalidInput: the input does not fit the entry agent's `input_schema`.
         """
         request = replace(request, tenant=caller.tenant, submitted_by=caller.who)
         # Before anything keeps the task (its fingerprint included): what an input guardrail
         # blocks is never written, not even to be taken out again.
         request = await self.engine.screen(request)
+        if problems := self.engine.input_problems(request.agent, request.input):
+            raise InvalidInput(request.agent or self.engine.system.entry, problems)
         scoped = caller.own(idempotency_key) if idempotency_key else None
         if scoped is not None:
             existing = await self.store.by_idempotency_key(scoped)

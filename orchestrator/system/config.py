@@ -21,10 +21,12 @@ from agents.core.gate_spec import GateSpec
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
+from agents.core.workflow_spec import step_agents
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import reserved_by
+from agents.workflows.run import load_workflow
 from orchestrator.system.revision import code_revision
 from orchestrator.system.topology import Topology, build_topology
 from orchestrator.system.yaml_source import (
@@ -194,6 +196,11 @@ def _check_names(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                             ("agents", i, "delegates", j), f"{agent.name} delegates to itself"
                         )
                     )
+        if agent.workflow is not None and not isinstance(agent.workflow, str):
+            for target in step_agents(agent.workflow):
+                if target not in {a.name for a in config.agents} or target == agent.name:
+                    what = "itself" if target == agent.name else f"unknown agent {target!r}"
+                    issues.append(src.issue(("agents", i, "workflow"), f"a step calls {what}"))
         for j, target in enumerate(agent.handoffs):
             if target == agent.name or target not in {a.name for a in config.agents}:
                 what = "itself" if target == agent.name else f"unknown agent {target!r}"
@@ -211,6 +218,15 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 load_output_model(agent.output_schema)
             except ValueError as exc:
                 issues.append(src.issue(("agents", i, "output_schema"), str(exc)))
+        try:
+            agent.input_json_schema()
+        except ValueError as exc:
+            issues.append(src.issue(("agents", i, "input_schema"), str(exc)))
+        if isinstance(agent.workflow, str):
+            try:
+                load_workflow(agent.workflow)
+            except ValueError as exc:
+                issues.append(src.issue(("agents", i, "workflow"), str(exc)))
         issues += _check_guardrails(src, agent.guardrails, ("agents", i, "guardrails"))
         names: dict[str, str] = {}
         for j, ref in enumerate(agent.tools):

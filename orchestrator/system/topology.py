@@ -83,10 +83,11 @@ def build_topology(agents: list[AgentSpec], entry: str) -> Topology:
     graph.add_nodes_from(names)
     known = set(names)
     for agent in agents:
+        callees = agent.callees  # (a workflow's shape names those it calls)
         targets = (
             [n for n in names if n != agent.name]
-            if agent.delegates == "*"
-            else [t for t in agent.delegates if t in known]
+            if callees == "*"
+            else [t for t in callees if t in known and t != agent.name]
         )
         handoffs = [t for t in agent.handoffs if t in known]
         for target in dict.fromkeys([*targets, *handoffs]):  # in the config's order

@@ -39,7 +39,7 @@ async def test_hostile_labels_render_as_text_at_every_detail() -> None:
 async def test_a_thousand_delegations_render() -> None:
     _, spans = await local_trace(wide_team(20, 50), "fan out")
     svg = render_diagram(sequence_diagram(spans).text, "svg").decode()
-    label = "[\N{MULTIPLICATION SIGN}50 alike delegate_to_worker calls]"
+    label = "[\N{MULTIPLICATION SIGN}50 alike delegate_to_worker calls at once]"
     assert label in " ".join(svg_texts(svg))  # Mermaid wraps it over two lines
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +54,7 @@ def test_tools_load_by_import_path_in_either_form() -> None:
     ("path", "reason"),
     [
         ("configs.tools:nope", "has no attribute 'nope'"),
-        ("no_such_module:fn", "not importable"),
+        ("no_such_module:fn", "no module named 'no_such_module'"),
         ("configs.tools:_MAX_EXPONENT", "is not callable"),
     ],
 )
@@ -65,3 +67,19 @@ def test_calculate_evaluates_arithmetic_and_refuses_anything_else() -> None:
     assert calculate("17 * 23 + 4") == 395
     with pytest.raises(ValueError, match="unsupported"):
         calculate("__import__('os').system('true')")
+
+
+def test_a_module_that_fails_as_it_imports_names_its_file_and_line(tmp_path: Path) -> None:
+    package = tmp_path / "broken_tools"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "syntax.py").write_text("x = 1\ndef f(:\n    pass\n")
+    (package / "raising.py").write_text("import os\n\nKEY = os.environ['BATON_NOT_SET_EVER']\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(ToolImportError, match=rf"SyntaxError at {package / 'syntax.py'}:2"):
+            load_function_tool("broken_tools.syntax:f")
+        with pytest.raises(ToolImportError, match=rf"KeyError at {package / 'raising.py'}:3"):
+            load_function_tool("broken_tools.raising:f")
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -56,7 +56,9 @@ def test_baton_serve_waits_for_its_store_then_stops_in_one_line(tmp_path: Path) 
     assert done.returncode == 2
     said = done.stderr.strip().splitlines()
     # (logged as the service logs: `WARNING:  ...`, as uvicorn's own lines)
-    assert said[0].startswith(f"WARNING:  waiting for the run store: the run store at 127.0.0.1:{port}")
+    assert said[0].startswith(
+        f"WARNING:  waiting for the run store: the run store at 127.0.0.1:{port}"
+    )
     assert said[-1].endswith("(waited 2s: BATON_STORE_START_WAIT_S)"), said
     assert len(said) == 2 and "Traceback" not in done.stderr and "s3cret-pw" not in done.stderr
 

@@ -1,0 +1,1 @@
+"""Example teams orchestrated by workflows: in Python (`research`) and in YAML (the others)."""
