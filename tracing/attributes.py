@@ -95,6 +95,7 @@ __all__ = [
     "EVENT_MODEL_RETRY",
     "EVENT_OUTPUT_INVALID",
     "EVENT_SPEND_WARNING",
+    "EVENT_STEERED",
     "EVENT_STEP_RULES",
     "GATE_WAIT_SPAN",
     "GEN_AI_AGENT_DESCRIPTION",
@@ -190,6 +191,8 @@ EVENT_GUARDRAIL_TRIPPED = "guardrail_tripped"
 EVENT_STEP_RULES = "step_rules"
 EVENT_CONTEXT_FITTED = "context_fitted"  # older messages dropped or summarized for a request
 EVENT_HOOK_VETO = "hook_veto"
+# A hook or step rule changed the agent's course (`by`, `change`, the model `step` it changed).
+EVENT_STEERED = "baton.steered"
 BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

@@ -231,7 +231,21 @@ class _Builder:
                 grouped.append((child if child.name.startswith(_CHAT) else None, []))
             if child.name.startswith(_TOOL):
                 grouped[-1][1].append(child)
-        chunks = [self.step(agent, chat, tools) for chat, tools in grouped]
+        steered = _steered(node)  # (by the model step they changed)
+        chunks = []
+        for number, (chat, tools) in enumerate(grouped, 1):
+            chunk = _Chunk()
+            for said in steered.pop(number if chat is not None else 0, []):
+                chunk.add(self.note(agent, said))
+            step = self.step(agent, chat, tools)
+            chunk.add(step)
+            chunk.shape = hash((step.shape, len(chunk.elements)))
+            chunks.append(chunk)
+        if steered:  # (what stopped it came after its last step)
+            last = _Chunk()
+            for said in (n for notes in steered.values() for n in notes):
+                last.add(self.note(agent, said))
+            chunks.append(last)
         return self.fold_runs([c for c in chunks if c.elements], "steps", agent)
 
     def step(self, agent: Any, chat: _Node | None, tools: list[_Node]) -> _Chunk:
@@ -317,6 +331,13 @@ class _Builder:
         return chunk
 
     def tool(self, agent: Any, node: _Node) -> _Chunk:
+        """A tool call, and what a hook changed of it (a veto, a replaced result) as a note."""
+        chunk = self.call(agent, node)
+        for said in (n for notes in _steered(node).values() for n in notes):
+            chunk.add(self.note(agent, said))
+        return chunk
+
+    def call(self, agent: Any, node: _Node) -> _Chunk:
         tool = node.name.removeprefix(_TOOL)
         target = node.attrs.get(attr.BATON_DELEGATION_TARGET) or (
             tool.removeprefix(_DELEGATE) if tool.startswith(_DELEGATE) else None
@@ -446,6 +467,17 @@ def _json(value: Any) -> Any:
         return json.loads(value)
     except ValueError:
         return None
+
+
+def _steered(node: _Node) -> dict[int, list[str]]:
+    """What hooks and step rules changed on a span, as notes, by the model step they changed."""
+    notes: dict[int, list[str]] = {}
+    for event in node.span.get("events") or []:
+        if event.get("name") == attr.EVENT_STEERED:
+            said = event.get("attributes") or {}
+            step = int(said.get("step") or 0)
+            notes.setdefault(step, []).append(f"↪ {said.get('by')} {said.get('change')}")
+    return notes
 
 
 def _handed_over_to(node: _Node) -> str | None:

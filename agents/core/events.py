@@ -42,6 +42,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "SpendWarning",
+    "Steered",
     "ToolFinished",
     "ToolStarted",
     "WaitOpened",
@@ -506,6 +507,23 @@ class SpendWarning(EventBase):
         return f"[yellow]$[/] {self.message}"
 
 
+class Steered(EventBase):
+    """A hook or step rule changed the agent's course: what it changed, and why it could.
+
+    A forced or changed model call, a vetoed tool call, a replaced tool result, a stopped run.
+    """
+
+    type: Literal["steered"] = "steered"
+    by: str = Field(description="The hook's class, or `step_rules` (then the rules' names).")
+    change: str = Field(description="What it changed, in words.")
+    step: int = Field(description="The agent's model step it changed (0: before any).")
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return f"[magenta]↪[/] {self.agent}: {self.by} {self.change}"
+
+
 class RunFinished(EventBase):
     """The run ended: its status, answer or error, usage and duration. Always the last event."""
 
@@ -542,6 +560,7 @@ Event = Annotated[
     | InputRequested
     | InputProvided
     | SpendWarning
+    | Steered
     | RunFinished,
     Field(discriminator="type"),
 ]

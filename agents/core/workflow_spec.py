@@ -37,6 +37,7 @@ __all__ = [
     "parse_step",
     "places",
     "step_agents",
+    "step_checks",
 ]
 
 # `{slot}` or `{slot.field.0}` in a template.
@@ -256,6 +257,22 @@ def step_agents(step: Step) -> list[str]:
         return [a for s in step.loop.steps for a in step_agents(s)]
     routes = [*step.route.cases.values(), *([step.route.default] if step.route.default else [])]
     return [a for s in routes for a in step_agents(s)]
+
+
+def step_checks(step: Step) -> list[str]:
+    """The functions a step names (`until.check`, `route.check`), by import path."""
+    if isinstance(step, SequenceStep):
+        return [c for s in step.sequence for c in step_checks(s)]
+    if isinstance(step, ParallelStep) and not isinstance(step.parallel, MapSpec):
+        return [c for s in step.parallel for c in step_checks(s)]
+    if isinstance(step, LoopStep):
+        own = [step.loop.until.check] if step.loop.until and step.loop.until.check else []
+        return own + [c for s in step.loop.steps for c in step_checks(s)]
+    if isinstance(step, RouteStep):
+        route = step.route
+        inner = [*route.cases.values(), *([route.default] if route.default else [])]
+        return ([route.check] if route.check else []) + [c for s in inner for c in step_checks(s)]
+    return []
 
 
 def places(template: str) -> list[str]:

@@ -38,9 +38,10 @@ class HookFailed(Exception):
 class Stopped(Exception):
     """A hook stopped the invocation (`run`: and the whole run)."""
 
-    def __init__(self, message: str, run: bool = False) -> None:
+    def __init__(self, message: str, run: bool = False, hook: str | None = None) -> None:
         super().__init__(message)
         self.run = run
+        self.hook = hook  # (its class's name)
 
 
 async def call_hook(hook: Hooks, method: str, *args: Any) -> Any:
@@ -56,7 +57,9 @@ async def call_hook(hook: Hooks, method: str, *args: Any) -> Any:
     if isinstance(answer, Stop):
         what = "the run" if answer.run else "by hook"
         raise Stopped(
-            f"stopped {what} {type(hook).__name__}.{method}: {answer.reason}", run=answer.run
+            f"stopped {what} {type(hook).__name__}.{method}: {answer.reason}",
+            run=answer.run,
+            hook=type(hook).__name__,
         )
     return answer
 

@@ -73,6 +73,9 @@ class ToolLoop:
                 await steering.hooks_call(inv, "on_start", inv.delegation.task)
             result = await self._steps(inv)
         except (HookFailed, Stopped) as exc:
+            if isinstance(exc, Stopped):
+                what = "the run" if exc.run else "the agent"
+                steering.steered(inv, exc.hook or "a hook", f"stopped {what}")
             result = end(inv, RunStatus.FAILED, error=str(exc))
             result.stops_run = isinstance(exc, Stopped) and exc.run
         if steering.hooks:

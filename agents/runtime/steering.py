@@ -16,6 +16,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from agents.core.events import Steered
 from agents.core.guardrail_spec import JudgeSpec
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import Ledger
@@ -100,14 +101,29 @@ class Steering:
             left = None
             if any(r.when.budget_below for r in rules) and self.ledger is not None:
                 left = await self.ledger.tokens_left(inv.ctx.run_id)
+            before = _request_shape(request)
             applied = apply_rules(rules, request, self._hook_context(inv), left)
             if applied:
                 trace.get_current_span().add_event(
                     attr.EVENT_STEP_RULES, {"step": inv.steps, "rules": applied}
                 )
+                if changed := _changes(before, request):
+                    rules_named = ", ".join(f"#{i + 1}" for i in applied)
+                    self.steered(inv, f"step rules {rules_named}", changed)
         if self.hooks:
+            before = _request_shape(request)
             await self.hooks_call(inv, "before_model", request)
+            if changed := _changes(before, request):
+                self.steered(inv, _names(self.hooks), changed)
         return request
+
+    def steered(self, inv: Invocation, by: str, change: str) -> None:
+        """Say that a hook or step rule changed the agent's course: an event, a span event."""
+        step = inv.steps + 1 if "model call" in change else inv.steps  # (the call to be made)
+        trace.get_current_span().add_event(
+            attr.EVENT_STEERED, {"by": by, "change": change, "step": step}
+        )
+        self.reporter.emit(inv, Steered, by=by, change=change, step=step)
 
     async def after_model(self, inv: Invocation, reply: ModelReply) -> None:
         """The hooks' `after_model`."""
@@ -165,6 +181,7 @@ class Steering:
                         attr.EVENT_HOOK_VETO, {"hook": type(hook).__name__, "reason": answer.reason}
                     )
                     who = type(hook).__name__
+                    self.steered(inv, who, f"vetoed {call.name}: {answer.reason}")
                     return ToolOutput(f"error: vetoed by {who}: {answer.reason}", is_error=True)
         out = await run()
         content = out.content
@@ -174,8 +191,14 @@ class Steering:
                 _note_trip(tripped)
                 return ToolOutput(f"error: {tripped}", is_error=True, child=out.child)
         if self.hooks:
-            for answer in await self.hooks_call(inv, "after_tool", call.name, content):
-                content = answer if isinstance(answer, str) else content
+            for hook, answer in zip(
+                self.hooks,
+                await self.hooks_call(inv, "after_tool", call.name, content),
+                strict=True,
+            ):
+                if isinstance(answer, str) and answer != content:
+                    self.steered(inv, type(hook).__name__, f"replaced the result of {call.name}")
+                    content = answer
         return dataclasses.replace(out, content=content)
 
     def _other_model(self, chosen: str | dict[str, Any]) -> ModelClient | None:
@@ -208,6 +231,39 @@ class Steering:
             return None if said.upper().startswith("PASS") else said.removeprefix("FAIL:").strip()
 
         return ask
+
+
+def _request_shape(request: ModelRequest) -> tuple[Any, ...]:
+    """What of a model call a hook or rule may change, to tell whether one did."""
+    return (
+        request.model,
+        request.force_tool,
+        tuple(t.get("function", {}).get("name") for t in request.tools),
+        len(request.messages),
+        hash(json.dumps(request.messages, sort_keys=True, default=str)),
+    )
+
+
+def _changes(before: tuple[Any, ...], request: ModelRequest) -> str | None:
+    """What changed in the model call, in words (None: nothing)."""
+    model, forced, tools, count, _ = before
+    after = _request_shape(request)
+    if after == before:
+        return None
+    said = []
+    if request.force_tool != forced and request.force_tool:
+        said.append(f"forced {request.force_tool}")
+    if request.model != model:
+        said.append(f"switched the model to {request.model}")
+    if after[2] != tools:
+        said.append("changed the tools offered")
+    if after[3:] != (count, before[4]):
+        said.append("changed the messages")
+    return f"{', '.join(said) or 'changed'} on the next model call"
+
+
+def _names(hooks: list[Hooks]) -> str:
+    return ", ".join(type(h).__name__ for h in hooks)
 
 
 def _note_trip(tripped: Tripped) -> None:

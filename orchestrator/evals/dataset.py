@@ -12,6 +12,7 @@ cases:
   - name: adds
     task: what is 6 * 7?
     agent: coordinator                       # default: the config's entry agent
+    input: {customer: 42}                    # structured input (its input_schema's)
     expect:
       status: succeeded                      # the default
       answer: {contains: "42"}               # or {equals: ...}, {regex: ...}
@@ -138,6 +139,9 @@ class Case(_Strict):
     )
     agent: str | None = None
     deadline_s: float | None = Field(default=None, gt=0)
+    input: Any = Field(
+        default=None, description="Structured input for the entry agent (each turn's)."
+    )
     expect: Expect = Field(default_factory=Expect)
 
     @model_validator(mode="after")

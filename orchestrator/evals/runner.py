@@ -155,7 +155,8 @@ class ServiceDoor:
         from orchestrator.service.threads import NEW_THREAD
 
         asked = [
-            Submission(task=t, agent=case.agent, deadline_s=case.deadline_s) for t in case.asked
+            Submission(task=t, agent=case.agent, deadline_s=case.deadline_s, input=case.input)
+            for t in case.asked
         ]
         if len(asked) == 1:
             return (await self.service.submit(asked[0]))[0]
@@ -206,7 +207,7 @@ class ServerDoor:
     async def _turns(self, case: Case) -> dict[str, Any]:
         """The case's run: of its task, or its last turn's (those before it ended first)."""
         asked = case.asked
-        extra = {"agent": case.agent, "deadline_s": case.deadline_s}
+        extra = {"agent": case.agent, "deadline_s": case.deadline_s, "input": case.input}
         extra = {k: v for k, v in extra.items() if v is not None}
         if len(asked) == 1:
             return await self.client.submit({"task": asked[0], **extra})

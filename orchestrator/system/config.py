@@ -21,7 +21,7 @@ from agents.core.gate_spec import GateSpec
 from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
-from agents.core.workflow_spec import step_agents
+from agents.core.workflow_spec import step_agents, step_checks
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
@@ -227,6 +227,12 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 load_workflow(agent.workflow)
             except ValueError as exc:
                 issues.append(src.issue(("agents", i, "workflow"), str(exc)))
+        elif agent.workflow is not None:
+            for path in step_checks(agent.workflow):
+                try:
+                    load_callable(path)
+                except ValueError as exc:
+                    issues.append(src.issue(("agents", i, "workflow"), str(exc)))
         issues += _check_guardrails(src, agent.guardrails, ("agents", i, "guardrails"))
         names: dict[str, str] = {}
         for j, ref in enumerate(agent.tools):

@@ -10,9 +10,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agents.core.events import Steered
 from agents.core.messages import RunStatus
 from agents.runtime.hooks import HookContext, Hooks, ModelRequest, Stop, Veto
-from tests.testkit import local_trace
+from tests.testkit import EventList, local_trace
+from tracing.sequence import sequence_diagram
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +39,7 @@ class Audit(Hooks):
         return Veto("stamping is not allowed today") if tool == "stamp" else None
 
     def after_tool(self, ctx: HookContext, tool: str, result: str) -> str:  # sync works too
-        return result.upper()
+        return f"{result.upper()} (audited)"
 
     async def on_end(self, ctx: HookContext, result: Any) -> None:
         self.seen.append(("end", result.status))
@@ -74,7 +76,8 @@ agents:
 
 async def test_hooks_observe_veto_tool_calls_and_change_their_results() -> None:
     Audit.seen.clear()
-    result, spans = await local_trace(HOOKED, "work please", entry="clerk")
+    events = EventList()
+    result, spans = await local_trace(HOOKED, "work please", entry="clerk", events=events)
     assert result.status == RunStatus.SUCCEEDED, result.error  # type: ignore[attr-defined]
     kinds = [kind for kind, _ in Audit.seen]
     assert kinds == ["start", "model", "tool", "tool", "model", "end"]
@@ -86,6 +89,10 @@ async def test_hooks_observe_veto_tool_calls_and_change_their_results() -> None:
     )
     vetoes = [e for e in tools["execute_tool stamp"]["events"] if e["name"] == "hook_veto"]
     assert vetoes[0]["attributes"]["reason"] == "stamping is not allowed today"
+    # Each change a hook made is an event of the run too: a veto, a replaced result.
+    steered = [(e.by, e.change) for e in events.events if isinstance(e, Steered)]
+    assert ("Audit", "vetoed stamp: stamping is not allowed today") in steered
+    assert any(change.startswith("replaced the result of calculate") for _, change in steered)
 
 
 async def test_a_hook_can_end_an_invocation_and_one_that_raises_fails_it_visibly() -> None:
@@ -130,6 +137,11 @@ async def test_step_rules_force_a_tool_add_an_instruction_and_switch_the_model()
     [agent] = [s for s in spans if s["name"] == "invoke_agent analyst"]
     applied = [e["attributes"] for e in agent["events"] if e["name"] == "step_rules"]
     assert applied == [{"step": 1, "rules": [0]}, {"step": 2, "rules": [1]}]
+    # What they changed is said, and drawn where it happened: a reader sees why.
+    drawn = sequence_diagram(spans, detail="full").text
+    assert "Note over a3: ↪ step rules #35;1 forced stamp on the next model call" in drawn
+    assert "↪ step rules #35;2 switched the model to baton/scripted, changed the messages" in drawn
+    assert "↪ Audit vetoed stamp: stamping is not allowed today" in drawn
 
 
 async def test_the_support_example_runs_offline_and_hands_a_refund_over_to_billing() -> None:

@@ -257,3 +257,13 @@ def test_a_shape_that_names_an_unknown_agent_or_misses_a_key_is_a_config_error()
     with pytest.raises(ConfigError) as caught:
         parse_config(ROUTE.replace('by: "{input.kind}"', "kind: x"), "team.yaml")
     assert "route" in str(caught.value)
+
+
+def test_a_shapes_check_function_that_does_not_import_is_a_config_error() -> None:
+    broken = LOOP.format(approves="true").replace(
+        "until: {field: approved, equals: true}", "until: {check: configs.checks:no_such_check}"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_config(broken, "team.yaml")
+    said = str(caught.value)
+    assert "agents[0].workflow: cannot import configs.checks:no_such_check" in said
