@@ -44,10 +44,11 @@ def _outcome(node: SpanTree) -> str:
 
 def _tool_words(tool: SpanTree) -> str:
     name = tool.name.removeprefix(attr.TOOL_SPAN_PREFIX)
+    target = tool.attrs.get(attr.BATON_DELEGATION_TARGET)
     if name.startswith(attr.HANDOFF_TOOL_PREFIX):
         said = f"handed over to {name.removeprefix(attr.HANDOFF_TOOL_PREFIX)}"
-    elif name.startswith(attr.DELEGATE_TOOL_PREFIX):
-        said = f"delegated to {name.removeprefix(attr.DELEGATE_TOOL_PREFIX)}"
+    elif target or name.startswith(attr.DELEGATE_TOOL_PREFIX):
+        said = f"delegated to {target or name.removeprefix(attr.DELEGATE_TOOL_PREFIX)}"
     else:
         said = f"called {name}"
     return f"{said} (failed)" if tool.failed else said

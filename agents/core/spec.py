@@ -33,6 +33,7 @@ __all__ = [
     "SharedHostOptions",
     "SupervisionOptions",
     "Timeouts",
+    "ToolFace",
     "ToolRef",
 ]
 
@@ -308,6 +309,25 @@ class FileToolsSpec(_Strict):
     max_results: int = Field(default=200, ge=1, le=10_000)
 
 
+class ToolFace(_Strict):
+    """How callers' models see an agent as a tool (the OpenAI Agents SDK's `as_tool`)."""
+
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="The tool's name (default: `delegate_to_<agent>`).",
+    )
+    description: str | None = Field(
+        default=None, max_length=2000, description="What callers are told it does."
+    )
+    output: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
+        description="A field of its JSON answer (`summary`, `result.text`): callers get that "
+        "field's value instead of the whole answer.",
+    )
+
+
 def _schema_or_model(value: Any) -> Any:
     """An inline JSON Schema (checked) or a pydantic model's import path, as written."""
     if isinstance(value, str) and ":" not in value:
@@ -331,6 +351,9 @@ class AgentCard(_Strict):
         default=None,
         description="The JSON Schema of the structured input it takes (a delegation's `input`): "
         "its `input_schema`, a model's imported.",
+    )
+    tool: ToolFace = Field(
+        default_factory=ToolFace, description="How callers' models see it as a tool."
     )
 
 
@@ -504,6 +527,7 @@ class AgentSpec(AgentCard):
             capabilities=self.capabilities,
             confirm=self.confirm,
             accepts=self.input_json_schema(),
+            tool=self.tool,
         )
 
     def input_json_schema(self) -> dict[str, Any] | None:

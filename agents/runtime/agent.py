@@ -125,12 +125,12 @@ class AgentRuntime:
         elif spec.workflow is not None:
             from agents.workflows.run import WorkflowRun  # (imports the workflow's code)
 
-            cards = {
-                t.target.name: t.target
+            callees = {
+                t.target.name: t
                 for t in self._by_name.values()
                 if isinstance(t, DelegateTool) and not isinstance(t, HandoffTool)
             }
-            self._work = WorkflowRun(spec, runner, people, self.reporter, cards)
+            self._work = WorkflowRun(spec, runner, people, self.reporter, callees)
         else:
             self._work = ToolLoop(
                 spec, self.caller, runner, self.steering, self.reporter, record, contract

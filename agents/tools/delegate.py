@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,13 +86,13 @@ class DelegateTool:
 
     @property
     def name(self) -> str:
-        """`delegate_to_{agent}`."""
-        return delegate_tool_name(self.target.name)
+        """`delegate_to_{agent}`, or the name the target's `tool.name` gives."""
+        return self.target.tool.name or delegate_tool_name(self.target.name)
 
     @property
     def description(self) -> str:
-        """The target agent's description and capabilities, for the model."""
-        return _describe(self.target)
+        """The target agent's description and capabilities (or its `tool.description`)."""
+        return self.target.tool.description or _describe(self.target)
 
     @property
     def confirm(self) -> bool:
@@ -163,7 +164,7 @@ class DelegateTool:
         )
         result = await self.dispatcher.dispatch(self.target.name, delegation)
         return ToolOutput(
-            _result_text(result),
+            _result_text(result, self.target.tool.output),
             is_error=result.status != RunStatus.SUCCEEDED,
             child=result,
             handoff=handoff,
@@ -204,6 +205,17 @@ class HandoffTool(DelegateTool):
         return await self._hand(task or told, history, ctx)
 
 
+def _field_of(text: str, field: str) -> str:
+    """The value at `field` (`a.b`) of a JSON answer, as text; the whole answer if it has none."""
+    try:
+        value: Any = json.loads(text)
+        for part in field.split("."):
+            value = value[part]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return text
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def input_problems(target: AgentCard, given: Any) -> list[str]:
     """What in `given` does not fit the input `target` takes (each problem at its place).
 
@@ -216,9 +228,12 @@ def input_problems(target: AgentCard, given: Any) -> list[str]:
     return value_problems(target.accepts, given)
 
 
-def _result_text(result: AgentResult) -> str:
+def _result_text(result: AgentResult, field: str | None = None) -> str:
+    """What the caller's model is told of the callee's result (`field`: of its JSON answer)."""
     if result.status == RunStatus.SUCCEEDED:
         text = result.output or ""
+        if field is not None:
+            text = _field_of(text, field)
     else:
         text = f"error: {result.agent} ended {result.status.value}: {result.error or 'no detail'}"
     return text if len(text) <= _MAX_RESULT_CHARS else text[:_MAX_RESULT_CHARS] + " [truncated]"

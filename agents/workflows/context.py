@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult
-from agents.core.spec import AgentCard
 from agents.core.steps import call_key, step_number
 from agents.models.base import ToolCall
 from agents.runtime.invocation import Invocation
@@ -26,7 +25,7 @@ from agents.runtime.people import People
 from agents.runtime.reporting import Reporter
 from agents.runtime.tool_runner import ToolRunner
 from agents.tools.base import ToolOutput
-from agents.tools.delegate import delegate_tool_name, input_problems
+from agents.tools.delegate import DelegateTool, input_problems
 from tracing import attributes as attr
 
 __all__ = ["Answer", "CallFailed", "NotDeterministic", "Workflow", "WorkflowError"]
@@ -87,7 +86,7 @@ class Workflow:
     runner: ToolRunner
     people: People
     reporter: Reporter
-    cards: Mapping[str, AgentCard]
+    callees: Mapping[str, DelegateTool]
     _places: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -121,13 +120,12 @@ class Workflow:
         call's span.
         """
         place = next(self._places)  # (taken before any await: the code's order)
-        card = self.cards.get(agent)
-        tool = delegate_tool_name(agent)
-        if card is None or not getattr(self.runner.tools.get(tool), "allowed", False):
+        callee = self.callees.get(agent)
+        if callee is None or not callee.allowed:
             raise WorkflowError(
                 f"{self.reporter.agent} does not call {agent!r}: list it under its delegates"
             )
-        if problems := input_problems(card, input):
+        if problems := input_problems(callee.target, input):
             raise WorkflowError(f"invalid input for {agent}: {'; '.join(problems)}")
         text = task if task is not None else ("" if input is None else "Work on the input.")
         if not text.strip():
@@ -184,8 +182,8 @@ class Workflow:
         fork = self.inv.ctx.fork_from
         if fork is not None and fork[0] == self.inv.id and place >= step_number(fork[1]):
             self.inv.recorded.diverged = True  # a fork goes live from its place on
-        call = ToolCall(id=f"w{place}", name=name if kind == "tool" else delegate_tool_name(name),
-                        arguments=json.dumps(arguments))  # fmt: skip
+        tool = name if kind == "tool" else self.callees[name].name
+        call = ToolCall(id=f"w{place}", name=tool, arguments=json.dumps(arguments))
         marked = {attr.BATON_WORKFLOW_PLACE: f"w{place}", **(marks or {})}
         out = await self.runner.call(self.inv, call, step=place, marks=marked)
         if out.child is not None:
@@ -194,13 +192,14 @@ class Workflow:
 
     def _check(self, place: int, kind: str, name: str, arguments: dict[str, Any]) -> None:
         """Record what is called at `place`; a resumed run must call the same there."""
+        recorded = self.inv.recorded.get(call_key(place))
+        if recorded is None and not self.reporter.logs_steps(self.inv):
+            return  # (no step log: nothing to record, nothing to compare)
         digest = hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()[:16]
         said = _said(arguments)
-        recorded = self.inv.recorded.get(call_key(place))
         if recorded is None:
-            if self.reporter.logs_steps(self.inv):
-                data = {"kind": kind, "name": name, "digest": digest, "said": said}
-                self.reporter.record(self.inv, call_key(place), "call", data)
+            data = {"kind": kind, "name": name, "digest": digest, "said": said}
+            self.reporter.record(self.inv, call_key(place), "call", data)
             return
         was = recorded.data
         if (was.get("kind"), was.get("name"), was.get("digest")) != (kind, name, digest):

@@ -17,12 +17,13 @@ from pydantic import BaseModel
 
 from agents.core.imports import import_object
 from agents.core.messages import AgentResult, RunStatus
-from agents.core.spec import AgentCard, AgentSpec
+from agents.core.spec import AgentSpec
 from agents.core.workflow_spec import Step
 from agents.runtime.invocation import Invocation
 from agents.runtime.people import People
 from agents.runtime.reporting import Reporter
 from agents.runtime.tool_runner import ToolRunner
+from agents.tools.delegate import DelegateTool
 from agents.workflows.context import Answer, NotDeterministic, Workflow
 from agents.workflows.shapes import Shapes
 
@@ -50,14 +51,14 @@ class WorkflowRun:
         runner: how its calls are made (the agent's delegation and own tools).
         people: who answers its questions (`Workflow.ask`).
         reporter: where its events go, and how an invocation ends.
-        cards: the agents it may call, by name (their input schemas).
+        callees: the delegation tool of each agent it may call, by the agent's name.
     """
 
     spec: AgentSpec
     runner: ToolRunner
     people: People
     reporter: Reporter
-    cards: Mapping[str, AgentCard]
+    callees: Mapping[str, DelegateTool]
 
     def __post_init__(self) -> None:
         workflow = self.spec.workflow
@@ -68,7 +69,7 @@ class WorkflowRun:
 
     async def run(self, inv: Invocation) -> AgentResult:
         """Run the code once for the invocation; its return value is the answer."""
-        flow = Workflow(inv, self.runner, self.people, self.reporter, self.cards)
+        flow = Workflow(inv, self.runner, self.people, self.reporter, self.callees)
         end = self.reporter.end
         answer: Any = None
         failure: str | None = None

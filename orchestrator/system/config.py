@@ -25,7 +25,7 @@ from agents.core.workflow_spec import step_agents, step_checks
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
-from agents.tools.delegate import reserved_by
+from agents.tools.delegate import DELEGATE_PREFIX, reserved_by
 from agents.workflows.run import load_workflow
 from orchestrator.system.revision import code_revision
 from orchestrator.system.topology import Topology, build_topology
@@ -267,7 +267,36 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                     )
                 )
             names[tool.name] = path
+        issues += _check_faces(src, config, agent, names)
         issues += _check_connections(src, config, i, agent)
+    return issues
+
+
+def _check_faces(
+    src: Located, config: SystemConfig, agent: AgentSpec, names: dict[str, str]
+) -> list[ConfigIssue]:
+    """The tool names its callees take (`tool.name`): none may be another of its tools'."""
+    issues = []
+    index = {a.name: j for j, a in enumerate(config.agents)}
+    callees = agent.callees
+    targets = (
+        [a for a in config.agents if a.name != agent.name]
+        if callees == "*"
+        else [config.agents[index[n]] for n in callees if n in index]
+    )
+    for target in targets:
+        face = target.tool.name
+        if face is None:
+            continue
+        if face in names or (reserved_by(face) and not face.startswith(DELEGATE_PREFIX)):
+            taken = names.get(face) or reserved_by(face)
+            issues.append(
+                src.issue(
+                    ("agents", index[target.name], "tool", "name"),
+                    f"tool name {face!r} collides, for {agent.name}, with {taken}",
+                )
+            )
+        names[face] = f"{target.name} (as a tool)"
     return issues
 
 

@@ -267,3 +267,55 @@ def test_a_shapes_check_function_that_does_not_import_is_a_config_error() -> Non
         parse_config(broken, "team.yaml")
     said = str(caught.value)
     assert "agents[0].workflow: cannot import configs.checks:no_such_check" in said
+
+
+FACED = """
+agents:
+  - name: lead
+    description: Asks for a summary.
+    delegates: [summarizer]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: summarize, arguments: {task: sum it up}}]}
+          - {content: done}
+  - name: summarizer
+    description: Summarizes.
+    tool:
+      name: summarize
+      description: Summarize a text in one line.
+      output: summary
+    output_schema:
+      type: object
+      properties: {summary: {type: string}, words: {type: integer}}
+      required: [summary, words]
+"""
+
+
+async def test_an_agent_offered_as_a_tool_has_the_name_description_and_output_its_config_says() -> (
+    None
+):
+    result, spans = await local_trace("tracing: {capture_content: true}\n" + FACED, "go")
+    assert result.status == RunStatus.SUCCEEDED, result.error  # type: ignore[attr-defined]
+    [call] = spans_named(spans, "execute_tool summarize")
+    assert call["attributes"]["baton.delegation.target"] == "summarizer"
+    # The caller's model was told the summary field only, not the whole JSON answer.
+    said = call["attributes"]["gen_ai.tool.call.result"]
+    assert said.startswith("No tool matched") and "words" not in said
+    offered = [s["attributes"].get("gen_ai.tool.definitions") for s in spans]
+    assert any("Summarize a text in one line." in str(o) for o in offered)
+    drawn = sequence_diagram(spans).text
+    assert "->>+a4: summarize" in drawn  # (the arrow goes to the summarizer, by its tool name)
+
+
+def test_a_tool_name_that_collides_with_the_callers_own_tool_is_a_config_error() -> None:
+    clash = FACED.replace("name: summarize\n", "name: calculate\n").replace(
+        "    delegates: [summarizer]\n",
+        "    delegates: [summarizer]\n    tools: [configs.tools:calculate]\n",
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_config(clash, "team.yaml")
+    assert "agents[1].tool.name: tool name 'calculate' collides, for lead, with" in str(
+        caught.value
+    )
