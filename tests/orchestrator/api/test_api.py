@@ -216,6 +216,9 @@ async def test_health_readiness_and_agents(api: str) -> None:
         ["notary", "scribe"],
         ["lead", "clerk"],
         ["lead", "vault"],
+        ["pipeline", "profiler"],  # (a workflow's calls are edges too)
+        ["pipeline", "clerk"],
+        ["fanout", "sleeper"],
     ]
     submission = spec["components"]["schemas"]["RunSubmission"]["properties"]["agent"]
     assert submission["anyOf"][0]["enum"] == [
@@ -233,6 +236,9 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "lead",
         "clerk",
         "vault",
+        "pipeline",
+        "fanout",
+        "profiler",
         "auto",
     ]
 
