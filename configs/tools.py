@@ -59,7 +59,11 @@ def calculate(expression: str) -> float:
 
 @idempotent
 def describe_numbers(numbers: list[float]) -> dict[str, float]:
-    """Summary statistics of a list of numbers: count, mean, median, min, max."""
+    """Summary statistics of a list of numbers: count, mean, median, min, max.
+
+    Args:
+        numbers: the numbers to describe (at least one).
+    """
     if not numbers:
         raise ValueError("numbers is empty")
     return {
@@ -73,7 +77,11 @@ def describe_numbers(numbers: list[float]) -> dict[str, float]:
 
 @idempotent
 def word_count(text: str) -> int:
-    """Count the words in a text."""
+    """Count the words in a text.
+
+    Args:
+        text: the text whose words to count.
+    """
     return len(text.split())
 
 
@@ -94,7 +102,11 @@ _NOTES = {
 
 @idempotent
 def lookup_note(topic: str) -> str:
-    """Look a topic up in the built-in knowledge notes (Ray, LiteLLM, OpenTelemetry, Mermaid)."""
+    """Look a topic up in the built-in knowledge notes (Ray, LiteLLM, OpenTelemetry, Mermaid).
+
+    Args:
+        topic: what to look up, in a few words.
+    """
     lowered = topic.lower()
     found = [note for key, note in _NOTES.items() if key in lowered]
     return " ".join(found) if found else f"no note matches {topic!r}"

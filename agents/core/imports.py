@@ -3,15 +3,19 @@
 Tools, workflows, output models, guardrail and check functions are all named so. A module that
 does not import says why and where: the file and line of a syntax error, or of the statement
 that raised while the module ran.
+
+A team file's folder is on the import path of every process that reads it and of every agent
+host (`on_import_path`), so `tools:search` finds `tools.py` beside the team file.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import traceback
 from typing import Any
 
-__all__ = ["ImportProblem", "import_object"]
+__all__ = ["ImportProblem", "import_object", "on_import_path"]
 
 
 class ImportProblem(ValueError):
@@ -21,6 +25,18 @@ class ImportProblem(ValueError):
         self.path = path
         self.reason = reason
         super().__init__(f"cannot import {path}: {reason}")
+
+
+def on_import_path(*folders: str) -> None:
+    """Put these folders on this process's import path, after what is there already.
+
+    After, not first: a module of the team's named like one of Python's own (`queue.py`,
+    `email.py`) must not replace it in a process that imports it later.
+    """
+    for folder in folders:
+        if folder not in sys.path:
+            sys.path.append(folder)
+            importlib.invalidate_caches()
 
 
 def import_object(path: str) -> Any:

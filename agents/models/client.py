@@ -31,7 +31,12 @@ from agents.models.safety import check_model_allowed
 from agents.models.tokenizer import defer_default_tokenizer
 from agents.models.unlogged import unlogged
 
-__all__ = ["LiteLLMClient", "configure_litellm", "retry_after"]
+__all__ = [
+    "LiteLLMClient",
+    "configure_litellm",
+    "retry_after",
+    "takes_json_schema",
+]
 
 
 _configured = False
@@ -60,6 +65,16 @@ def configure_litellm() -> None:
     # litellm's message redaction for them would only deep-copy every conversation.
     litellm.turn_off_message_logging = False
     _configured = True
+
+
+def takes_json_schema(model: str) -> bool:
+    """Whether `model` takes a JSON Schema for its answer (`response_format`), as litellm says."""
+    try:
+        return model.startswith(BUILTIN_PREFIX) or bool(
+            litellm.supports_response_schema(model=model)
+        )
+    except Exception:  # a model litellm does not know
+        return False
 
 
 @dataclass
@@ -93,11 +108,7 @@ class LiteLLMClient(ModelClient):
 
     @override
     def supports_json_schema(self) -> bool:
-        name = self.spec.name
-        try:
-            return name.startswith(BUILTIN_PREFIX) or litellm.supports_response_schema(model=name)
-        except Exception:  # a model litellm does not know
-            return False
+        return takes_json_schema(self.spec.name)
 
     @override
     def busy(self, error: BaseException) -> Busy | None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from agents.core.gc_policy import settle_after_start
+from agents.core.imports import on_import_path
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
@@ -117,6 +118,7 @@ class AgentHost:
         env: the config's forwarded variables; their values are secrets.
         forbid_remote_models: the agents may call only built-in models and servers on loopback.
         gates: the cluster's provider gates, when the system has any.
+        code_path: folders put on its import path (the team file's).
     """
 
     def __init__(
@@ -131,7 +133,9 @@ class AgentHost:
         env: dict[str, str] | None = None,
         forbid_remote_models: bool = False,
         gates: RayGates | None = None,
+        code_path: tuple[str, ...] = (),
     ) -> None:
+        on_import_path(*code_path)  # before any of the team's own modules is imported
         if forbid_remote_models:
             safety.forbid_remote_models()
         # Imported here, not at the top: the driver imports this module to create hosts, and

@@ -53,6 +53,8 @@ class PoolOptions:
             servers on loopback (test suites set it).
         store_url: the run store, where the ledger writes runs' steps and events as they come
             (durable runs, which can resume); None: they live in the ledger's memory only.
+        code_path: folders on every agent host's import path (the team file's: its own tools,
+            hooks, schemas and workflows import there, as in the process that read it).
     """
 
     namespace: str = "baton"
@@ -60,6 +62,7 @@ class PoolOptions:
     detached: bool = False
     forbid_remote_models: bool = False
     store_url: str | None = None
+    code_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -317,6 +320,7 @@ def start_pool(
                     dict(options.env),
                     options.forbid_remote_models,
                     gate_port,
+                    options.code_path,
                 ),
             )
             # An autoscaled host's recipes go up to its `max`; the first `replicas` start now.

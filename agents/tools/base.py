@@ -13,9 +13,10 @@ import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from agents.core.errors import ToolImportError
 from agents.core.imports import ImportProblem, import_object
@@ -136,15 +137,16 @@ class FunctionTool:
             fields[param.name] = (annotation, default)
         # Resolve string annotations (`from __future__ import annotations`) in fn's module.
         hints = inspect.get_annotations(fn, eval_str=True)
-        for pname, (_, default) in list(fields.items()):
-            if pname in hints:
-                fields[pname] = (hints[pname], default)
+        doc = inspect.getdoc(fn) or ""
+        described = _documented(doc)
+        for pname, (annotation, default) in list(fields.items()):
+            hint = hints.get(pname, annotation)
+            fields[pname] = (_with_description(hint, described.get(pname)), default)
         args_model = create_model(
             f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
         )
         schema = args_model.model_json_schema()
         schema.pop("title", None)
-        doc = inspect.getdoc(fn) or ""
         description = doc.split("\n\n")[0].replace("\n", " ").strip() or fn.__name__
         return cls(
             name=name or fn.__name__,
@@ -175,6 +177,42 @@ class FunctionTool:
             # Sync tools may block (CPU or I/O); keep the actor's event loop free.
             result = await asyncio.to_thread(self.fn, **kwargs)
         return ToolOutput(_to_text(result))
+
+
+def _documented(doc: str) -> dict[str, str]:
+    """Each parameter's description in a Google, NumPy or Sphinx docstring (`Args:` ...)."""
+    import docstring_parser
+
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError:
+        return {}
+    return {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+
+
+def _with_description(hint: Any, documented: str | None) -> Any:
+    """The hint, with the parameter's description where the model's schema reads it.
+
+    `Annotated[T, Field(description=...)]` says it already; `Annotated[T, "text"]` (as
+    LangChain writes it) and the docstring's words are made one.
+    """
+    said = documented
+    if get_origin(hint) is Annotated:
+        base, *extras = get_args(hint)
+        if any(isinstance(e, FieldInfo) and e.description for e in extras):
+            return hint
+        said = next((e for e in extras if isinstance(e, str)), None) or documented
+        kept = [e for e in extras if not isinstance(e, str)]
+        hint = Annotated[(base, *kept)] if kept else base
+    if said is None:
+        return hint
+    return Annotated[hint, Field(description=said)]
+
+
+def parameter_descriptions(tool: FunctionTool) -> dict[str, str | None]:
+    """Each parameter of a tool, with what the model is told of it (None: nothing)."""
+    properties = tool.parameters.get("properties", {})
+    return {name: schema.get("description") for name, schema in properties.items()}
 
 
 def load_function_tool(path: str) -> FunctionTool:

@@ -55,13 +55,21 @@ async def research(flow: Workflow) -> dict[str, object]:
 
 @idempotent
 def split_topic(topic: str) -> list[str]:
-    """Split a topic into search questions: what it is, its history, its uses."""
+    """Split a topic into search questions: what it is, its history, its uses.
+
+    Args:
+        topic: the topic to research.
+    """
     subject = topic.rsplit(":", 1)[-1].strip() or topic
     return [f"what is {subject}", f"history of {subject}", f"uses of {subject}"]
 
 
 @idempotent
 def search_notes(query: str) -> str:
-    """Search the notes for a query (a stand-in for a web search)."""
+    """Search the notes for a query (a stand-in for a web search).
+
+    Args:
+        query: the question to search for.
+    """
     asked = query.rsplit(":", 1)[-1].strip()
     return f"notes on {asked}: three sources agree."

@@ -11,6 +11,10 @@ __all__ = ["questions_in"]
 
 @idempotent
 def questions_in(request: str) -> list[str]:
-    """List the questions in a request (its sentences, split at . ? and !)."""
+    """List the questions in a request (its sentences, split at . ? and !).
+
+    Args:
+        request: the customer's request.
+    """
     said = request.rsplit(":", 1)[-1]
     return [s.strip() for s in re.split(r"(?<=[.?!])\s+", said) if s.strip()]

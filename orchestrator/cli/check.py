@@ -39,12 +39,41 @@ def check(
     """
     system = load_system(path, Settings())
     print_topology(console, system)
+    _print_tools(system)
     outside = any(a.mcp or a.a2a for a in system.config.agents)
     if outside and offline:
         console.print("MCP servers and remote agents not contacted (--offline)", style="yellow")
     elif outside and not all(asyncio.run(_reach(system))):
         raise typer.Exit(1)
     console.print(f"{system.source}: ok", style="bold green")
+
+
+def _print_tools(system: AgentSystem) -> None:
+    """Each function tool with what its model is told of each parameter (a warning: nothing).
+
+    Descriptions come from `Field(description=...)`, `Annotated[T, "text"]` and the docstring
+    (Google's `Args:`, NumPy's `Parameters`, Sphinx's `:param:`).
+    """
+    from agents.tools.base import load_function_tool, parameter_descriptions
+
+    seen: set[str] = set()
+    for agent in system.config.agents:
+        for ref in agent.tools:
+            if ref.function in seen:
+                continue
+            seen.add(ref.function)
+            tool = load_function_tool(ref.function)
+            described = parameter_descriptions(tool)
+            shown = ", ".join(f"{name}: {said or '-'}" for name, said in described.items())
+            console.print(f"tool {tool.name}({shown})", markup=False, soft_wrap=True)
+            for name in (n for n, said in described.items() if not said):
+                err.print(
+                    f"warning: tool {tool.name} ({ref.function}): parameter {name!r} has no "
+                    "description: the model sees its name only (say it in the docstring's "
+                    'Args, or with Annotated[T, "..."])',
+                    style="yellow",
+                    markup=False,
+                )
 
 
 async def _reach(system: AgentSystem) -> tuple[bool, bool]:

@@ -78,7 +78,8 @@ def _capabilities(agent: AgentSpec) -> list[str]:
     if shape is not None:
         what = shape if isinstance(shape, str) else "an inline JSON Schema"
         lines.append(
-            f"answers JSON: {what} ({agent.output_mode} mode, {agent.output_retries} retries)"
+            f"answers JSON: {what} ({agent.output_mode} mode: {_structured_mode(agent)}, "
+            f"{agent.output_retries} retries)"
         )
     context = agent.context
     if context.strategy != "none":
@@ -98,6 +99,19 @@ def _capabilities(agent: AgentSpec) -> list[str]:
         verb = "redacts" if guard.action == "redact" else "checks"
         lines.append(f"guardrail {guard.label} {verb} the {guard.check} of {guard.tool}")
     return lines
+
+
+def _structured_mode(agent: AgentSpec) -> str:
+    """How its model will be asked for JSON: natively, or in its prompt (and why)."""
+    if agent.output_mode == "prompt":
+        return "in the prompt"
+    if agent.output_mode == "native":
+        return "native (response_format)"
+    from agents.models.client import takes_json_schema
+
+    if takes_json_schema(agent.model.name):
+        return f"native: {agent.model.name} takes a JSON Schema"
+    return f"in the prompt: litellm knows no JSON Schema support of {agent.model.name}"
 
 
 def _rule(rule: StepRule) -> str:

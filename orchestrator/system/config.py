@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.core.errors import ConfigError, ConfigIssue, ToolImportError
 from agents.core.gate_spec import GateSpec
 from agents.core.guardrail_spec import GuardrailsSpec
+from agents.core.imports import on_import_path
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
 from agents.core.workflow_spec import step_agents, step_checks
@@ -89,6 +90,9 @@ class AgentSystem:
     topology: Topology
     source: str
     warnings: list[ConfigIssue] = field(default_factory=list)
+    # The team file's folder, on the import path of the processes that run it (None: a config
+    # read from text).
+    folder: str | None = None
 
     @property
     def entry(self) -> str:
@@ -460,8 +464,14 @@ def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
 
 
 def load_config(path: str | Path) -> AgentSystem:
-    """Read and validate an agent-system YAML file."""
+    """Read and validate an agent-system YAML file.
+
+    Its folder goes on the import path first: the team's own modules (tools, schemas, hooks,
+    workflows) import by their names there, with no PYTHONPATH.
+    """
     path = Path(path)
+    folder = str(path.resolve().parent)
+    on_import_path(folder)
     try:
         with path.open("rb") as file:
             data = file.read(MAX_CONFIG_BYTES + 1)  # a bound, whatever the path names
@@ -469,4 +479,5 @@ def load_config(path: str | Path) -> AgentSystem:
         raise ConfigError(
             [ConfigIssue(str(path), None, None, "", f"cannot read file: {exc.strerror}")]
         ) from None
-    return parse_config(data, str(path))  # too large or not UTF-8: config errors there
+    system = parse_config(data, str(path))  # too large or not UTF-8: config errors there
+    return replace(system, folder=folder)

@@ -153,8 +153,10 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
     warned = [e for _, evs in ended for _, kind, e in evs if kind == "spend_warning"]
     assert warned and all(e["scope"] == "tenant:acme" for e in warned)
 
-    # No call started once the replies had reached the cap (allowing the moment a reply takes
-    # to reach the ledger: each is sent as it comes).
+    # Once the replies had reached the cap, a run starts at most one more call: the one whose
+    # check raced the last reply on its way to the ledger (each is sent as it comes, but a
+    # loaded machine may take a second to deliver it). A cap that did not hold lets each run go
+    # on to its end: several calls each.
     replies = sorted(
         (e["ts"], e["tokens"]) for _, evs in ended for _, kind, e in evs if kind == "model_finished"
     )
@@ -164,13 +166,12 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
         if counted >= cap:
             reached_at = at
             break
-    late = [
-        e["ts"] - reached_at
-        for _, evs in ended
-        for _, kind, e in evs
-        if kind == "model_started" and e["ts"] > reached_at + 0.25
-    ]
-    assert late == [], late
+    late = {
+        r["id"]: [e["ts"] - reached_at for _, kind, e in evs
+                      if kind == "model_started" and e["ts"] > reached_at]
+        for r, evs in ended
+    }  # fmt: skip
+    assert all(len(calls) <= 1 for calls in late.values()), late
     # Past the cap by no more than the calls under way when it was reached: at most one a run.
     auth = {"Authorization": f"Bearer {keys['acme-ci']}"}
     async with httpx.AsyncClient(base_url=b.url, timeout=30, headers=auth) as client:

@@ -179,7 +179,8 @@ def test_the_support_example_uses_each_agent_feature_and_baton_check_lists_them(
         "triage: guardrail on its input: no-card-numbers",
         "billing: guardrail on its output: no-promises",
         "billing: context: summarize to fit the model's window (keeps the last 6)",
-        "checker: answers JSON: an inline JSON Schema (auto mode, 2 retries)",
+        "checker: answers JSON: an inline JSON Schema (auto mode: native: baton/offline takes a "
+        "JSON Schema, 2 retries)",
     ):
         assert line in done.output, done.output
 
