@@ -54,6 +54,8 @@ __all__ = [
     "BATON_GATE_WAITED",
     "BATON_GUARDRAIL",
     "BATON_GUARDRAIL_STAGE",
+    "BATON_HANDED_BACK_TO",
+    "BATON_HAND_BACK",
     "BATON_HOST_ACTOR",
     "BATON_HOST_CAUSE",
     "BATON_HOST_RESTARTS",
@@ -149,6 +151,10 @@ BATON_RUN_ID = "baton.run.id"
 BATON_DELEGATION_DEPTH = "baton.delegation.depth"
 BATON_DELEGATION_CHAIN = "baton.delegation.chain"
 BATON_REFUSAL_REASON = "baton.refusal.reason"
+# On an `invoke_agent` span whose turn ended by handing control back up its chain: to whom.
+BATON_HANDED_BACK_TO = "baton.handed_back_to"
+# On an `execute_tool` span of a delegation to an agent up the chain: a hand-back, not a call.
+BATON_HAND_BACK = "baton.hand_back"
 # On an `invoke_agent` span made by the caller for an invocation whose own spans were lost.
 BATON_AGENT_LOST = "baton.agent.lost"
 # On a `wait_for_host` span: the host replica waited for after it died, and how it ended

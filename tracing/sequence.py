@@ -206,8 +206,11 @@ class _Builder:
             chunk.add(self.note(agent, f"✗ {node.span.get('status_message') or kind}"))
         else:
             taker = _handed_over_to(node)
+            back = node.attrs.get(attr.BATON_HANDED_BACK_TO)
             said = (
-                f"answers for {answers_for}"
+                f"hands back to {back}"
+                if back
+                else f"answers for {answers_for}"
                 if answers_for
                 else f"answer from {taker}"
                 if taker
@@ -382,7 +385,12 @@ class _Builder:
         return chunk
 
     def delegation(self, agent: Any, node: _Node, target: str) -> _Chunk:
-        callee, tool = self.who("agent", target), node.name.removeprefix(_TOOL)
+        tool = node.name.removeprefix(_TOOL)
+        if node.attrs.get(attr.BATON_HAND_BACK):  # up the chain: its answer goes back there
+            chunk = self.note(agent, f"hands control back to {target}")
+            chunk.shape = hash(("hand back", target))
+            return chunk
+        callee = self.who("agent", target)
         kind = _Arrow.HANDOFF if tool.startswith(attr.HANDOFF_TOOL_PREFIX) else _Arrow.CALL
         chunk = self.arrow(agent, callee, kind, tool, node.span)
         invocations = [c for c in node.children if c.name.startswith(_AGENT)]
@@ -484,7 +492,8 @@ def _handed_over_to(node: _Node) -> str | None:
     """The agent an invocation handed its conversation over to (it gave the answer)."""
     for child in node.children:
         tool = child.name.removeprefix(_TOOL)
-        if tool.startswith(attr.HANDOFF_TOOL_PREFIX) and not child.failed:
+        back = any(c.attrs.get(attr.BATON_HANDED_BACK_TO) for c in child.children)
+        if tool.startswith(attr.HANDOFF_TOOL_PREFIX) and not child.failed and not back:
             return tool.removeprefix(attr.HANDOFF_TOOL_PREFIX)
     return None
 

@@ -80,7 +80,9 @@ class ToolImportError(BatonError):
         return (type(self), (self.path, self.reason))
 
 
-RefusalReason = Literal["unknown_agent", "not_allowed", "cycle", "depth", "deadline", "budget"]
+RefusalReason = Literal[
+    "unknown_agent", "not_allowed", "cycle", "depth", "deadline", "budget", "visits"
+]
 
 
 class DelegationRefused(BatonError):

@@ -314,11 +314,16 @@ class AgentFinished(EventBase):
     error: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    handed_back_to: str | None = None  # its turn ended handing control back up to this agent
     level: ClassVar[Literal["progress", "detail"]] = "progress"
 
     @override
     def describe(self) -> str:
-        return f"[cyan]←[/] {self.agent} {self.status.value} in {self.duration_s * 1000:.0f} ms"
+        said = f"handed back to {self.handed_back_to}" if self.handed_back_to else None
+        return (
+            f"[cyan]←[/] {self.agent} {said or self.status.value} in "
+            f"{self.duration_s * 1000:.0f} ms"
+        )
 
     @override
     def apply(self, spans: LiveSpans, trace_id: str) -> None:

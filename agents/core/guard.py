@@ -23,6 +23,7 @@ def check_delegation(
     allowed: bool,
     ctx: RunContext,
     tokens_left: int | None,
+    visits: int | None = None,
 ) -> None:
     """Raise `DelegationRefused` if `caller` may not hand a task to `target` now.
 
@@ -33,6 +34,11 @@ def check_delegation(
         allowed: whether the topology lets `caller` delegate to `target`.
         ctx: the caller's run context (its chain ends with `caller`).
         tokens_left: the run's remaining token budget, None when there is no budget.
+        visits: in how many steps the caller's turn has handed work to `target` already
+            (None: not counted, as for a workflow's calls).
+
+    An agent up the chain is not refused here when a model names it: that is a hand-back
+    (`agents.tools.delegate`). A workflow's code calling one is a cycle.
     """
     chain = ctx.chain
 
@@ -47,6 +53,13 @@ def check_delegation(
         refuse("not_allowed", f"{caller} may not delegate to {target}")
     if target in chain:
         refuse("cycle", f"cycle refused: {_path(chain, target)}")
+    if visits is not None and visits >= ctx.limits.max_visits:
+        refuse(
+            "visits",
+            f"visit limit: {caller} handed work to {target} in {visits} steps of one turn "
+            f"(max_visits {ctx.limits.max_visits})",
+            ctx.limits.max_visits,
+        )
     if len(chain) >= ctx.limits.max_depth:
         refuse(
             "depth",

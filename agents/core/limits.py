@@ -47,6 +47,15 @@ class Limits(_Strict):
         "unpriced model's calls count tokens only).",
     )
     max_parallel_tools: int = Field(default=DEFAULT_MAX_PARALLEL_TOOLS, ge=1, le=256)
+    max_visits: int = Field(
+        default=5,
+        ge=1,
+        le=1000,
+        description="In how many steps one turn of an agent may hand work to the same agent "
+        "(calls made at once count once): a supervisor and a worker handing control back and "
+        "forth stop here, the run limit_exceeded. A workflow's calls are not counted: its "
+        "code bounds them.",
+    )
     approval_timeout_s: float = Field(
         default=600.0,
         gt=0,

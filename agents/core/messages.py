@@ -284,6 +284,11 @@ class AgentResult(BaseModel):
     stops_run: bool = Field(
         default=False, description="A hook ended the whole run here: callers end too."
     )
+    handed_back_to: str | None = Field(
+        default=None,
+        description="The agent up the chain this turn handed control back to (its output is "
+        "the message for it); the agents between end their turns too.",
+    )
     input_kept: str | None = Field(
         default=None,
         description="The task with what an input guardrail blocked taken out (None: the task "

@@ -227,6 +227,8 @@ class AgentRuntime:
                     answer = genai.text_messages("assistant", result.output, "stop")
                     reporter.content(span, attr.GEN_AI_OUTPUT_MESSAGES, answer)
                     reporter.content(span, attr.OUTPUT_VALUE, result.output)
+                if result.handed_back_to is not None:
+                    span.set_attribute(attr.BATON_HANDED_BACK_TO, result.handed_back_to)
                 if result.status == RunStatus.SUCCEEDED:
                     set_outcome(span, None)
                 else:
@@ -244,6 +246,7 @@ class AgentRuntime:
             error=result.error,
             input_tokens=result.usage.input_tokens,
             output_tokens=result.usage.output_tokens,
+            handed_back_to=result.handed_back_to,
             **ids,
         )
         self._close(inv, flush)

@@ -38,6 +38,7 @@ class Invocation:
     recorded: RecordedSteps = field(default_factory=RecordedSteps)  # steps of an earlier execution
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
+    visits: dict[str, set[int]] = field(default_factory=dict)  # steps handing work to each agent
     blocked: Tripped | None = None  # an output guardrail stopped the model's answer
     unanswered: str | None = None  # a question to the person that the deadline cut off
 

@@ -13,7 +13,7 @@ from typing import Any
 from opentelemetry import trace
 
 from agents.core.events import SpendWarning
-from agents.core.messages import AgentResult, RunStatus
+from agents.core.messages import AgentResult, Refusal, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
 from agents.runtime.hooks import HookFailed, Stopped
@@ -23,6 +23,7 @@ from agents.runtime.reporting import Reporter
 from agents.runtime.steering import Steering
 from agents.runtime.structured import OutputContract
 from agents.runtime.tool_runner import ToolRunner
+from agents.tools.base import ToolOutput
 from tracing import attributes as attr
 
 __all__ = ["ToolLoop"]
@@ -135,26 +136,49 @@ class ToolLoop:
                 continue
             inv.history = [m for m in messages if m.get("role") != "system"]  # for a hand-off
             messages.append(reply.as_message())
+            refused_before = len(inv.refusals)
             outputs = await self.tools.run(inv, reply.tool_calls)
             for call, out in zip(reply.tool_calls, outputs, strict=True):
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
                 if out.child is not None:
                     inv.children.append(out.child)
-            ended = next((o.child for o in outputs if o.child and o.child.stops_run), None)
-            if ended is not None:  # a hook below ended the whole run: so does this invocation
-                result = end(inv, ended.status, error=ended.error)
-                result.stops_run = True
-                return result
-            took_over = next((o.child for o in outputs if o.handoff and o.child), None)
-            if took_over is not None:  # handed over: the receiver's answer is this one's
-                result = end(inv, took_over.status, output=took_over.output, error=took_over.error)
-                result.answered_by = took_over.answered_by or took_over.agent
-                return result
+            ending = self._ending(inv, outputs, inv.refusals[refused_before:])
+            if ending is not None:
+                return ending
         return end(
             inv,
             RunStatus.LIMIT_EXCEEDED,
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
+
+    def _ending(
+        self, inv: Invocation, outputs: list[ToolOutput], refusals: list[Refusal]
+    ) -> AgentResult | None:
+        """Whether the step's tool calls end this turn, and how (None: the turn goes on).
+
+        A hook below ended the run; control went back up the chain; the visit limit stopped a
+        ping-pong; or the conversation was handed over (the receiver's answer is this one's).
+        """
+        end = self.reporter.end
+        ended = next((o.child for o in outputs if o.child and o.child.stops_run), None)
+        if ended is not None:
+            result = end(inv, ended.status, error=ended.error)
+            result.stops_run = True
+            return result
+        back = next((o for o in outputs if o.hand_back), None)
+        if back is not None:
+            result = end(inv, RunStatus.SUCCEEDED, output=back.content)
+            result.handed_back_to = back.hand_back
+            return result
+        visits = next((r for r in refusals if r.reason == "visits"), None)
+        if visits is not None:
+            return end(inv, RunStatus.LIMIT_EXCEEDED, error=visits.message)
+        took_over = next((o.child for o in outputs if o.handoff and o.child), None)
+        if took_over is not None:
+            result = end(inv, took_over.status, output=took_over.output, error=took_over.error)
+            result.answered_by = took_over.answered_by or took_over.agent
+            return result
+        return None
 
     async def _check_limits(self, inv: Invocation) -> AgentResult | None:
         ctx = inv.ctx

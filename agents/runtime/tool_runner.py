@@ -185,6 +185,9 @@ class ToolRunner:
                     child_invocation=child_invocation(inv.id, key),
                     replay=self._callee_replays(inv, key),
                     history=inv.history,
+                    step=inv.steps,
+                    # (a workflow's calls are bounded by its code, not counted)
+                    visits=inv.visits if self.spec.workflow is None else None,
                 )
                 # Not `asyncio.wait_for`: on Python 3.11 it returns the result of a call that
                 # ends in the loop's turn in which the run is cancelled, and the cancellation

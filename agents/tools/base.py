@@ -60,6 +60,9 @@ class ToolCallContext:
     child_invocation: str | None = None  # the id a delegation made by this call gives its callee
     replay: bool = False  # the call may have been made before: its callee reads its record
     history: list[dict[str, Any]] | None = None  # the conversation so far (for a hand-off)
+    step: int = 0  # the calling turn's model step that asked for the call
+    # The steps of the calling turn that handed work to each agent (None: not counted).
+    visits: dict[str, set[int]] | None = None
 
     @property
     def idempotency_key(self) -> str:
@@ -75,6 +78,8 @@ class ToolOutput:
     is_error: bool = False
     child: AgentResult | None = None
     handoff: bool = False  # the child took the conversation over: its answer is the caller's
+    # Control goes back up the chain to this agent: the calling turn ends with `content`.
+    hand_back: str | None = None
 
 
 class Tool(Protocol):

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from opentelemetry import trace
+
 from agents.core.guard import check_delegation
 from agents.core.json_schema import value_problems
 from agents.core.messages import (
@@ -136,18 +138,27 @@ class DelegateTool:
         given: Any = None,
     ) -> ToolOutput:
         run = ctx.run
+        target = self.target.name
+        if self.allowed and target in run.chain and ctx.visits is not None:
+            return self._back(task)
         tokens_left = None
         if run.limits.token_budget is not None and self.ledger is not None:
             tokens_left = await self.ledger.tokens_left(run.run_id)
+        # Steps, not calls: a step may fan one task out to the same agent many times at once.
+        steps = None if ctx.visits is None else ctx.visits.setdefault(target, set())
+        visits = None if steps is None else len(steps - {ctx.step})
         # Raises DelegationRefused; the runtime turns it into a structured tool error.
         check_delegation(
             caller=self.caller,
-            target=self.target.name,
+            target=target,
             known=True,
             allowed=self.allowed,
             ctx=run,
             tokens_left=tokens_left,
+            visits=visits,
         )
+        if steps is not None:
+            steps.add(ctx.step)
         handoff = bool(history)
         remembered = run.memories.get(self.target.name)
         if remembered and not handoff:  # `memory: thread`: its own exchanges, then the task
@@ -162,13 +173,29 @@ class DelegateTool:
             replay=ctx.replay,
             history=history,
         )
-        result = await self.dispatcher.dispatch(self.target.name, delegation)
+        result = await self.dispatcher.dispatch(target, delegation)
+        back = result.handed_back_to
+        if back is not None and back != self.caller:  # for an agent further up: pass it on
+            return ToolOutput(result.output or "", child=result, hand_back=back)
+        if back is not None:  # control is this agent's again, whatever tool gave it away
+            said = f"{target} handed control back to you: {result.output or ''}"
+            return ToolOutput(said, child=result)
         return ToolOutput(
             _result_text(result, self.target.tool.output),
             is_error=result.status != RunStatus.SUCCEEDED,
             child=result,
             handoff=handoff,
         )
+
+    def _back(self, message: str) -> ToolOutput:
+        """Control back to the agent up the chain: this turn ends, it goes on with `message`.
+
+        As LangGraph's report-back to a supervisor and ADK's transfer to the parent: no new
+        invocation of it (that would be a cycle), its turn that is waiting resumes.
+        """
+        span = trace.get_current_span()
+        span.set_attribute(attr.BATON_HAND_BACK, True)
+        return ToolOutput(message, hand_back=self.target.name)
 
 
 @dataclass
@@ -201,6 +228,8 @@ class HandoffTool(DelegateTool):
         history = list(ctx.history or [])
         task = latest_request(history)
         told = handoff_note(self.caller, arguments.get("note"))
+        if self.target.name in ctx.run.chain:  # back up the chain: the note is the message
+            return await self._hand(arguments.get("note") or told, [], ctx)
         history.append({"role": "user", "content": told})
         return await self._hand(task or told, history, ctx)
 

@@ -155,7 +155,12 @@ def print_topology(console: Console, system: AgentSystem) -> None:
         f"runtime max_depth: {system.config.limits.max_depth}"
     )
     for cycle in cycles:
-        console.print(f"allowed cycle: {' -> '.join([*cycle, cycle[0]])}", style="yellow")
+        back = f"{cycle[-1]} -> {cycle[0]}" if len(cycle) > 1 else f"{cycle[0]} -> itself"
+        console.print(
+            f"allowed cycle: {' -> '.join([*cycle, cycle[0]])} (at run time, {back} hands "
+            "control back up the chain; max_visits stops a ping-pong)",
+            style="yellow",
+        )
 
 
 def _label(node: DelegationNode) -> Text:

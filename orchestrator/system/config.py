@@ -406,8 +406,9 @@ def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list
             issues.append(
                 src.issue(
                     ("agents", index[cycle[0]], "delegates"),
-                    f"delegation cycle {text} (set allow_cycles: true for "
-                    "peer hand-off topologies; the runtime guard then stops loops)",
+                    f"delegation cycle {text} (set allow_cycles: true to let an agent "
+                    "hand control back to one up its chain; limits.max_visits stops a "
+                    "ping-pong)",
                 )
             )
     for name in topology.unreachable():

@@ -166,7 +166,7 @@ async def test_hostile_labels_cannot_break_the_diagram() -> None:
 
 
 WIDE = """
-limits: {{max_steps: 30, max_parallel_tools: 64}}
+limits: {{max_steps: 30, max_parallel_tools: 64, max_visits: 30}}
 agents:
   - name: hub
     delegates: [worker]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -181,9 +180,9 @@ def offline_team(
         dispatcher.runtimes[name] = AgentRuntime(agent, RecordingClient(ModelSpec()), tools)
 
 
-async def test_the_offline_model_delegates_to_matching_agents_and_reports_refusals() -> None:
+async def test_the_offline_model_delegates_to_matching_agents_and_is_handed_control_back() -> None:
     dispatcher = InProcessDispatcher()
-    # a -> b -> a is a cycle at run time (config allow_cycles); the guard refuses it.
+    # a -> b -> a at run time (config allow_cycles): b naming a hands control back to it.
     offline_team(
         dispatcher,
         {"a": ["b"], "b": ["a"]},
@@ -193,18 +192,13 @@ async def test_the_offline_model_delegates_to_matching_agents_and_reports_refusa
     assert result.status == RunStatus.SUCCEEDED
     assert [c.agent for c in result.children] == ["b"]
     child = result.children[0]
-    assert [(r.reason, r.message) for r in child.refusals] == [
-        ("cycle", "cycle refused: a -> b -> a")
-    ]
-    # The calling model saw the refusal as a structured tool error.
-    client = dispatcher.runtimes["b"].model
+    assert child.refusals == [] and child.children == []  # no new invocation of a
+    assert child.handed_back_to == "a" and child.status == RunStatus.SUCCEEDED
+    # a's model was told, as the delegation's result, that control is back with it.
+    client = dispatcher.runtimes["a"].model
     assert isinstance(client, RecordingClient)
-    refusal = json.loads(tool_messages(client)[0])
-    assert refusal == {
-        "error": "delegation_refused",
-        "reason": "cycle",
-        "message": "cycle refused: a -> b -> a",
-    }
+    [told] = tool_messages(client)
+    assert told.startswith("b handed control back to you: ")
 
 
 async def test_a_delegation_the_topology_forbids_is_refused_not_dispatched() -> None:
