@@ -146,14 +146,15 @@ IdempotencyKey = Annotated[
 ]
 
 
-def check_agent(service: RunService, agent: str | None) -> None:
+def check_agent(service: RunService, agent: str | None, *also: str) -> None:
     """Refuse (422, as a body field) an entry agent the system does not have.
 
-    The OpenAPI document lists the valid names (see `orchestrator.api.app`).
+    `also`: other words the field takes there (a thread's `last`). The OpenAPI document lists
+    the valid names (see `orchestrator.api.app`).
     """
     agents = [a.name for a in service.system.config.agents]
-    if agent is not None and agent not in (*agents, AUTO):
-        listed = ", ".join(repr(n) for n in (*agents, AUTO))
+    if agent is not None and agent not in (*agents, AUTO, *also):
+        listed = ", ".join(repr(n) for n in (*agents, AUTO, *also))
         raise RequestValidationError(
             [
                 {

@@ -27,6 +27,12 @@ __all__ = [
 class ThreadRunSubmission(RunRequest):
     """The body of `POST /v1/threads/{id}/runs`: a run, and what to do if one is under way."""
 
+    agent: str | None = Field(
+        default=None,
+        description="The entry agent: an agent, `auto` (routed by capabilities) or `last` (the "
+        "agent that answered the thread's last turn); unset: the thread's `agent`, else the "
+        "team's entry agent.",
+    )
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
         default="reject",
         description="If a run of the thread is under way: `reject` (409), `enqueue` (this one "
@@ -41,6 +47,12 @@ class ThreadCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     metadata: Metadata = metadata_field("the thread (a user id, say)")
+    agent: str | None = Field(
+        default=None,
+        description="The entry agent of its turns that name none: an agent, `auto`, or `last` "
+        "(the agent that answered the last turn goes on, as ADK keeps the agent that had the "
+        "conversation); unset: the team's entry agent.",
+    )
 
 
 class ThreadLinks(BaseModel):
@@ -56,6 +68,11 @@ class TurnView(BaseModel):
     run_id: str
     task: str
     status: RunStatus
+    entry_agent: str | None = Field(description="The agent the turn entered at.")
+    answered_by: str | None = Field(
+        description="The agent whose answer the turn's is (the entry, or the one it handed the "
+        "conversation over to); None until it ends."
+    )
     output: str | None
     error: str | None
     usage: Usage
@@ -70,6 +87,9 @@ class ThreadView(BaseModel):
     id: str
     created_at: float = Field(description="Unix seconds.")
     metadata: dict[str, Any]
+    agent: str | None = Field(
+        description="The entry agent of turns that name none (`last`: the last to answer)."
+    )
     turn_count: int = Field(description="How many runs it has had.")
     last_turn_at: float | None = Field(description="When its last run was submitted (Unix s).")
     title: str | None = Field(description="Its first run's task (up to 200 characters).")
@@ -95,6 +115,7 @@ def thread_view(thread: StoredThread, turns: list[StoredRun] | None = None) -> T
         id=thread.id,
         created_at=thread.created_at,
         metadata=thread.metadata,
+        agent=thread.agent,
         turn_count=thread.turn_count if turns is None else len(turns),
         last_turn_at=thread.last_turn_at if not turns else turns[-1].created_at,
         title=thread.first_task if not turns else turns[0].task[:200],
@@ -105,6 +126,8 @@ def thread_view(thread: StoredThread, turns: list[StoredRun] | None = None) -> T
                 run_id=run.id,
                 task=run.task,
                 status=run.status,
+                entry_agent=run.entry_agent,
+                answered_by=run.answered_by,
                 output=run.output,
                 error=run.error,
                 usage=run.usage,

@@ -30,11 +30,13 @@ from orchestrator.system import AgentSystem
 if TYPE_CHECKING:  # (the executor asks this module for a turn's history)
     from orchestrator.service.executor import RunExecutor
 
-__all__ = ["NEW_THREAD", "MultitaskStrategy", "Threads", "turns_before"]
+__all__ = ["LAST", "NEW_THREAD", "MultitaskStrategy", "Threads", "turns_before"]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 # What the CLI and the MCP tool take for "a thread of its own, made now".
 NEW_THREAD = "new"
+# A thread's entry agent that is whichever agent answered its last turn.
+LAST = "last"
 
 # How long an interrupting or rolling-back submission waits for the run it cancels to end.
 _CANCEL_WAIT_S = 30.0
@@ -74,9 +76,11 @@ class Threads:
         # One submission at a time per thread in this instance: the strategy sees every run.
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def create(self, metadata: dict[str, Any], caller: Access = LOCAL) -> StoredThread:
-        """A new, empty thread of the caller's tenant."""
-        return await self._store.threads.create(uuid.uuid4().hex, metadata, caller.tenant)
+    async def create(
+        self, metadata: dict[str, Any], caller: Access = LOCAL, agent: str | None = None
+    ) -> StoredThread:
+        """A new, empty thread of the caller's tenant; `agent`: its turns' entry (`LAST`...)."""
+        return await self._store.threads.create(uuid.uuid4().hex, metadata, caller.tenant, agent)
 
     async def ensure(self, thread_id: str, caller: Access = LOCAL) -> None:
         """Make the thread for the caller's tenant unless it exists (an A2A context's first task).
@@ -149,7 +153,8 @@ class Threads:
             # `enqueue`: the executor starts it once the turns before it have ended (with none
             # under way, or those ended above, it need not look).
             waits = bool(under_way) and strategy == "enqueue"
-            turn = replace(request, thread_id=thread_id, waits_for_turns=waits)
+            agent = await self._entry(thread_id, request.agent)
+            turn = replace(request, thread_id=thread_id, waits_for_turns=waits, agent=agent)
             return await self._submit(turn, **options)
 
     async def continue_or_start(
@@ -162,6 +167,18 @@ class Threads:
         if thread == NEW_THREAD:
             thread = (await self.create({}, caller)).id
         return await self.submit(thread, request, "reject", caller=caller)
+
+    async def _entry(self, thread_id: str, asked: str | None) -> str | None:
+        """The turn's entry agent: the one asked for, else the thread's; `LAST` made a name.
+
+        `LAST` with no turn answered yet: the team's entry agent (None).
+        """
+        if asked is None:
+            thread = await self._store.threads.get(thread_id)
+            asked = thread.agent if thread is not None else None
+        if asked != LAST:
+            return asked
+        return await self._store.threads.last_answerer(thread_id)
 
     @contextlib.asynccontextmanager
     async def _held(self, thread_id: str) -> AsyncIterator[None]:

@@ -29,6 +29,7 @@ __all__ = [
     "RunPage",
     "StoreRefused",
     "StoredRun",
+    "answerer",
     "end_values",
     "shown_url",
     "store_url_of",
@@ -169,6 +170,11 @@ class StoredRun(BaseModel):
         return self.status.finished
 
     @property
+    def answered_by(self) -> str | None:
+        """The agent whose answer is the run's (None: it has not ended)."""
+        return answerer(self.entry_agent, self.tree) if self.finished else None
+
+    @property
     def usage(self) -> Usage:
         """Its tokens, model calls and cost, as one record."""
         return Usage(
@@ -200,6 +206,11 @@ def absolute_store_url(store_url: str) -> str | None:
     if not path or path.startswith(":memory:"):
         return None
     return f"{scheme}:///{os.path.abspath(path)}" if not path.startswith("/") else store_url
+
+
+def answerer(entry_agent: str | None, tree: dict[str, Any] | None) -> str | None:
+    """The agent whose answer a run's is: its entry's, or the one the entry handed over to."""
+    return (tree or {}).get("answered_by") or entry_agent
 
 
 def end_values(result: RunResult) -> dict[str, Any]:

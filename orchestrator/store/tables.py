@@ -195,6 +195,8 @@ class ThreadRow(Base):
     held_until: Mapped[float | None] = mapped_column(Float, nullable=True)
     # Whose it is: only its tenant's keys see it (and its runs are of the same tenant).
     tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+    # The entry agent of its turns that name none (`last`: whichever answered the last turn).
+    agent: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 
 class SpendRow(Base):

@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from agents.core.messages import RunStatus
-from orchestrator.store.records import StoredRun
+from orchestrator.store.records import StoredRun, answerer
 from orchestrator.store.tables import (
     RUNS_TABLE,
     EventRow,
@@ -39,6 +39,7 @@ class StoredThread:
     turn_count: int = 0
     last_turn_at: float | None = None
     first_task: str | None = None
+    agent: str | None = None  # the entry agent of turns that name none (`last`, a name)
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,19 @@ class ThreadTable:
         self._sessions = sessions
 
     async def create(
-        self, thread_id: str, metadata: dict[str, Any], tenant: str = "default"
+        self,
+        thread_id: str,
+        metadata: dict[str, Any],
+        tenant: str = "default",
+        agent: str | None = None,
     ) -> StoredThread:
         """Record a new thread."""
-        row = ThreadRow(id=thread_id, created_at=time.time(), meta=metadata, tenant=tenant)
+        row = ThreadRow(
+            id=thread_id, created_at=time.time(), meta=metadata, tenant=tenant, agent=agent
+        )
         async with self._sessions.begin() as session:
             session.add(row)
-        return StoredThread(thread_id, row.created_at, metadata, tenant)
+        return StoredThread(thread_id, row.created_at, metadata, tenant, agent=agent)
 
     async def ensure(self, thread_id: str, tenant: str = "default") -> None:
         """Record the thread if it is not yet (an A2A context met for the first time)."""
@@ -85,7 +92,7 @@ class ThreadTable:
             row = await session.get(ThreadRow, thread_id)
             if row is None:
                 return None
-            return StoredThread(row.id, row.created_at, row.meta, row.tenant)
+            return StoredThread(row.id, row.created_at, row.meta, row.tenant, agent=row.agent)
 
     async def page(
         self, *, limit: int, offset: int = 0, tenant: str | None = None
@@ -120,7 +127,9 @@ class ThreadTable:
                 .offset(offset)
             )
             threads = [
-                StoredThread(row.id, row.created_at, row.meta, row.tenant, count or 0, last, task)
+                StoredThread(
+                    row.id, row.created_at, row.meta, row.tenant, count or 0, last, task, row.agent
+                )
                 for row, count, last, task in rows
             ]
             total = await session.scalar(select(func.count()).select_from(ThreadRow).where(mine))
@@ -182,6 +191,22 @@ class ThreadTable:
         if not rows:
             return None
         return [(str(run_id), bool(ended)) for run_id, ended in rows if run_id is not None]
+
+    async def last_answerer(self, thread_id: str) -> str | None:
+        """The agent that answered the thread's last finished turn (None: it has none)."""
+        runs = RUNS_TABLE.c
+        async with self._sessions() as session:
+            row = (
+                await session.execute(
+                    select(runs.entry_agent, runs.tree)
+                    .where(runs.context_id == thread_id, runs.finished_at.is_not(None))
+                    .order_by(runs.created_at.desc(), runs.id.desc())
+                    .limit(1)
+                )
+            ).first()
+        if row is None:
+            return None
+        return answerer(row[0], row[1])
 
     async def records(self, thread_id: str, trees: bool = False) -> list[TurnRecord]:
         """The thread's runs, oldest first, as a later turn sees them (a few columns only).

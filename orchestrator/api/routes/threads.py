@@ -17,6 +17,7 @@ from orchestrator.schemas import (
     run_view,
     thread_view,
 )
+from orchestrator.service.threads import LAST
 
 __all__ = ["router"]
 
@@ -39,7 +40,10 @@ async def create_thread(
 
     Without a body: a thread without metadata.
     """
-    thread = await service.threads.create(body.metadata if body else {}, caller)
+    check_agent(service, body.agent if body else None, LAST)
+    thread = await service.threads.create(
+        body.metadata if body else {}, caller, body.agent if body else None
+    )
     response.headers["Location"] = f"/v1/threads/{thread.id}"
     return thread_view(thread)
 
@@ -103,7 +107,7 @@ async def submit_turn(
 
     The `Multitask-Strategy` header of the answer says what was done about a run under way.
     """
-    check_agent(service, body.agent)
+    check_agent(service, body.agent, LAST)
     run, created = await service.threads.submit(
         thread_id,
         body.submission(),

@@ -706,12 +706,20 @@ async function threadPage(threadId) {
       { class: "card turn", "data-run": turn.run_id, "data-status": turn.status },
       el("h2", {}, `Turn ${index + 1} `, statusBadge(turn.status), " ",
         el("a", { href: `/runs/${turn.run_id}`, class: "meta" }, `run ${turn.run_id.slice(0, 12)}`)),
+      el("div", { class: "meta turn-agents" }, turnAgents(turn)),
       el("h3", {}, "Task"),
       el("pre", { class: "text task" }, turn.task),
       el("h3", {}, failed ? "Error" : "Answer"),
       el("pre", { class: "text answer" }, (failed ? turn.error : turn.output) || (ended ? "" : "…")),
       el("div", { class: "diagram" }),
     );
+  }
+
+  // Which agent the turn entered at, and which answered (when another took the conversation).
+  function turnAgents(turn) {
+    const entered = `entered at ${turn.entry_agent || "the entry agent"}`;
+    if (!turn.answered_by) return entered;
+    return turn.answered_by === turn.entry_agent ? `${entered}, which answered` : `${entered}; answered by ${turn.answered_by}`;
   }
 
   async function drawTurn(card, runId) {
@@ -760,6 +768,7 @@ async function threadPage(threadId) {
   }
 
   await offerAgents($("turn-error"), $("agent"));
+  $("agent").append(el("option", { value: "last" }, "last (the agent that answered last)"));
   $("turn-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     $("turn-error").textContent = "";

@@ -118,6 +118,40 @@ async def test_an_agent_with_thread_memory_sees_its_own_earlier_exchanges(api: s
     assert "- scribe: first note" in fresh
 
 
+async def test_the_next_turn_goes_on_with_the_agent_that_answered_the_last(api: str) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        # A thread whose turns go on with whoever answered last (ADK keeps that agent).
+        made = await client.post("/v1/threads", json={"agent": "last"})
+        assert made.status_code == 201 and made.json()["agent"] == "last", made.text
+        kept = made.json()["id"]
+        first = (await turn(client, kept, "refund my order", "desk")).json()
+        await ended(api, first["id"])
+        second = await client.post(f"/v1/threads/{kept}/runs", json={"task": "and shipping?"})
+        assert second.status_code == 202, second.text
+        await ended(api, second.json()["id"])
+        view = (await client.get(f"/v1/threads/{kept}")).json()
+        # The desk handed the first turn over to refunds, which answered: the next is its own.
+        assert [(t["entry_agent"], t["answered_by"]) for t in view["turns"]] == [
+            ("desk", "refunds"),
+            ("refunds", "refunds"),
+        ]
+        # A thread without the option: one turn asks for it (`agent: last`).
+        plain = await new_thread(client)
+        first = (await turn(client, plain, "refund my order", "desk")).json()
+        await ended(api, first["id"])
+        again = (await turn(client, plain, "and shipping?", "last")).json()
+        await ended(api, again["id"])
+        assert (await client.get(f"/v1/runs/{again['id']}")).json()["entry_agent"] == "refunds"
+        # Without it, a turn enters at the team's entry agent again.
+        other = await client.post(f"/v1/threads/{plain}/runs", json={"task": "and then?"})
+        await ended(api, other.json()["id"])
+        turns = (await client.get(f"/v1/threads/{plain}")).json()["turns"]
+        assert turns[-1]["entry_agent"] not in ("refunds", "last"), turns[-1]
+        # A word the field does not take names the ones it does.
+        wrong = await client.post("/v1/threads", json={"agent": "nobody"})
+        assert wrong.status_code == 422 and "'last'" in wrong.text, wrong.text
+
+
 def _flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for n in nodes for s in [n, *_flat(n["children"])]]
 
