@@ -17,6 +17,7 @@ __all__ = [
     "IdempotencyConflict",
     "InvalidArguments",
     "InvalidInput",
+    "InvalidState",
     "NotReady",
     "NotReplayable",
     "NotResumable",
@@ -25,6 +26,7 @@ __all__ = [
     "RunNotFound",
     "ServiceError",
     "SpendingCapReached",
+    "StateConflict",
     "ThreadBusy",
     "ThreadFull",
     "ThreadNotFound",
@@ -120,6 +122,32 @@ class ThreadFull(ServiceError):
             turns=turns,
             max_turns=max_turns,
         )
+
+
+class StateConflict(ServiceError):
+    """A change of a thread's state that names a version it no longer has."""
+
+    status = 409
+    code = "state_conflict"
+
+    def __init__(self, thread_id: str, version: int, current: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r}: its state changed since version {version} (it is at "
+            f"{current}); read it again and apply your change to that",
+            thread_id=thread_id,
+            version=version,
+            current_version=current,
+        )
+
+
+class InvalidState(ServiceError):
+    """A change of a thread's state that the team's state schema refuses."""
+
+    status = 422
+    code = "invalid_state"
+
+    def __init__(self, thread_id: str, problem: str) -> None:
+        super().__init__(f"thread {thread_id!r}: {problem}", thread_id=thread_id)
 
 
 class AmbiguousRunId(ServiceError):

@@ -200,6 +200,13 @@ WORKFLOWS = """
       required: [title, age]
 """
 
+# Keeps a tally in the run's shared state (added to, turn after turn, in a thread).
+KEEPER = """
+  - name: keeper
+    description: Keeps a tally.
+    tools: [tests.testkit:tally]
+"""
+
 # Offline agents; `sleeper` takes a few seconds, for cancelling and killing runs mid-way;
 # `dozer` (above) a minute; `narrator` streams its answer slowly; `desk` hands over.
 SERVICE_CONFIG = (
@@ -207,6 +214,11 @@ SERVICE_CONFIG = (
 name: svc
 limits: {deadline_s: 60, approval_timeout_s: 15}
 tracing: {capture_content: true}
+state:
+  schema:
+    type: object
+    properties: {tally: {type: integer}, note: {type: string}}
+  reducers: {tally: add}
 agents:
   - name: coordinator
     description: Plans the work and hands each part to the right specialist.
@@ -235,6 +247,7 @@ agents:
     + NOTARY
     + APPROVAL_AGENTS
     + WORKFLOWS
+    + KEEPER
 )
 
 

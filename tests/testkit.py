@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.ray.pool import PoolOptions
+from agents.tools import ToolContext
 from orchestrator.system.config import AgentSystem, parse_config
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "slow_step",
     "slow_touch",
     "stamp",
+    "tally",
     "until_written",
     "victims",
     "wait_for_event",
@@ -49,6 +51,13 @@ async def slow_step(seconds: float) -> str:
     start = time.time()
     await asyncio.sleep(seconds)
     return f"{start:.6f}-{time.time():.6f}"
+
+
+def tally(ctx: ToolContext) -> str:
+    """Add one to the tally in the run's shared state (its reducer adds); say what it was."""
+    was = ctx.state.get("tally", 0)
+    ctx.state.set("tally", 1)
+    return f"tally was {was}"
 
 
 def stamp(text: str) -> str:
@@ -354,7 +363,9 @@ async def local_trace(
     first = entry or system.entry
     with workflow_span(run_id, first, system.config.name) as root:
         limits = system.config.limits
-        result = await team.run(task, first, run_id=run_id, limits=limits, given=given)
+        result = await team.run(
+            task, first, run_id=run_id, limits=limits, given=given, state_spec=system.config.state
+        )
     return result, collector.drain(root.get_span_context().trace_id)
 
 

@@ -97,6 +97,7 @@ __all__ = [
     "EVENT_MODEL_RETRY",
     "EVENT_OUTPUT_INVALID",
     "EVENT_SPEND_WARNING",
+    "EVENT_STATE_CHANGED",
     "EVENT_STEERED",
     "EVENT_STEP_RULES",
     "GATE_WAIT_SPAN",
@@ -199,6 +200,8 @@ EVENT_CONTEXT_FITTED = "context_fitted"  # older messages dropped or summarized 
 EVENT_HOOK_VETO = "hook_veto"
 # A hook or step rule changed the agent's course (`by`, `change`, the model `step` it changed).
 EVENT_STEERED = "baton.steered"
+# On an `invoke_agent` span: its tools, hooks or answer wrote the shared state (`keys`, `step`).
+EVENT_STATE_CHANGED = "baton.state_changed"
 BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

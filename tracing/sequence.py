@@ -478,13 +478,19 @@ def _json(value: Any) -> Any:
 
 
 def _steered(node: _Node) -> dict[int, list[str]]:
-    """What hooks and step rules changed on a span, as notes, by the model step they changed."""
+    """Notes of what hooks and step rules changed and what was written to the shared state.
+
+    By the model step they come before.
+    """
     notes: dict[int, list[str]] = {}
     for event in node.span.get("events") or []:
+        said = event.get("attributes") or {}
+        step = int(said.get("step") or 0)
         if event.get("name") == attr.EVENT_STEERED:
-            said = event.get("attributes") or {}
-            step = int(said.get("step") or 0)
             notes.setdefault(step, []).append(f"↪ {said.get('by')} {said.get('change')}")
+        elif event.get("name") == attr.EVENT_STATE_CHANGED:
+            keys = ", ".join(str(k) for k in said.get("keys") or ())
+            notes.setdefault(step, []).append(f"✎ state: {keys}")
     return notes
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "SpendWarning",
+    "StateChanged",
     "Steered",
     "ToolFinished",
     "ToolStarted",
@@ -512,6 +513,20 @@ class SpendWarning(EventBase):
         return f"[yellow]$[/] {self.message}"
 
 
+class StateChanged(EventBase):
+    """Tools, a hook or an answer (`save_as`) of this agent wrote the run's shared state."""
+
+    type: Literal["state_changed"] = "state_changed"
+    keys: list[str] = Field(description="The keys written, in order.")
+    state: dict[str, Any] = Field(description="The values the written keys hold now.")
+    step: int = Field(description="The agent's model step after which it was written.")
+    level: ClassVar[Literal["progress", "detail"]] = "progress"
+
+    @override
+    def describe(self) -> str:
+        return f"[blue]✎[/] {self.agent}: state {', '.join(self.keys)}"
+
+
 class Steered(EventBase):
     """A hook or step rule changed the agent's course: what it changed, and why it could.
 
@@ -566,6 +581,7 @@ Event = Annotated[
     | InputProvided
     | SpendWarning
     | Steered
+    | StateChanged
     | RunFinished,
     Field(discriminator="type"),
 ]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.errors import DelegationRefused, RefusalReason
 from agents.core.limits import Limits
+from agents.core.state import StateChange, StateSpec
 
 __all__ = [
     "AgentResult",
@@ -170,6 +171,10 @@ class RunContext(BaseModel):
         description="How many times the run was resumed; the ledger refuses effects asked for "
         "under an older epoch (work of a run's previous life still going somewhere).",
     )
+    state_spec: StateSpec | None = Field(
+        default=None,
+        description="How the team's shared state is typed and merged (its `state:`), if it says.",
+    )
 
     @property
     def depth(self) -> int:
@@ -228,6 +233,10 @@ class Delegation(BaseModel):
         "recorded (`guardrail`, `reason`): the task is what may be kept of it, and the "
         "invocation ends as that guardrail would have ended it.",
     )
+    state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The run's shared state as the caller had it when it made the call.",
+    )
     history: list[dict[str, Any]] = Field(
         default_factory=list,
         description="The conversation so far, then the task: a hand-off's (the receiver "
@@ -283,6 +292,16 @@ class AgentResult(BaseModel):
     )
     stops_run: bool = Field(
         default=False, description="A hook ended the whole run here: callers end too."
+    )
+    state_changes: list[StateChange] = Field(
+        default_factory=list,
+        description="What it and the invocations under it wrote to the shared state, in the "
+        "order applied: its caller applies them to its own state.",
+    )
+    state: dict[str, Any] | None = Field(
+        default=None,
+        description="The shared state it ended with: the run's entry invocation's only (the "
+        "run's state), None elsewhere.",
     )
     handed_back_to: str | None = Field(
         default=None,

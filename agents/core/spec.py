@@ -394,6 +394,12 @@ class AgentSpec(AgentCard):
     )
     mcp: tuple[McpServerSpec, ...] = ()
     files: FileToolsSpec | None = None
+    save_as: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][\w-]*$",
+        description="Its answer is written to the run's shared state at this key when it "
+        "succeeds (ADK's `output_key`): the parsed JSON with an `output_schema`, else the text.",
+    )
     memory: Literal["run", "thread"] = Field(
         default="run",
         description="thread: in a thread's runs, the agent sees its own earlier exchanges in "

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "STATE_IN_KEY",
     "Step",
     "StepKind",
     "StepLog",
@@ -39,8 +40,14 @@ __all__ = [
 # model: a model's reply; tool_started: a call that must run at most once is about to be made;
 # tool_result: a tool's result; approval: a person's (or the expiry's) decision on a call;
 # question: an agent's question to the person, asked (`ask_user`); answer: the person's answer;
-# call: what a workflow called at a place in its order of calls (a resumed one must call the same).
-StepKind = Literal["model", "tool_started", "tool_result", "approval", "question", "answer", "call"]
+# call: what a workflow called at a place in its order of calls (a resumed one must call the same);
+# state: the shared state a run's entry invocation began with (a resumed, replayed or forked run
+# begins with the same, whatever its thread's state is by then).
+StepKind = Literal[
+    "model", "tool_started", "tool_result", "approval", "question", "answer", "call", "state"
+]
+# The key of the entry invocation's `state` step.
+STATE_IN_KEY = "state:in"
 
 
 class Step(BaseModel):

@@ -125,6 +125,7 @@ _RUNS = table(
     column("finished_at", Float),
     column("duration_s", Float),
     column("tree", JSON),
+    column("state", JSON),
 )
 _END_COLUMNS = frozenset(c.name for c in _RUNS.columns if c.name != "id")
 # What a run's end whose record the store refused still sets: failed, why, and its figures.

@@ -20,7 +20,8 @@ from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunStatus
 from agents.core.ports import EventSink, RunRecord, SpanSource
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.core.steps import model_key
+from agents.core.state import StateChange
+from agents.core.steps import STATE_IN_KEY, model_key
 from agents.models.base import BUILTIN_PREFIX, CHANGES_STATE, ModelClient, tool_schema
 from agents.runtime.invocation import Invocation
 from agents.runtime.loop import ToolLoop
@@ -201,16 +202,14 @@ class AgentRuntime:
                 if reporter.logs_steps(inv):
                     span.set_attribute(attr.BATON_STEP, f"{inv.id}/{model_key(1)}")
                 try:
-                    if reporter.logs_steps(inv) and (delegation.replay or ctx.epoch):
-                        assert self.record is not None
-                        inv.recorded.steps = await self.record.recorded(ctx.run_id, inv.id)
-                        inv.recorded.loaded = True
+                    await self._recall(inv)
                     misfits = input_problems(self._card, delegation.input)
                     if misfits:  # nothing runs on input it does not take
                         error = f"the input does not fit {self.spec.name}: {'; '.join(misfits)}"
                         result = reporter.end(inv, RunStatus.FAILED, error=error)
                     else:
                         result = await self._work.run(inv)
+                        self._save(inv, result)
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
                 if self.spec.memory == "thread":  # its later runs in the thread see it
@@ -229,6 +228,8 @@ class AgentRuntime:
                     reporter.content(span, attr.OUTPUT_VALUE, result.output)
                 if result.handed_back_to is not None:
                     span.set_attribute(attr.BATON_HANDED_BACK_TO, result.handed_back_to)
+                if delegation.caller is None and (inv.state or inv.changes):
+                    result.state = inv.state  # the run's, as it ended
                 if result.status == RunStatus.SUCCEEDED:
                     set_outcome(span, None)
                 else:
@@ -251,6 +252,48 @@ class AgentRuntime:
         )
         self._close(inv, flush)
         return result
+
+    async def _recall(self, inv: Invocation) -> None:
+        """Read what an earlier life of the invocation recorded; a run's entry, its state."""
+        if not self.reporter.logs_steps(inv):
+            return
+        delegation, ctx = inv.delegation, inv.ctx
+        if delegation.replay or ctx.epoch:
+            assert self.record is not None
+            inv.recorded.steps = await self.record.recorded(ctx.run_id, inv.id)
+            inv.recorded.loaded = True
+        if delegation.caller is None:
+            self._state_in(inv)
+
+    def _state_in(self, inv: Invocation) -> None:
+        """The run's starting state: as recorded by its first life, else recorded now.
+
+        A resumed, replayed or forked run begins with the state the run began with, whatever
+        its thread's state has become since.
+        """
+        recorded = inv.recorded.get(STATE_IN_KEY)
+        if recorded is not None:
+            inv.state = dict(recorded.data.get("state") or {})
+        elif inv.state or inv.ctx.thread_id is not None:
+            self.reporter.record(inv, STATE_IN_KEY, "state", {"state": inv.state})
+
+    def _save(self, inv: Invocation, result: AgentResult) -> None:
+        """Write its answer to the shared state at `save_as` (ADK's `output_key`).
+
+        Raises:
+            StateError: the state's schema refuses it (the invocation fails, saying so).
+        """
+        key = self.spec.save_as
+        if key is None or result.status != RunStatus.SUCCEEDED or result.output is None:
+            return
+        if result.handed_back_to is not None:  # (a message for an agent up the chain)
+            return
+        value: Any = result.output
+        if self.spec.output_schema is not None:
+            value = json.loads(result.output)  # (checked against the schema already)
+        change = StateChange(key=key, value=value, by=self.spec.name)
+        self.reporter.wrote(inv, [change])
+        result.state_changes = inv.changes
 
     def _close(self, inv: Invocation, flush: bool) -> None:
         """Queue the invocation's last spans with its last events (and send them, if `flush`).

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult, Usage
+from agents.core.state import State
 from agents.core.steering_spec import StepRule
 from agents.models.base import ModelReply
 
@@ -84,7 +85,12 @@ class Veto:
 
 @dataclass(frozen=True)
 class HookContext:
-    """Where a hook is called: which agent, run and step, what it has spent."""
+    """Where a hook is called: agent, run, thread, invocation, step, spending, shared state.
+
+    `state` reads the run's shared state; `state.set` writes it, as a tool would. One hook
+    object serves every invocation of its agent in its process: `invocation` tells parallel
+    ones apart.
+    """
 
     agent: str
     run_id: str
@@ -92,6 +98,9 @@ class HookContext:
     step: int
     usage: Usage
     tools_called: tuple[str, ...] = ()
+    thread_id: str | None = None
+    invocation: str = ""
+    state: State = field(default_factory=lambda: State({}, None, ""))
 
 
 @dataclass

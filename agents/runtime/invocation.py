@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult, Delegation, Refusal, RunContext, Usage
+from agents.core.state import State, StateChange, apply_changes
 from agents.runtime.guardrails import Tripped
 from agents.runtime.replay import RecordedSteps
 
@@ -39,6 +40,12 @@ class Invocation:
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
     visits: dict[str, set[int]] = field(default_factory=dict)  # steps handing work to each agent
+    state: dict[str, Any] = field(default_factory=dict)  # the shared state as it sees it
+    changes: list[StateChange] = field(default_factory=list)  # what it applied to it, in order
+
+    def __post_init__(self) -> None:
+        self.state = dict(self.delegation.state)
+
     blocked: Tripped | None = None  # an output guardrail stopped the model's answer
     unanswered: str | None = None  # a question to the person that the deadline cut off
 
@@ -46,3 +53,17 @@ class Invocation:
     def ctx(self) -> RunContext:
         """The run context the delegation carries."""
         return self.delegation.context
+
+    def apply(self, changes: list[StateChange]) -> None:
+        """Apply writes to the shared state (by their keys' reducers), kept to pass up.
+
+        Raises:
+            StateError: one the state's schema or a reducer refuses.
+        """
+        if changes:
+            self.state = apply_changes(self.state, changes, self.ctx.state_spec)
+            self.changes.extend(changes)
+
+    def state_view(self, by: str) -> State:
+        """The state as a tool call, hook or workflow of `by` sees it now (its writes kept)."""
+        return State(self.state, self.ctx.state_spec, by)

@@ -19,6 +19,7 @@ from agents.core.limits import Limits, TraceOptions
 from agents.core.messages import AgentResult, Delegation, RunContext
 from agents.core.ports import EventSink
 from agents.core.spec import AgentSpec
+from agents.core.state import StateSpec
 from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution
 from agents.gates.book import GateKeeper
@@ -200,17 +201,30 @@ class LocalTeam:
         run_id: str = "local",
         limits: Limits | None = None,
         given: Any = None,
+        state_spec: StateSpec | None = None,
+        state: dict[str, Any] | None = None,
     ) -> AgentResult:
         """Hand `task` (and structured input, `given`) to `entry`, under the current span.
 
-        (The caller opens the run's span.)
+        `state_spec`: the team's shared state rules; `state`: what the run begins with. (The
+        caller opens the run's span.)
         """
         limits = limits or Limits()
-        ctx = RunContext(run_id=run_id, deadline=time.time() + limits.deadline_s, limits=limits)
+        ctx = RunContext(
+            run_id=run_id,
+            deadline=time.time() + limits.deadline_s,
+            limits=limits,
+            state_spec=state_spec,
+        )
         self.record.ledger.open(run_id, limits.token_budget)
         try:
             return await self.runtimes[entry].invoke(
-                Delegation(task=task, input=given, context=ctx.enter(entry, inject_context()))
+                Delegation(
+                    task=task,
+                    input=given,
+                    context=ctx.enter(entry, inject_context()),
+                    state=state or {},
+                )
             )
         finally:
             self.record.ledger.close(run_id)

@@ -16,6 +16,8 @@ from agents.core.events import SpendWarning
 from agents.core.messages import AgentResult, Refusal, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
+from agents.core.state import StateError, fill_instructions
+from agents.models.base import ToolCall
 from agents.runtime.hooks import HookFailed, Stopped
 from agents.runtime.invocation import Invocation
 from agents.runtime.model_calls import ModelCaller
@@ -90,7 +92,11 @@ class ToolLoop:
         end = self.reporter.end
         messages: list[dict[str, Any]] = []
         contract = self.contract
-        system = [self.spec.instructions, contract.instructions() if contract else ""]
+        try:
+            instructions = fill_instructions(self.spec.instructions, inv.state, inv.ctx.state_spec)
+        except StateError as exc:
+            return end(inv, RunStatus.FAILED, error=str(exc))
+        system = [instructions, contract.instructions() if contract else ""]
         if any(system):
             messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
         # Handed over: the conversation so far goes on here; else the task starts one.
@@ -138,10 +144,7 @@ class ToolLoop:
             messages.append(reply.as_message())
             refused_before = len(inv.refusals)
             outputs = await self.tools.run(inv, reply.tool_calls)
-            for call, out in zip(reply.tool_calls, outputs, strict=True):
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
-                if out.child is not None:
-                    inv.children.append(out.child)
+            self._took(inv, reply.tool_calls, outputs, messages)
             ending = self._ending(inv, outputs, inv.refusals[refused_before:])
             if ending is not None:
                 return ending
@@ -150,6 +153,26 @@ class ToolLoop:
             RunStatus.LIMIT_EXCEEDED,
             error=f"max_steps {inv.max_steps} reached without a final answer",
         )
+
+    def _took(
+        self,
+        inv: Invocation,
+        calls: list[ToolCall],
+        outputs: list[ToolOutput],
+        messages: list[dict[str, Any]],
+    ) -> None:
+        """What a step's calls leave: results, sub-runs and writes to the shared state.
+
+        The writes apply in call order: parallel writers to one key merge so.
+        """
+        for call, out in zip(calls, outputs, strict=True):
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
+            if out.child is not None:
+                inv.children.append(out.child)
+        for out in outputs:
+            self.reporter.wrote(inv, out.changes)
+            if out.child is not None:
+                inv.apply(out.child.state_changes)
 
     def _ending(
         self, inv: Invocation, outputs: list[ToolOutput], refusals: list[Refusal]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.core.state import StateChange
 from agents.core.steps import Step
 from agents.models.base import ModelReply, ToolCall
 from agents.runtime.guardrails import Tripped
@@ -92,10 +93,21 @@ def reply_of(step: Step) -> ModelReply:
 
 
 def output_data(out: ToolOutput) -> dict[str, Any]:
-    """A tool's result as recorded (a delegation's sub-run is not: the child records its own)."""
-    return {"content": out.content, "is_error": out.is_error}
+    """A tool's result as recorded, with its writes to the shared state.
+
+    (A delegation's sub-run is not recorded here: the child records its own.)
+    """
+    data: dict[str, Any] = {"content": out.content, "is_error": out.is_error}
+    if out.changes:
+        data["state"] = [c.model_dump(mode="json") for c in out.changes]
+    return data
 
 
 def output_of(step: Step) -> ToolOutput:
-    """The tool result a step recorded."""
-    return ToolOutput(str(step.data.get("content", "")), is_error=bool(step.data.get("is_error")))
+    """The tool result a step recorded (its writes to the shared state too)."""
+    changes = [StateChange.model_validate(c) for c in step.data.get("state") or []]
+    return ToolOutput(
+        str(step.data.get("content", "")),
+        is_error=bool(step.data.get("is_error")),
+        changes=changes,
+    )

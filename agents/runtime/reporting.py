@@ -14,13 +14,15 @@ from typing import Any, TypeVar, cast
 
 from opentelemetry import trace
 
-from agents.core.events import Event, EventBase, ModelDelta
+from agents.core.events import Event, EventBase, ModelDelta, StateChanged
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import EventSink, SpanSource
+from agents.core.state import StateChange
 from agents.core.steps import Step, StepKind, StepLog
 from agents.runtime.invocation import Invocation
 from tracing import Redactor, record_content
+from tracing import attributes as attr
 
 __all__ = ["Reporter"]
 
@@ -64,6 +66,23 @@ class Reporter:
         """Emit the invocation's next event of `kind` (fire and forget)."""
         if self.events is not None:
             self.events.emit(inv.ctx.run_id, cast("Event", self.event(inv, kind, **data)))
+
+    def wrote(self, inv: Invocation, changes: list[StateChange]) -> None:
+        """Apply this agent's own writes to the shared state, and say so: an event, a span event.
+
+        (Writes of the invocations under it are applied by `Invocation.apply` alone: theirs
+        said so where they were made.)
+        """
+        if not changes:
+            return
+        inv.apply(changes)
+        keys = list(dict.fromkeys(c.key for c in changes))
+        step = inv.steps + 1  # (drawn before the step that follows them)
+        trace.get_current_span().add_event(
+            attr.EVENT_STATE_CHANGED, {"keys": keys, "by": self.agent, "step": step}
+        )
+        now = {key: inv.state.get(key) for key in keys}
+        self.emit(inv, StateChanged, keys=keys, state=now, step=step)
 
     def delta(self, inv: Invocation, step: int, text: str, **ids: Any) -> None:
         """Streamed text of a model step: a `model_delta` event (unnumbered, not stored)."""
@@ -146,4 +165,5 @@ class Reporter:
             actor=self.actor_id,
             children=inv.children,
             refusals=inv.refusals,
+            state_changes=inv.changes,
         )

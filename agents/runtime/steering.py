@@ -21,6 +21,7 @@ from agents.core.guardrail_spec import JudgeSpec
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec, ModelSpec
+from agents.core.state import State
 from agents.models.base import ModelClient, ModelReply, ToolCall
 from agents.runtime.context import Summarize, fit
 from agents.runtime.guardrails import Guardrails, Judge, Tripped, load_callable
@@ -74,6 +75,14 @@ class Steering:
             step=inv.steps,
             usage=inv.usage,
             tools_called=tuple(inv.tools_called),
+            thread_id=inv.ctx.thread_id,
+            invocation=inv.id,
+            state=State(
+                inv.state,
+                inv.ctx.state_spec,
+                self.spec.name,
+                on_write=lambda change: self.reporter.wrote(inv, [change]),
+            ),
         )
 
     async def hooks_call(self, inv: Invocation, method: str, *args: Any) -> list[Any]:

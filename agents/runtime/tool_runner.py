@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace
 
@@ -18,6 +19,7 @@ from agents.core.events import DelegationRefusedEvent, ToolFinished, ToolStarted
 from agents.core.messages import Refusal
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec
+from agents.core.state import State
 from agents.core.steps import child_invocation, tool_key
 from agents.models.base import ToolCall
 from agents.runtime.invocation import DELEGATION_GRACE_S, Invocation
@@ -144,12 +146,9 @@ class ToolRunner:
         tool = self.tools.get(call.name)
         if tool is None:
             return ToolOutput(f"error: unknown tool {call.name!r}", is_error=True)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError as exc:
-            return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
-        if not isinstance(arguments, dict):
-            return ToolOutput("error: arguments must be a JSON object", is_error=True)
+        arguments = _arguments(call)
+        if isinstance(arguments, ToolOutput):
+            return arguments
         if isinstance(tool, AskUserTool):
             return await self.people.ask(inv, call, arguments)
         if getattr(tool, "confirm", False):  # set by function, MCP and delegation tools
@@ -177,24 +176,18 @@ class ToolRunner:
         )
         retries = tool.retries if isinstance(tool, FunctionTool) else 0
         for attempt in range(retries + 1):
+            state = inv.state_view(self.spec.name)  # (an attempt's writes start afresh)
             try:
-                context = ToolCallContext(
-                    ctx,
-                    self.spec.name,
-                    call.id,
-                    child_invocation=child_invocation(inv.id, key),
-                    replay=self._callee_replays(inv, key),
-                    history=inv.history,
-                    step=inv.steps,
-                    # (a workflow's calls are bounded by its code, not counted)
-                    visits=inv.visits if self.spec.workflow is None else None,
-                )
+                context = self._context(inv, call, key, state)
                 # Not `asyncio.wait_for`: on Python 3.11 it returns the result of a call that
                 # ends in the loop's turn in which the run is cancelled, and the cancellation
                 # is lost (the run goes on to its next step; fixed in 3.12). Within
                 # `asyncio.timeout` the call runs in this task, which stays cancelled.
                 async with asyncio.timeout(max(timeout, 0.001)):
-                    return await tool.call(arguments, context)
+                    out = await tool.call(arguments, context)
+                if not out.is_error:  # a failed call changes nothing
+                    out.changes = state.changes
+                return out
             except DelegationRefused as refused:
                 return self._refused(inv, call, refused)
             except Exception as exc:
@@ -207,6 +200,22 @@ class ToolRunner:
                     )
                 return ToolOutput(f"error: {describe_error(exc)}", is_error=True)
         raise AssertionError("unreachable")
+
+    def _context(self, inv: Invocation, call: ToolCall, key: str, state: State) -> ToolCallContext:
+        """Who makes the call and where, as the tool is told."""
+        return ToolCallContext(
+            inv.ctx,
+            self.spec.name,
+            call.id,
+            child_invocation=child_invocation(inv.id, key),
+            replay=self._callee_replays(inv, key),
+            history=inv.history,
+            step=inv.steps,
+            # (a workflow's calls are bounded by its code, not counted)
+            visits=inv.visits if self.spec.workflow is None else None,
+            state=state,
+            invocation=inv.id,
+        )
 
     def _callee_replays(self, inv: Invocation, key: str) -> bool:
         """Whether the agent the call `key` delegates to may find steps of its own recorded.
@@ -282,3 +291,14 @@ class ToolRunner:
             ),
             is_error=True,
         )
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | ToolOutput:
+    """The call's arguments, or the error the model is told when they are not a JSON object."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return ToolOutput(f"error: arguments are not valid JSON ({exc})", is_error=True)
+    if not isinstance(arguments, dict):
+        return ToolOutput("error: arguments must be a JSON object", is_error=True)
+    return arguments

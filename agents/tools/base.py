@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 
 from agents.core.errors import ToolImportError
 from agents.core.imports import ImportProblem, import_object
+from agents.core.state import State, StateChange
 
 if TYPE_CHECKING:
     from agents.core.messages import AgentResult, RunContext
@@ -30,6 +31,7 @@ __all__ = [
     "FunctionTool",
     "Tool",
     "ToolCallContext",
+    "ToolContext",
     "ToolOutput",
     "idempotent",
     "load_function_tool",
@@ -63,11 +65,46 @@ class ToolCallContext:
     step: int = 0  # the calling turn's model step that asked for the call
     # The steps of the calling turn that handed work to each agent (None: not counted).
     visits: dict[str, set[int]] | None = None
+    state: State | None = None  # the shared state as this call sees it (its writes kept)
+    invocation: str = ""  # the calling invocation's id
 
     @property
     def idempotency_key(self) -> str:
         """The same for every attempt at this one call."""
         return f"{self.run.run_id}:{self.call_id}"
+
+    def tool_context(self) -> ToolContext:
+        """What a function tool that asks for it (a `ToolContext` parameter) is given."""
+        return ToolContext(
+            run_id=self.run.run_id,
+            thread_id=self.run.thread_id,
+            invocation=self.invocation,
+            agent=self.caller,
+            call_id=self.call_id,
+            state=self.state or State({}, self.run.state_spec, self.caller),
+        )
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a function tool is called, for one that asks (a parameter typed `ToolContext`).
+
+    The parameter is hidden from the model. `state` reads the run's shared state and writes it
+    (`state.set("city", "Paris")`); a write its schema refuses raises `StateError`, which the
+    model sees as the tool's error, naming the key.
+    """
+
+    run_id: str
+    thread_id: str | None
+    invocation: str
+    agent: str
+    call_id: str
+    state: State
+
+    @property
+    def idempotency_key(self) -> str:
+        """The same for every attempt at this one call."""
+        return f"{self.run_id}:{self.call_id}"
 
 
 @dataclass
@@ -80,6 +117,7 @@ class ToolOutput:
     handoff: bool = False  # the child took the conversation over: its answer is the caller's
     # Control goes back up the chain to this agent: the calling turn ends with `content`.
     hand_back: str | None = None
+    changes: list[StateChange] = field(default_factory=list)  # its writes to the shared state
 
 
 class Tool(Protocol):
@@ -125,6 +163,7 @@ class FunctionTool:
     retries: int = 0
     confirm: bool = False  # each call waits for a person's approval
     _takes_key: bool = field(repr=False, default=False)
+    _context_param: str | None = field(repr=False, default=None)  # given a `ToolContext`
 
     @classmethod
     def from_callable(cls, fn: Callable[..., Any], name: str | None = None) -> FunctionTool:
@@ -142,6 +181,9 @@ class FunctionTool:
             fields[param.name] = (annotation, default)
         # Resolve string annotations (`from __future__ import annotations`) in fn's module.
         hints = inspect.get_annotations(fn, eval_str=True)
+        context_param = next((n for n in fields if hints.get(n) is ToolContext), None)
+        if context_param is not None:
+            del fields[context_param]  # Baton's to give, not the model's
         doc = inspect.getdoc(fn) or ""
         described = _documented(doc)
         for pname, (annotation, default) in list(fields.items()):
@@ -161,6 +203,7 @@ class FunctionTool:
             _args_model=args_model,
             idempotent=bool(getattr(fn, _IDEMPOTENT_MARK, False)),
             _takes_key=takes_key,
+            _context_param=context_param,
         )
 
     async def call(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutput:
@@ -176,6 +219,8 @@ class FunctionTool:
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         if self._takes_key:
             kwargs[IDEMPOTENCY_KEY] = ctx.idempotency_key
+        if self._context_param is not None:
+            kwargs[self._context_param] = ctx.tool_context()
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(**kwargs)
         else:

@@ -172,6 +172,7 @@ class DelegateTool:
             invocation=ctx.child_invocation,
             replay=ctx.replay,
             history=history,
+            state=ctx.state.as_dict() if ctx.state is not None else {},
         )
         result = await self.dispatcher.dispatch(target, delegation)
         back = result.handed_back_to

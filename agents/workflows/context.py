@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.core.messages import AgentResult
+from agents.core.state import State
 from agents.core.steps import call_key, step_number
 from agents.models.base import ToolCall
 from agents.runtime.invocation import Invocation
@@ -104,6 +105,21 @@ class Workflow:
         """The run it works for."""
         return self.inv.ctx.run_id
 
+    @property
+    def state(self) -> State:
+        """The run's shared state as the workflow has it now: read it, and write it (`set`).
+
+        Its calls' writes are in it once each call returns. Its own writes are not in the
+        step log: a resumed workflow runs its code again and makes them again.
+        """
+        inv = self.inv
+        return State(
+            inv.state,
+            inv.ctx.state_spec,
+            self.reporter.agent,
+            on_write=lambda change: self.reporter.wrote(inv, [change]),
+        )
+
     async def call(
         self,
         agent: str,
@@ -186,8 +202,10 @@ class Workflow:
         call = ToolCall(id=f"w{place}", name=tool, arguments=json.dumps(arguments))
         marked = {attr.BATON_WORKFLOW_PLACE: f"w{place}", **(marks or {})}
         out = await self.runner.call(self.inv, call, step=place, marks=marked)
+        self.reporter.wrote(self.inv, out.changes)
         if out.child is not None:
             self.inv.children.append(out.child)
+            self.inv.apply(out.child.state_changes)
         return out
 
     def _check(self, place: int, kind: str, name: str, arguments: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from orchestrator.api.routes import metrics as metrics_view
 from orchestrator.api.routes import service as service_view
 from orchestrator.api.tokens import OidcVerifier
 from orchestrator.api.ui import SecurityHeaders, mount_ui
+from orchestrator.engine import LAST
 from orchestrator.oidc import OidcOptions
 from orchestrator.render import default_mermaid_dist
 from orchestrator.schemas import ErrorBody
@@ -188,9 +189,14 @@ def _openapi(app: FastAPI, system: AgentSystem, described: APIRouter) -> dict[st
             title=app.title, version=app.version, summary=app.summary, routes=routes
         )
         names = [a.name for a in system.config.agents]
-        for body in ("RunSubmission", "ThreadRunSubmission"):
+        # (A thread's turn may also go on with the agent that answered the last: `last`.)
+        for body, more in (
+            ("RunSubmission", ()),
+            ("ThreadRunSubmission", (LAST,)),
+            ("ThreadCreate", (LAST,)),
+        ):
             agent = schema["components"]["schemas"][body]["properties"]["agent"]
-            agent["anyOf"][0] = {"type": "string", "enum": [*names, AUTO]}
+            agent["anyOf"][0] = {"type": "string", "enum": [*names, AUTO, *more]}
         app.openapi_schema = schema
         app.state.openapi_of = system.version
     return app.openapi_schema

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.engine.results import RunResult
 from orchestrator.engine.submission import (
+    LAST,
     Execution,
     ForkPoint,
     Lineage,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.engine.lifecycle import Engine
 
 __all__ = [
+    "LAST",
     "Engine",
     "Execution",
     "ForkPoint",

@@ -27,7 +27,7 @@ from agents.ray.wire import Closed, RunSettle
 from agents.runtime.guardrails import Guardrails
 from agents.tools.delegate import input_problems
 from orchestrator.engine.results import RunResult, abandoned_entry, final_event
-from orchestrator.engine.submission import Execution, Lineage, Origin, Submission
+from orchestrator.engine.submission import LAST, Execution, Lineage, Origin, Submission
 from orchestrator.system.config import AgentSystem
 from orchestrator.system.routing import AUTO, RoutingDecision, route
 from tracing import (
@@ -293,7 +293,10 @@ class Engine:
         self.start()
         execution = execution or Execution(uuid.uuid4().hex)
         run_id, lineage = execution.run_id, execution.lineage
-        entry, decision = self.choose_entry(request.task, request.agent)
+        asked = request.agent
+        if asked == LAST:  # the agent that answered the thread's last turn goes on
+            asked = execution.turns.answered_last if execution.turns else None
+        entry, decision = self.choose_entry(request.task, asked)
         ctx, caps = self._context(request, execution)
         recorded = self.system.config.tracing.enabled
         result: RunResult | None = None
@@ -389,6 +392,7 @@ class Engine:
             step_log=self.logs_steps,
             thread_id=turns.thread_id if turns else None,
             memories=turns.memories if turns else {},
+            state_spec=self.system.config.state,
             capped=bool(caps),
             stream=request.stream,
             epoch=lineage.epoch,
@@ -442,6 +446,7 @@ class Engine:
             started_at=ctx.started_at,
             duration_s=time.time() - ctx.started_at,
             tree=tree,
+            state=tree.state,
             cancelled_by=cancelled_by if tree.status == RunStatus.CANCELLED else None,
         )
 
@@ -528,6 +533,7 @@ class Engine:
             input_tripped=request.input_tripped,
             # A turn of a thread: the conversation so far, then the task.
             history=[*history, {"role": "user", "content": task}] if history else [],
+            state=dict(execution.turns.state) if execution.turns else {},
         )
         run_id = ctx.run_id
         stopped = AgentResult(

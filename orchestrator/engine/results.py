@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from agents.core.events import RunFinished
@@ -26,6 +28,9 @@ class RunResult(BaseModel):
     started_at: float
     duration_s: float
     tree: AgentResult | None = None
+    state: dict[str, Any] | None = Field(
+        default=None, description="The shared state it ended with (None: it has none)."
+    )
     cancelled_by: str | None = None  # who cancelled it (a key's name), when it was cancelled
     spans: list[SpanRecord] = Field(
         default_factory=list,

@@ -16,7 +16,10 @@ from pydantic import BaseModel, Field
 
 from agents.core.limits import SpendCap
 
-__all__ = ["Execution", "ForkPoint", "Lineage", "Origin", "Submission", "Turns"]
+__all__ = ["LAST", "Execution", "ForkPoint", "Lineage", "Origin", "Submission", "Turns"]
+
+# A turn's entry agent that is whichever agent answered its thread's last turn.
+LAST = "last"
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ class Submission:
 
     Attributes:
         task: what the team should do.
-        agent: the entry agent asked for: a name, `auto` (routed by capabilities), or None
-            (the config's entry).
+        agent: the entry agent asked for: a name, `auto` (routed by capabilities), `LAST` (a
+            thread's turn: the agent that answered the last turn), or None (the config's entry).
         token_budget: tokens the whole delegation tree may spend (None: the config's).
         deadline_s: the run's wall-clock limit (None: the config's).
         stream: models stream their output (`model_delta` events for followers).
@@ -142,11 +145,16 @@ class Turns:
             oldest first (the agent's context policy fits them to its model's window).
         memories: the earlier exchanges of each agent with `memory: thread` (its tasks and
             answers in the earlier turns), as chat messages, oldest first.
+        state: the thread's shared state, which the turn begins with.
+        answered_last: the agent that answered the last turn that ended (the entry of a turn
+            that asks for `LAST`).
     """
 
     thread_id: str
     history: tuple[dict[str, str], ...] = ()
     memories: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    answered_last: str | None = None
 
 
 class ForkPoint(BaseModel):

@@ -215,6 +215,10 @@ class RunView(BaseModel):
         "from the original's record, and the fork went on live from it).",
     )
     tree: DelegationNode | None = Field(description="The delegation tree, once the run ended.")
+    state: dict[str, Any] | None = Field(
+        default=None,
+        description="The shared state it ended with (its agents' writes; None: it has none).",
+    )
     thread_id: str | None = Field(
         default=None, description="The thread (conversation) the run is a turn of."
     )
@@ -363,6 +367,7 @@ def run_view(run: StoredRun, prefix: str = "/v1") -> RunView:
         fork=run.fork,
         fork_from=run.fork_from,
         tree=DelegationNode.model_validate(run.tree) if run.tree else None,
+        state=run.state,
         thread_id=run.thread_id,
         tenant=run.tenant,
         submitted_by=run.submitted_by,

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.core.messages import RunStatus, Usage
-from orchestrator.schemas.runs import Metadata, RunLinks, RunRequest, metadata_field, run_links
+from orchestrator.schemas.runs import (
+    NUMBER_ONLY,
+    Metadata,
+    RunLinks,
+    RunRequest,
+    metadata_field,
+    run_links,
+)
 from orchestrator.store import StoredRun
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the API's schemas do without it
@@ -18,6 +25,7 @@ __all__ = [
     "ThreadLinks",
     "ThreadPageView",
     "ThreadRunSubmission",
+    "ThreadStatePatch",
     "ThreadView",
     "TurnView",
     "thread_view",
@@ -52,6 +60,20 @@ class ThreadCreate(BaseModel):
         description="The entry agent of its turns that name none: an agent, `auto`, or `last` "
         "(the agent that answered the last turn goes on, as ADK keeps the agent that had the "
         "conversation); unset: the team's entry agent.",
+    )
+
+
+class ThreadStatePatch(BaseModel):
+    """The body of `PATCH /v1/threads/{id}/state`: keys to set, on the version read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    values: dict[str, Any] = Field(
+        description="Each key set to its value (replaced, whatever its reducer; null removes "
+        "it), checked against the team's state schema."
+    )
+    version: Annotated[int, Field(ge=0), NUMBER_ONLY] = Field(
+        description="The `state_version` read: another change since is a `409`."
     )
 
 
@@ -90,6 +112,14 @@ class ThreadView(BaseModel):
     agent: str | None = Field(
         description="The entry agent of turns that name none (`last`: the last to answer)."
     )
+    state: dict[str, Any] | None = Field(
+        default=None,
+        description="Its shared state, which its next turn begins with (read alone; not in a "
+        "list of threads).",
+    )
+    state_version: int = Field(
+        default=0, description="Counts its state's changes: a `PATCH` of it names the one it read."
+    )
     turn_count: int = Field(description="How many runs it has had.")
     last_turn_at: float | None = Field(description="When its last run was submitted (Unix s).")
     title: str | None = Field(description="Its first run's task (up to 200 characters).")
@@ -116,6 +146,8 @@ def thread_view(thread: StoredThread, turns: list[StoredRun] | None = None) -> T
         created_at=thread.created_at,
         metadata=thread.metadata,
         agent=thread.agent,
+        state=None if turns is None else (thread.state or {}),
+        state_version=thread.state_version,
         turn_count=thread.turn_count if turns is None else len(turns),
         last_turn_at=thread.last_turn_at if not turns else turns[-1].created_at,
         title=thread.first_task if not turns else turns[0].task[:200],

@@ -30,7 +30,7 @@ from orchestrator.service.admission import Admission
 from orchestrator.service.desk import Desk
 from orchestrator.service.pending_writes import PendingWrites
 from orchestrator.service.run_events import RunEvents
-from orchestrator.service.threads import turns_before
+from orchestrator.service.threads import absorb_state, turns_before
 from orchestrator.service.versions import RunningVersion, Versions
 from orchestrator.store import RunMeta, RunStore, StoredRun, end_values
 
@@ -365,6 +365,13 @@ class RunExecutor:
         final = final_event(result, entry, error)
         if self.metrics is not None:  # (before its end is announced: a follower finds it)
             self.metrics.ended(final.status.value, request.tenant, final.usage)
+        if result is not None and result.tree is not None and request.thread_id is not None:
+            # (before the turn is recorded as ended: the next turn begins with it)
+            try:
+                changes, spec = result.tree.state_changes, engine.system.config.state
+                await absorb_state(self.store, request.thread_id, changes, spec)
+            except Exception:  # the store: the turn's record matters more
+                logger.exception("run %s: its thread's state not kept", run_id)
         closed = await self._close(engine, run_id, result, final)
         events = closed.events
         await self.pending_writes.write(

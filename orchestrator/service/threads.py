@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,9 +21,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents.core.messages import RunStatus
+from agents.core.state import StateChange, StateError, StateSpec, apply_changes
 from orchestrator.access import LOCAL, Access
-from orchestrator.engine import Submission, Turns
-from orchestrator.errors import ThreadBusy, ThreadFull, ThreadNotFound
+from orchestrator.engine import LAST, Submission, Turns
+from orchestrator.errors import (
+    InvalidState,
+    StateConflict,
+    ThreadBusy,
+    ThreadFull,
+    ThreadNotFound,
+)
 from orchestrator.store import RunStore, StoredRun
 from orchestrator.store.threads import StoredThread
 from orchestrator.system import AgentSystem
@@ -30,13 +38,13 @@ from orchestrator.system import AgentSystem
 if TYPE_CHECKING:  # (the executor asks this module for a turn's history)
     from orchestrator.service.executor import RunExecutor
 
-__all__ = ["LAST", "NEW_THREAD", "MultitaskStrategy", "Threads", "turns_before"]
+__all__ = ["NEW_THREAD", "MultitaskStrategy", "Threads", "absorb_state", "turns_before"]
+
+logger = logging.getLogger(__name__)
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 # What the CLI and the MCP tool take for "a thread of its own, made now".
 NEW_THREAD = "new"
-# A thread's entry agent that is whichever agent answered its last turn.
-LAST = "last"
 
 # How long an interrupting or rolling-back submission waits for the run it cancels to end.
 _CANCEL_WAIT_S = 30.0
@@ -45,6 +53,8 @@ _POLL_S = 0.1
 # for the run it cancels); another waits this long for its turn before it is refused.
 _HOLD_S = _CANCEL_WAIT_S + 15.0
 _HOLD_WAIT_S = 10.0
+# How many times a turn's writes are applied again to a thread's state that changed meanwhile.
+_STATE_TRIES = 20
 
 Submit = Callable[..., Awaitable[tuple[StoredRun, bool]]]
 
@@ -104,6 +114,34 @@ class Threads:
             raise ThreadNotFound(thread_id)
         return thread, await self._store.threads.turns(thread_id)
 
+    async def change_state(
+        self,
+        thread_id: str,
+        values: dict[str, Any],
+        version: int,
+        spec: StateSpec | None,
+        caller: Access = LOCAL,
+    ) -> tuple[StoredThread, list[StoredRun]]:
+        """Set keys of the thread's state (null removes one), on the version the caller read.
+
+        `StateConflict` if it changed since; `InvalidState` if the schema refuses a value.
+        """
+        thread, _ = await self.get(thread_id, caller)
+        if thread.state_version != version:
+            raise StateConflict(thread_id, version, thread.state_version)
+        state = dict(thread.state or {})
+        for key, value in values.items():
+            if value is None:
+                state.pop(key, None)
+            elif problems := (spec or StateSpec()).problems(key, value):
+                raise InvalidState(thread_id, f"state key {key!r}: {'; '.join(problems)}")
+            else:
+                state[key] = value
+        if not await self._store.threads.set_state(thread_id, state, version):
+            current = await self._store.threads.get(thread_id)
+            raise StateConflict(thread_id, version, current.state_version if current else -1)
+        return await self.get(thread_id, caller)
+
     async def page(
         self, *, limit: int, offset: int, viewer: Access = LOCAL
     ) -> tuple[list[StoredThread], int]:
@@ -134,6 +172,10 @@ class Threads:
         A retry (its idempotency key made a run already) gets that run, whatever is under way.
         """
         options = {"caller": caller, "idempotency_key": idempotency_key}
+        if request.agent is None:  # the thread's own entry agent, if it names one
+            thread = await self._store.threads.get(thread_id)
+            if thread is not None and thread.agent is not None:
+                request = replace(request, agent=thread.agent)
         if idempotency_key and await self._store.by_idempotency_key(caller.own(idempotency_key)):
             return await self._submit(replace(request, thread_id=thread_id), **options)
         async with self._lock(thread_id), self._held(thread_id):
@@ -153,8 +195,7 @@ class Threads:
             # `enqueue`: the executor starts it once the turns before it have ended (with none
             # under way, or those ended above, it need not look).
             waits = bool(under_way) and strategy == "enqueue"
-            agent = await self._entry(thread_id, request.agent)
-            turn = replace(request, thread_id=thread_id, waits_for_turns=waits, agent=agent)
+            turn = replace(request, thread_id=thread_id, waits_for_turns=waits)
             return await self._submit(turn, **options)
 
     async def continue_or_start(
@@ -167,18 +208,6 @@ class Threads:
         if thread == NEW_THREAD:
             thread = (await self.create({}, caller)).id
         return await self.submit(thread, request, "reject", caller=caller)
-
-    async def _entry(self, thread_id: str, asked: str | None) -> str | None:
-        """The turn's entry agent: the one asked for, else the thread's; `LAST` made a name.
-
-        `LAST` with no turn answered yet: the team's entry agent (None).
-        """
-        if asked is None:
-            thread = await self._store.threads.get(thread_id)
-            asked = thread.agent if thread is not None else None
-        if asked != LAST:
-            return asked
-        return await self._store.threads.last_answerer(thread_id)
 
     @contextlib.asynccontextmanager
     async def _held(self, thread_id: str) -> AsyncIterator[None]:
@@ -259,7 +288,34 @@ async def turns_before(
             {"role": "user", "content": turn.task},
             {"role": "assistant", "content": answer},
         ]
-    return Turns(thread_id, tuple(history), memories)
+    thread = await store.threads.get(thread_id)
+    state = dict(thread.state or {}) if thread is not None else {}
+    last = await store.threads.last_answerer(thread_id) if request.agent == LAST else None
+    return Turns(thread_id, tuple(history), memories, state, last)
+
+
+async def absorb_state(
+    store: RunStore, thread_id: str, changes: list[StateChange], spec: StateSpec | None
+) -> None:
+    """Apply a turn's writes to its thread's state (its next turn begins with it).
+
+    Applied to the state as it is now, by the keys' reducers (a person's change made during
+    the turn stays, unless the turn wrote the same key); tried again if it changes meanwhile.
+    """
+    if not changes:
+        return
+    for _ in range(_STATE_TRIES):
+        thread = await store.threads.get(thread_id)
+        if thread is None:
+            return
+        try:
+            merged = apply_changes(thread.state or {}, changes, spec)
+        except StateError as exc:  # (the schema changed since the run began)
+            logger.warning("thread %s: its turn's state not kept: %s", thread_id, exc)
+            return
+        if await store.threads.set_state(thread_id, merged, thread.state_version):
+            return
+    logger.warning("thread %s: its state kept changing; its turn's writes not kept", thread_id)
 
 
 def _remember(

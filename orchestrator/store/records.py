@@ -144,6 +144,7 @@ class StoredRun(BaseModel):
     finished_at: float | None
     duration_s: float | None
     tree: dict[str, Any] | None
+    state: dict[str, Any] | None = None  # the shared state it ended with
     owner: str | None = None
     request_hash: str | None = None
     cancel_requested: bool = False
@@ -231,4 +232,5 @@ def end_values(result: RunResult) -> dict[str, Any]:
         "finished_at": result.started_at + result.duration_s,
         "duration_s": result.duration_s,
         "tree": result.tree.model_dump(mode="json") if result.tree else None,
+        "state": result.state,
     }

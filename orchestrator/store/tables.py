@@ -64,6 +64,7 @@ class RunRow(Base):
     finished_at: Mapped[float | None] = mapped_column(Float)
     duration_s: Mapped[float | None] = mapped_column(Float)
     tree: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # as it ended
     # The service instance running it, and when that instance last said it still is.
     owner: Mapped[str | None] = mapped_column(String(255))
     heartbeat_at: Mapped[float | None] = mapped_column(Float)
@@ -197,6 +198,9 @@ class ThreadRow(Base):
     tenant: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
     # The entry agent of its turns that name none (`last`: whichever answered the last turn).
     agent: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # The shared state its next turn begins with; its version counts each change.
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    state_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class SpendRow(Base):

@@ -40,6 +40,8 @@ class StoredThread:
     last_turn_at: float | None = None
     first_task: str | None = None
     agent: str | None = None  # the entry agent of turns that name none (`last`, a name)
+    state: dict[str, Any] | None = None  # the shared state its next turn begins with
+    state_version: int = 0  # how many times it changed
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,15 @@ class ThreadTable:
             row = await session.get(ThreadRow, thread_id)
             if row is None:
                 return None
-            return StoredThread(row.id, row.created_at, row.meta, row.tenant, agent=row.agent)
+            return StoredThread(
+                row.id,
+                row.created_at,
+                row.meta,
+                row.tenant,
+                agent=row.agent,
+                state=row.state,
+                state_version=row.state_version or 0,
+            )
 
     async def page(
         self, *, limit: int, offset: int = 0, tenant: str | None = None
@@ -191,6 +201,19 @@ class ThreadTable:
         if not rows:
             return None
         return [(str(run_id), bool(ended)) for run_id, ended in rows if run_id is not None]
+
+    async def set_state(self, thread_id: str, state: dict[str, Any], version: int) -> bool:
+        """Replace the thread's state if its version is still `version` (it becomes the next).
+
+        False: it changed since (or the thread is gone).
+        """
+        async with self._sessions.begin() as session:
+            done = await session.execute(
+                update(ThreadRow)
+                .where(ThreadRow.id == thread_id, ThreadRow.state_version == version)
+                .values(state=state, state_version=version + 1)
+            )
+            return bool(done.rowcount)  # type: ignore[attr-defined]
 
     async def last_answerer(self, thread_id: str) -> str | None:
         """The agent that answered the thread's last finished turn (None: it has none)."""

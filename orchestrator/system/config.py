@@ -22,6 +22,7 @@ from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.imports import on_import_path
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
+from agents.core.state import StateSpec
 from agents.core.workflow_spec import step_agents, step_checks
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
@@ -62,6 +63,11 @@ class SystemConfig(BaseModel):
         "service is back, it carries on from its step log) or `fail` (it ends `interrupted`).",
     )
     limits: Limits = Field(default_factory=Limits)
+    state: StateSpec | None = Field(
+        default=None,
+        description="The run's shared state: its JSON Schema (each write checked) and how "
+        "writes to a key merge (`reducers`). Untyped and last-writer-wins without it.",
+    )
     tracing: TraceOptions = Field(default_factory=TraceOptions)
     shared_host: SharedHostOptions = Field(default_factory=SharedHostOptions)
     supervision: SupervisionOptions = Field(default_factory=SupervisionOptions)

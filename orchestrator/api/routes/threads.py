@@ -7,17 +7,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query, Response
 
 from orchestrator.api.deps import Caller, IdempotencyKey, Service, check_agent
+from orchestrator.engine import LAST
 from orchestrator.schemas import (
     ErrorBody,
     RunView,
     ThreadCreate,
     ThreadPageView,
     ThreadRunSubmission,
+    ThreadStatePatch,
     ThreadView,
     run_view,
     thread_view,
 )
-from orchestrator.service.threads import LAST
 
 __all__ = ["router"]
 
@@ -69,6 +70,28 @@ async def list_threads(
 async def get_thread(thread_id: THREAD_ID, service: Service, caller: Caller) -> ThreadView:
     """A thread and its turns, oldest first: each run's task, answer, status and usage."""
     thread, turns = await service.threads.get(thread_id, caller)
+    return thread_view(thread, turns)
+
+
+@router.patch(
+    "/threads/{thread_id}/state",
+    responses={
+        **_NOT_FOUND,
+        409: {"model": ErrorBody, "description": "Its state changed since the version read."},
+    },
+)
+async def change_thread_state(
+    thread_id: THREAD_ID, body: ThreadStatePatch, service: Service, caller: Caller
+) -> ThreadView:
+    """Set keys of the thread's shared state, which its next turn begins with.
+
+    Names the `state_version` read: a change made since is a `409` `state_conflict`; a value
+    the team's state schema refuses, a `422` `invalid_state` naming the key.
+    """
+    spec = service.system.config.state
+    thread, turns = await service.threads.change_state(
+        thread_id, body.values, body.version, spec, caller
+    )
     return thread_view(thread, turns)
 
 

@@ -239,6 +239,7 @@ async def test_health_readiness_and_agents(api: str) -> None:
         "pipeline",
         "fanout",
         "profiler",
+        "keeper",
         "auto",
     ]
 

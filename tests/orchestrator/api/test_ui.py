@@ -143,6 +143,7 @@ def test_the_agents_page_draws_the_topology(api: str, page: Page) -> None:
         "pipeline",
         "fanout",
         "profiler",
+        "keeper",
     ]
     # The version of the team new runs go to (the only one running).
     served = httpx.get(f"{api}/v1/service").json()

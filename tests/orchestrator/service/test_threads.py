@@ -152,6 +152,72 @@ async def test_the_next_turn_goes_on_with_the_agent_that_answered_the_last(api: 
         assert wrong.status_code == 422 and "'last'" in wrong.text, wrong.text
 
 
+async def test_a_thread_keeps_its_state_across_turns_and_a_change_names_its_version(
+    api: str,
+) -> None:
+    async with httpx.AsyncClient(base_url=api, timeout=60) as client:
+        thread = await new_thread(client)
+        runs = []
+        for _ in range(2):
+            run = (await turn(client, thread, "add to the tally", "keeper")).json()
+            await ended(api, run["id"])
+            runs.append((await client.get(f"/v1/runs/{run['id']}")).json())
+        # Each turn began with the state the one before ended with (the tally adds up).
+        said = [_flat([r["tree"]])[0]["children"] for r in runs]
+        assert [r["state"] for r in runs] == [{"tally": 1}, {"tally": 2}], said
+        view = (await client.get(f"/v1/threads/{thread}")).json()
+        assert (view["state"], view["state_version"]) == ({"tally": 2}, 2)
+        # A person changes it, naming the version read; the next turn begins with it.
+        changed = await client.patch(
+            f"/v1/threads/{thread}/state",
+            json={"values": {"tally": 10, "note": "hi"}, "version": 2},
+        )
+        assert changed.status_code == 200, changed.text
+        assert (changed.json()["state"], changed.json()["state_version"]) == (
+            {"tally": 10, "note": "hi"},
+            3,
+        )
+        stale = await client.patch(
+            f"/v1/threads/{thread}/state", json={"values": {"note": "late"}, "version": 2}
+        )
+        assert stale.status_code == 409 and stale.json()["error"]["code"] == "state_conflict"
+        assert stale.json()["error"]["details"]["current_version"] == 3
+        wrong = await client.patch(
+            f"/v1/threads/{thread}/state", json={"values": {"tally": "ten"}, "version": 3}
+        )
+        assert wrong.status_code == 422 and wrong.json()["error"]["code"] == "invalid_state"
+        assert "state key 'tally'" in wrong.json()["error"]["message"]
+        third = (await turn(client, thread, "add to the tally", "keeper")).json()
+        await ended(api, third["id"])
+        view = (await client.get(f"/v1/threads/{thread}")).json()
+        assert view["state"] == {"tally": 11, "note": "hi"}
+
+
+async def test_another_tenant_can_neither_read_nor_change_a_threads_state(
+    tenanted: ServiceProcess, access_keys: dict[str, str]
+) -> None:
+    acme = {"Authorization": f"Bearer {access_keys['acme']}"}
+    globex = {"Authorization": f"Bearer {access_keys['globex']}"}
+    async with httpx.AsyncClient(base_url=tenanted.url, timeout=60) as client:
+        thread = (await client.post("/v1/threads", headers=acme)).json()["id"]
+        run = (await turn(client, thread, "add to the tally", "keeper", headers=acme)).json()
+        assert (
+            "run_finished" in (await client.get(f"/v1/runs/{run['id']}/events", headers=acme)).text
+        )
+        assert (await client.get(f"/v1/threads/{thread}", headers=acme)).json()["state"] == {
+            "tally": 1
+        }
+        read = await client.get(f"/v1/threads/{thread}", headers=globex)
+        patched = await client.patch(
+            f"/v1/threads/{thread}/state",
+            json={"values": {"tally": 0}, "version": 1},
+            headers=globex,
+        )
+        assert (read.status_code, patched.status_code) == (404, 404)
+        kept = (await client.get(f"/v1/threads/{thread}", headers=acme)).json()
+        assert kept["state"] == {"tally": 1}
+
+
 def _flat(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for n in nodes for s in [n, *_flat(n["children"])]]
 
