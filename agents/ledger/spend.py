@@ -5,8 +5,12 @@ system (all its replicas and nodes), so its counts are exact for them. A daily c
 from what the store holds for that day (`seed`), then grows with each reply (`record`); the
 ledger persists each reply's spending too, for `GET /v1/usage` and the next start.
 
-A run's calls are checked before they start (`check`), so the spending can pass a cap by at
-most the calls already under way when it is reached (each at most one reply's cost).
+A run's calls are checked before they start (`check`), and a call that may start holds what
+a reply is likely to cost (the largest reply its run had, else the largest any run had) until
+its reply is counted: the checks of every run count what the calls under way will spend, not
+only the replies that reached the ledger (they come a moment later, a loaded machine's moment
+longer). So the spending passes a cap by at most what the calls under way spend beyond what
+they held.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ class Spent:
 
     tokens: int = 0
     usd: float = 0.0
+
+    def __add__(self, other: Spent) -> Spent:
+        return Spent(self.tokens + other.tokens, self.usd + other.usd)
+
+    def __sub__(self, other: Spent) -> Spent:
+        return Spent(self.tokens - other.tokens, self.usd - other.usd)
+
+    def most(self, other: Spent) -> Spent:
+        """The larger of each figure."""
+        return Spent(max(self.tokens, other.tokens), max(self.usd, other.usd))
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,8 @@ class _Run:
     caps: tuple[SpendCap, ...] = ()
     own: Spent = field(default_factory=Spent)
     warned: set[str] = field(default_factory=set)
+    largest: Spent = field(default_factory=Spent)  # its largest reply so far
+    held: list[Spent] = field(default_factory=list)  # one for each call under way, oldest first
 
 
 class SpendMeter:
@@ -68,6 +84,8 @@ class SpendMeter:
         # every reply since. A scope no capped run has asked about is not counted here (the
         # store keeps its sums).
         self._days: dict[tuple[str, str], Spent] = {}
+        self._held: dict[str, Spent] = {}  # scope -> what its calls under way hold
+        self._largest = Spent()  # the largest reply of any run (a run's first call holds it)
         self._pending_warnings: dict[str, list[tuple[str, str]]] = {}
 
     def open(
@@ -86,9 +104,36 @@ class SpendMeter:
         return run is not None and bool(run.caps)
 
     def close(self, run_id: str) -> None:
-        """Forget a run that ended (its spending stays in its scopes' days)."""
-        self._runs.pop(run_id, None)
+        """Forget a run that ended (its spending stays in its scopes' days).
+
+        What its calls held for replies that never came is let go.
+        """
+        run = self._runs.pop(run_id, None)
+        while run is not None and run.held:
+            self._release(run)
         self._pending_warnings.pop(run_id, None)
+
+    def _scopes(self, run: _Run) -> tuple[str, ...]:
+        return (f"tenant:{run.tenant}", f"key:{run.who}")
+
+    def _hold(self, run: _Run) -> None:
+        """A call starts: it holds what a reply is likely to cost, until its reply comes."""
+        likely = run.largest if run.largest.tokens or run.largest.usd else self._largest
+        run.held.append(likely)
+        for scope in self._scopes(run):
+            self._held[scope] = self._held.get(scope, Spent()) + likely
+
+    def _release(self, run: _Run) -> None:
+        """A reply came (or the run ended): what its call held is counted no more."""
+        if not run.held:
+            return
+        likely = run.held.pop(0)
+        for scope in self._scopes(run):
+            left = self._held.get(scope, Spent()) - likely
+            if left.tokens <= 0 and left.usd <= 1e-12:
+                self._held.pop(scope, None)
+            else:
+                self._held[scope] = left
 
     def unseeded(self, scopes: list[str], day: str) -> list[str]:
         """The daily scopes whose count for `day` must first be read from the store."""
@@ -125,6 +170,9 @@ class SpendMeter:
         day = utc_day()
         run.own.tokens += tokens
         run.own.usd += usd
+        self._release(run)
+        run.largest = run.largest.most(Spent(tokens, usd))
+        self._largest = self._largest.most(run.largest)
         for scope in (f"tenant:{run.tenant}", f"key:{run.who}"):
             spent = self._days.get((day, scope))
             if spent is not None:  # (else the store's sums alone count it)
@@ -155,7 +203,23 @@ class SpendMeter:
             said = self._said(cap, self._spent(run, cap, day), 1.0)
             if said is not None:
                 return said, warnings
+        # With what the calls under way hold: a call that would take it past is not made.
+        for cap in run.caps:
+            held = self._spent(run, cap, day) + self._held_by(run, cap)
+            said = self._said(cap, held, 1.0)
+            if said is not None:
+                return f"{said} (with the calls under way)", warnings
+        self._hold(run)
         return None, warnings
+
+    def _held_by(self, run: _Run, cap: SpendCap) -> Spent:
+        """What the calls under way hold against a cap: the run's own, or its scope's."""
+        if not cap.daily:
+            total = Spent()
+            for likely in run.held:
+                total = total + likely
+            return total
+        return self._held.get(cap.scope, Spent())
 
     def over(self, caps: tuple[SpendCap, ...]) -> str | None:
         """Why a new run under these caps would be refused at once (a daily cap spent), or None."""
