@@ -130,8 +130,8 @@ def test_baton_check_lists_each_parameter_and_warns_of_one_described_nowhere(
         "destination: IATA code of the arrival airport., seats: how many seats to book.)"
     ) in done.output
     assert (
-        "tool lookup(user: the user's id, as the CRM writes it, field: which field to read, limit: -)"
-        in done.output
+        "tool lookup(user: the user's id, as the CRM writes it, "
+        "field: which field to read, limit: -)" in done.output
     )
     assert (
         f"warning: tool lookup ({HERE}:lookup): parameter 'limit' has no description" in done.output
