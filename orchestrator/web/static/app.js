@@ -612,6 +612,10 @@ async function runPage(asked) {
       const answer = run.output_json != null ? JSON.stringify(run.output_json, null, 2) : run.output;
       $("run-answer").textContent = failed ? run.error || ""
         : ended ? answer || "" : live.answer ?? "…";
+      // The shared state it ended with (its agents' writes), when it has one.
+      const hasState = run.state && Object.keys(run.state).length > 0;
+      $("state-heading").hidden = $("run-state").hidden = !hasState;
+      $("run-state").textContent = hasState ? JSON.stringify(run.state, null, 2) : "";
       $("cancel-button").hidden = ended;
       const [trace] = await Promise.all([api(`/v1/runs/${runId}/trace`), drawDiagram(), drawApprovals(), drawQuestions()]);
       drawWaterfall(trace);
@@ -753,6 +757,11 @@ async function threadPage(threadId) {
     $("thread-title").textContent = `Thread ${thread.id.slice(0, 12)}`;
     const meta = Object.entries(thread.metadata).map(([k, v]) => `${k}: ${v}`).join(" · ");
     $("thread-meta").textContent = `${thread.turns.length} turn${thread.turns.length === 1 ? "" : "s"}${meta ? ` · ${meta}` : ""}`;
+    // The state its next turn begins with (and its version, which a change names).
+    const hasState = thread.state && Object.keys(thread.state).length > 0;
+    $("thread-state-heading").hidden = $("thread-state").hidden = !hasState;
+    $("thread-state-heading").textContent = `Shared state (version ${thread.state_version})`;
+    $("thread-state").textContent = hasState ? JSON.stringify(thread.state, null, 2) : "";
     const list = $("turns");
     await Promise.all(thread.turns.map(async (turn, index) => {
       if (drawn.get(turn.run_id) === turn.status) return;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
@@ -266,6 +267,24 @@ def test_a_conversation_started_and_continued_in_the_browser_is_shown_turn_by_tu
     page.goto(f"{api}/runs/{answered}")
     link = page.locator("#thread-link")
     expect(link).to_have_attribute("href", f"/threads/{thread}")
+
+
+def test_the_thread_and_run_pages_show_the_shared_state_and_who_answered(
+    api: str, page: Page
+) -> None:
+    thread = httpx.post(f"{api}/v1/threads").json()["id"]
+    made = httpx.post(
+        f"{api}/v1/threads/{thread}/runs", json={"task": "add to the tally", "agent": "keeper"}
+    ).json()["id"]
+    assert "run_finished" in httpx.get(f"{api}/v1/runs/{made}/events", timeout=30).text
+    page.goto(f"{api}/threads/{thread}")
+    expect(page.locator("#thread-state-heading")).to_have_text("Shared state (version 1)")
+    assert json.loads(page.inner_text("#thread-state")) == {"tally": 1}
+    card = page.locator(f".turn[data-run='{made}']")
+    expect(card.locator(".turn-agents")).to_have_text("entered at keeper, which answered")
+    page.goto(f"{api}/runs/{made}")
+    expect(page.locator("#state-heading")).to_be_visible()
+    assert json.loads(page.inner_text("#run-state")) == {"tally": 1}
 
 
 def test_experiments_are_listed_and_one_is_compared_with_another_case_by_case(
