@@ -73,3 +73,10 @@ async def two_naps_at_once(flow: Workflow) -> str:
     """Two calls of the sleeper at once (each a 3 s tool call)."""
     naps = await asyncio.gather(flow.call("sleeper", "nap"), flow.call("sleeper", "nap"))
     return " ".join(n.text for n in naps)
+
+
+async def saves_its_answers(flow: Workflow) -> str:
+    """Saves the scout's answer in the shared state, writes a key itself, and reads both."""
+    await flow.call("scout", "pick a city", save_as="city")
+    flow.state.set("seen", ["the scout"])
+    return f"{flow.state.get('city')} after {flow.state.get('seen')}"

@@ -126,9 +126,13 @@ class Workflow:
         task: str | None = None,
         *,
         input: Any = None,
+        save_as: str | None = None,
         marks: Mapping[str, str | int] | None = None,
     ) -> Answer:
         """Call `agent` with `task` (and structured `input`) and return its answer.
+
+        `save_as`: also write the answer to the run's shared state at this key (its data when
+        it is JSON, else its text), as ADK's `output_key`.
 
         Without a task, the agent is asked to work on its input. Raises `CallFailed` when the
         agent does not succeed (or the guard refuses the call), `WorkflowError` for an agent the
@@ -155,7 +159,11 @@ class Workflow:
             status = child.status.value if child is not None else "refused"
             reason = (child.error if child is not None else None) or out.content
             raise CallFailed(agent, status, reason or "no detail")
-        return Answer(agent, child.output or "", child)
+        answer = Answer(agent, child.output or "", child)
+        if save_as is not None:
+            data = answer.data
+            self.state.set(save_as, data if data is not None else answer.text)
+        return answer
 
     async def tool(self, name: str, /, **arguments: Any) -> str:
         """Call one of the workflow agent's own tools; its result's text.

@@ -181,3 +181,32 @@ async def test_a_placeholder_the_state_cannot_fill_fails_the_call_naming_it() ->
     [_, planner] = result.children  # type: ignore[attr-defined]
     assert planner.status == RunStatus.FAILED
     assert planner.error.startswith("the instructions use {state.city}, which the state")
+
+
+FLOW = """
+state: {reducers: {seen: append}}
+agents:
+  - name: trip
+    workflow: tests.flows:saves_its_answers
+    delegates: [scout]
+  - name: scout
+    tools: [tests.agents.runtime.test_state:note]
+    model:
+      name: baton/scripted
+      params:
+        replies: [{tool_calls: [{name: note, arguments: {text: found}}]}, {content: Porto}]
+"""
+
+
+async def test_a_workflow_reads_and_writes_the_state_and_saves_an_answer_in_it() -> None:
+    result, _ = await local_trace(FLOW, "a trip")
+    assert result.status == RunStatus.SUCCEEDED, result.error  # type: ignore[attr-defined]
+    # The scout's own write came back with its answer; the call saved the answer; the
+    # workflow's own write appended to the scout's.
+    assert result.output == "Porto after ['found', 'the scout']"  # type: ignore[attr-defined]
+    assert result.state == {  # type: ignore[attr-defined]
+        "seen": ["found", "the scout"],
+        "last": "found",
+        "count": 1,
+        "city": "Porto",
+    }
