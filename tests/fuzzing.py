@@ -15,12 +15,23 @@ _CONFIG = """
 [[operations]]
 include-path-regex = '/(input|approvals/\\{call_id\\})$'  # (a literal string: no escapes)
 checks.ensure_resource_availability.enabled = false
+phases.stateful.enabled = false  # (the check above is judged on the link from POST /v1/runs)
 
 # Any text is the document's valid body (a YAML config), but only a team's config is a new
 # version: the rest is refused (422, naming each mistake), as the document says.
 [[operations]]
 include-path-regex = '/service/versions$'
 checks.positive_data_acceptance.expected-statuses = ["2xx", "422"]
+
+# A run's `input` must fit its entry agent's `input_schema` (the shared team's `pipeline` and
+# `profiler` take one), which the document cannot tie to the `agent` drawn: a body naming such
+# an agent without its input is refused (422 invalid_input, naming the agent and the field).
+[[operations]]
+include-path-regex = '/threads/\\{thread_id\\}/runs$'
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "3xx", "401", "403", "404", "409", "422", "429",
+]
 """
 
 

@@ -324,6 +324,7 @@ NEEDS = {
     ("GET", "/v1/threads/{thread_id}"): "read",
     ("DELETE", "/v1/threads/{thread_id}"): "submit",
     ("POST", "/v1/threads/{thread_id}/runs"): "submit",
+    ("PATCH", "/v1/threads/{thread_id}/state"): "submit",
     ("GET", "/v1/experiments"): "read",
     ("POST", "/v1/experiments"): "submit",
     ("GET", "/v1/experiments/{experiment_id}"): "read",
