@@ -40,6 +40,7 @@ __all__ = [
     "follow",
     "free_port",
     "held_service",
+    "kill_everything",
     "marked_processes",
     "rss_mib",
     "submit",
@@ -321,6 +322,16 @@ class ServiceProcess:
                 self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def kill_everything(service: ServiceProcess, mark: str) -> None:
+    """SIGKILL the service, its agents' hosts and its local Ray, as a lost machine would."""
+    processes = marked_processes(mark)
+    service.kill()
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(list(processes), timeout=60)
 
 
 def marked_processes(mark: str) -> dict[psutil.Process, str]:

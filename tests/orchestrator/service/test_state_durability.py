@@ -4,15 +4,13 @@ from the state of that moment, not from the run's start nor its end."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
-from tests.service import ServiceProcess, all_events, follow, marked_processes, submit
+from tests.service import ServiceProcess, all_events, follow, kill_everything, submit
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
@@ -37,15 +35,6 @@ agents:
 """
 
 
-def _kill_everything(service: ServiceProcess, mark: str) -> None:
-    processes = marked_processes(mark)
-    service.kill()
-    for process in processes:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
-    psutil.wait_procs(list(processes), timeout=60)
-
-
 async def test_a_run_killed_after_writing_the_state_resumes_with_it_and_a_fork_begins_there(
     tmp_path: Path,
 ) -> None:
@@ -63,7 +52,7 @@ async def test_a_run_killed_after_writing_the_state_resumes_with_it_and_a_fork_b
         async for _, kind, data in follow(service.url, run_id):
             if kind == "tool_started" and data["tool"] == "slow_step":
                 break  # the tally was written (and recorded with its result) before this
-        _kill_everything(service, mark)
+        kill_everything(service, mark)
         service.start()
         events = await all_events(service.url, run_id)
         async with httpx.AsyncClient(base_url=service.url, timeout=60) as client:

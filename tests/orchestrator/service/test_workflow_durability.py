@@ -6,18 +6,23 @@ it resumes, it fails saying which call differs from the record."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from tests.openai_server import FakeOpenAI
-from tests.service import ServiceProcess, all_events, follow, marked_processes, submit
+from tests.service import (
+    ServiceProcess,
+    all_events,
+    follow,
+    kill_everything,
+    marked_processes,
+    submit,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.long, pytest.mark.heavy]
 
@@ -75,16 +80,6 @@ async def until_third_call_works(service: ServiceProcess, run_id: str) -> None:
         tools += kind == "tool_started" and data["agent"] == "worker"
         if tools == 3:
             return
-
-
-def kill_everything(service: ServiceProcess, mark: str) -> None:
-    """SIGKILL the service, its agents' host and its local Ray, as a lost machine would."""
-    processes = marked_processes(mark)
-    service.kill()
-    for process in processes:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
-    psutil.wait_procs(list(processes), timeout=60)
 
 
 async def test_a_workflow_killed_with_its_service_goes_on_without_repeating_a_model_call(
