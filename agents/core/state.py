@@ -33,6 +33,7 @@ __all__ = [
     "StateSpec",
     "apply_changes",
     "fill_instructions",
+    "placeholders",
 ]
 
 Reducer = Literal["replace", "append", "add", "merge"]
@@ -138,6 +139,11 @@ def apply_changes(
             raise StateError(f"state key {change.key!r}: {'; '.join(problems)}")
         merged[change.key] = value
     return merged
+
+
+def placeholders(text: str) -> list[str]:
+    """The state keys an instruction's `{state.key}` placeholders read (the top-level key)."""
+    return list(dict.fromkeys(m.group(1).split(".")[0] for m in _PLACEHOLDER.finditer(text)))
 
 
 def fill_instructions(text: str, state: Mapping[str, Any], spec: StateSpec | None) -> str:

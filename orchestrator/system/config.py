@@ -22,7 +22,7 @@ from agents.core.guardrail_spec import GuardrailsSpec
 from agents.core.imports import on_import_path
 from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
-from agents.core.state import StateSpec
+from agents.core.state import StateSpec, placeholders
 from agents.core.workflow_spec import step_agents, step_checks
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
@@ -403,6 +403,40 @@ def _resolve_folders(
     return config.model_copy(update={"agents": tuple(agents)}), issues
 
 
+def _check_state(src: Located, config: SystemConfig) -> list[ConfigIssue]:
+    """The keys agents save to and read from the shared state, against its schema.
+
+    A key a closed schema (`additionalProperties: false`) does not list is an error; a
+    placeholder whose key has no `default` is a warning: a run fails there unless something
+    wrote the key first.
+    """
+    schema = (config.state.schema_ if config.state else None) or {}
+    listed = schema.get("properties", {})
+    closed = schema.get("additionalProperties") is False
+    issues = []
+    for i, agent in enumerate(config.agents):
+        if agent.save_as and closed and agent.save_as not in listed:
+            issues.append(
+                src.issue(
+                    ("agents", i, "save_as"),
+                    f"the state's schema has no key {agent.save_as!r} (it lists "
+                    f"{', '.join(sorted(listed)) or 'none'})",
+                )
+            )
+        for key in placeholders(agent.instructions):
+            entry = listed.get(key)
+            if closed and entry is None:
+                message = f"{{state.{key}}}: the state's schema has no key {key!r}"
+                issues.append(src.issue(("agents", i, "instructions"), message))
+            elif not (isinstance(entry, dict) and "default" in entry):
+                message = (
+                    f"{{state.{key}}} has no default in the state's schema: a call of "
+                    f"{agent.name} fails unless {key!r} was written before"
+                )
+                issues.append(src.issue(("agents", i, "instructions"), message, "warning"))
+    return issues
+
+
 def _check_graph(src: Located, config: SystemConfig, topology: Topology) -> list[ConfigIssue]:
     issues = []
     index = {a.name: i for i, a in enumerate(config.agents)}
@@ -460,6 +494,7 @@ def parse_config(text: str | bytes, file: str = "<string>") -> AgentSystem:
     entry = config.entry or config.agents[0].name
     topology = build_topology(list(config.agents), entry)
     issues += _check_graph(src, config, topology)
+    issues += _check_state(src, config)
     errors = [i for i in issues if i.severity == "error"]
     if errors:
         raise ConfigError(issues)

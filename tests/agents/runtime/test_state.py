@@ -210,3 +210,27 @@ async def test_a_workflow_reads_and_writes_the_state_and_saves_an_answer_in_it()
         "count": 1,
         "city": "Porto",
     }
+
+
+def test_baton_check_holds_save_as_and_placeholders_to_the_states_schema() -> None:
+    from agents.core.errors import ConfigError
+    from orchestrator.system.config import parse_config
+
+    closed = """
+state:
+  schema:
+    type: object
+    additionalProperties: false
+    properties: {city: {type: string}, season: {type: string, default: spring}}
+agents:
+  - {name: scout, save_as: town, instructions: "Go to {state.city} in {state.season}."}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(closed, "team.yaml")
+    errors = [str(i) for i in info.value.issues if i.severity == "error"]
+    assert len(errors) == 1 and "agents[0].save_as" in errors[0], errors
+    assert "the state's schema has no key 'town' (it lists city, season)" in errors[0]
+    # A key with no default is a warning: something may write it before the call.
+    fine = parse_config(closed.replace("save_as: town", "save_as: city"), "team.yaml")
+    [warning] = [str(i) for i in fine.warnings]
+    assert "{state.city} has no default in the state's schema" in warning
