@@ -36,7 +36,11 @@ _HUGE = ", ".join([f"{{tool_calls: {_BATCH}}}"] * BIG_STEPS)
 # `hub` makes STEPS delegating steps, `bighub` BIG_STEPS; both to the same worker replicas.
 WIDE = f"""
 name: wide
-limits: {{max_steps: {BIG_STEPS + 1}, max_parallel_tools: 16, deadline_s: 600}}
+limits:
+  max_steps: {BIG_STEPS + 1}
+  max_visits: {BIG_STEPS + 1}  # (one turn hands work to the worker in every step)
+  max_parallel_tools: 16
+  deadline_s: 600
 agents:
   - name: hub
     delegates: [worker]
