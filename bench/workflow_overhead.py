@@ -96,7 +96,8 @@ def delegation_yaml(parallel: bool) -> str:
     return "\n".join(
         [
             f"name: dl{'par' if parallel else 'row'}",
-            "limits: {max_steps: 40, max_parallel_tools: 64}",
+            # (its one turn hands work to the worker in every step: no visit limit short of it)
+            "limits: {max_steps: 40, max_visits: 40, max_parallel_tools: 64}",
             "agents:",
             "  - {name: manager, delegates: [worker], model: {name: baton/scripted, "
             f"params: {{replies: {replies}}}}}}}",
