@@ -31,6 +31,7 @@ __all__ = [
     "APPROVAL_AGENTS",
     "CLERK",
     "KEYS",
+    "PROFILER",
     "SERVICE_CONFIG",
     "STORY",
     "TELLER",
@@ -179,16 +180,8 @@ NOTARY = """
 # Workflows (`tests.flows`): `pipeline` takes typed input, has a card made and stamped (the
 # clerk's call waits for approval); `fanout` has the sleeper take two naps at once; `profiler`
 # takes and gives typed data.
-WORKFLOWS = """
-  - name: pipeline
-    description: Has a card made for a person, then stamped.
-    workflow: tests.flows:card_then_stamp
-    delegates: [profiler, clerk]
-    input_schema: {type: object, properties: {name: {type: string}}, required: [name]}
-  - name: fanout
-    description: Has two naps taken at once.
-    workflow: tests.flows:two_naps_at_once
-    delegates: [sleeper]
+# Takes a person's name and age; answers a card (offline: made from its output schema).
+PROFILER = """
   - name: profiler
     description: Makes a profile card.
     input_schema:
@@ -200,6 +193,21 @@ WORKFLOWS = """
       properties: {title: {type: string}, age: {type: integer}}
       required: [title, age]
 """
+
+WORKFLOWS = (
+    """
+  - name: pipeline
+    description: Has a card made for a person, then stamped.
+    workflow: tests.flows:card_then_stamp
+    delegates: [profiler, clerk]
+    input_schema: {type: object, properties: {name: {type: string}}, required: [name]}
+  - name: fanout
+    description: Has two naps taken at once.
+    workflow: tests.flows:two_naps_at_once
+    delegates: [sleeper]
+"""
+    + PROFILER
+)
 
 # Keeps a tally in the run's shared state (added to, turn after turn, in a thread).
 KEEPER = """

@@ -293,13 +293,17 @@ class AgentResult(BaseModel):
     stops_run: bool = Field(
         default=False, description="A hook ended the whole run here: callers end too."
     )
+    # Both cross processes with the result (pickled), not into its JSON: the run's stored tree
+    # would repeat each write at every level above it, and the state is the run's `state`.
     state_changes: list[StateChange] = Field(
         default_factory=list,
+        exclude=True,
         description="What it and the invocations under it wrote to the shared state, in the "
         "order applied: its caller applies them to its own state.",
     )
     state: dict[str, Any] | None = Field(
         default=None,
+        exclude=True,
         description="The shared state it ended with: the run's entry invocation's only (the "
         "run's state), None elsewhere.",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,9 @@ class Invocation:
             self.state = apply_changes(self.state, changes, self.ctx.state_spec)
             self.changes.extend(changes)
 
-    def state_view(self, by: str) -> State:
-        """The state as a tool call, hook or workflow of `by` sees it now (its writes kept)."""
-        return State(self.state, self.ctx.state_spec, by)
+    def state_view(self, by: str, on_write: Callable[[StateChange], None] | None = None) -> State:
+        """The state as a tool call, hook or workflow of `by` sees it now.
+
+        Its writes are kept on it; `on_write` is told of each as it is made.
+        """
+        return State(self.state, self.ctx.state_spec, by, on_write)

@@ -170,9 +170,7 @@ class ToolLoop:
             if out.child is not None:
                 inv.children.append(out.child)
         for out in outputs:
-            self.reporter.wrote(inv, out.changes)
-            if out.child is not None:
-                inv.apply(out.child.state_changes)
+            self.reporter.merge(inv, out)
 
     def _ending(
         self, inv: Invocation, outputs: list[ToolOutput], refusals: list[Refusal]

@@ -18,9 +18,10 @@ from agents.core.events import Event, EventBase, ModelDelta, StateChanged
 from agents.core.limits import TraceOptions
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import EventSink, SpanSource
-from agents.core.state import StateChange
+from agents.core.state import State, StateChange
 from agents.core.steps import Step, StepKind, StepLog
 from agents.runtime.invocation import Invocation
+from agents.tools.base import ToolOutput
 from tracing import Redactor, record_content
 from tracing import attributes as attr
 
@@ -66,6 +67,19 @@ class Reporter:
         """Emit the invocation's next event of `kind` (fire and forget)."""
         if self.events is not None:
             self.events.emit(inv.ctx.run_id, cast("Event", self.event(inv, kind, **data)))
+
+    def merge(self, inv: Invocation, out: ToolOutput) -> None:
+        """A call's writes to the shared state: its own (said), then its sub-run's."""
+        self.wrote(inv, out.changes)
+        if out.child is not None:
+            inv.apply(out.child.state_changes)
+
+    def live_state(self, inv: Invocation) -> State:
+        """The shared state as a hook or workflow of this agent sees it.
+
+        Its writes apply to the invocation at once, said as `wrote` says them.
+        """
+        return inv.state_view(self.agent, on_write=lambda change: self.wrote(inv, [change]))
 
     def wrote(self, inv: Invocation, changes: list[StateChange]) -> None:
         """Apply this agent's own writes to the shared state, and say so: an event, a span event.

@@ -21,7 +21,6 @@ from agents.core.guardrail_spec import JudgeSpec
 from agents.core.messages import AgentResult, RunStatus
 from agents.core.ports import Ledger
 from agents.core.spec import AgentSpec, ModelSpec
-from agents.core.state import State
 from agents.models.base import ModelClient, ModelReply, ToolCall
 from agents.runtime.context import Summarize, fit
 from agents.runtime.guardrails import Guardrails, Judge, Tripped, load_callable
@@ -77,12 +76,7 @@ class Steering:
             tools_called=tuple(inv.tools_called),
             thread_id=inv.ctx.thread_id,
             invocation=inv.id,
-            state=State(
-                inv.state,
-                inv.ctx.state_spec,
-                self.spec.name,
-                on_write=lambda change: self.reporter.wrote(inv, [change]),
-            ),
+            state=self.reporter.live_state(inv),
         )
 
     async def hooks_call(self, inv: Invocation, method: str, *args: Any) -> list[Any]:

@@ -112,13 +112,7 @@ class Workflow:
         Its calls' writes are in it once each call returns. Its own writes are not in the
         step log: a resumed workflow runs its code again and makes them again.
         """
-        inv = self.inv
-        return State(
-            inv.state,
-            inv.ctx.state_spec,
-            self.reporter.agent,
-            on_write=lambda change: self.reporter.wrote(inv, [change]),
-        )
+        return self.reporter.live_state(self.inv)
 
     async def call(
         self,
@@ -210,10 +204,9 @@ class Workflow:
         call = ToolCall(id=f"w{place}", name=tool, arguments=json.dumps(arguments))
         marked = {attr.BATON_WORKFLOW_PLACE: f"w{place}", **(marks or {})}
         out = await self.runner.call(self.inv, call, step=place, marks=marked)
-        self.reporter.wrote(self.inv, out.changes)
         if out.child is not None:
             self.inv.children.append(out.child)
-            self.inv.apply(out.child.state_changes)
+        self.reporter.merge(self.inv, out)
         return out
 
     def _check(self, place: int, kind: str, name: str, arguments: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ import pytest
 from agents.core.errors import ConfigError
 from agents.core.messages import RunStatus
 from orchestrator.system.config import parse_config
+from tests.service import PROFILER
 from tests.testkit import local_trace
 from tracing.sequence import sequence_diagram
 
@@ -22,19 +23,6 @@ ANALYST = """
   - name: analyst
     description: Calculates.
     tools: [configs.tools:calculate]
-"""
-
-PROFILER = """
-  - name: profiler
-    description: Makes a profile card.
-    input_schema:
-      type: object
-      properties: {name: {type: string}, age: {type: integer, minimum: 0}}
-      required: [name, age]
-    output_schema:
-      type: object
-      properties: {title: {type: string}, age: {type: integer}}
-      required: [title, age]
 """
 
 
