@@ -36,6 +36,7 @@ from orchestrator.schemas.runs import (
 from orchestrator.schemas.service import (
     AgentsView,
     AgentView,
+    CapLine,
     ErrorBody,
     ErrorDetail,
     Health,
@@ -68,6 +69,7 @@ __all__ = [
     "Approval",
     "ApprovalDecision",
     "ApprovalResult",
+    "CapLine",
     "ComparisonView",
     "DelegationNode",
     "Denial",

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 __all__ = [
     "AgentView",
     "AgentsView",
+    "CapLine",
     "ErrorBody",
     "ErrorDetail",
     "Health",
@@ -215,6 +216,16 @@ class SpendLine(BaseModel):
     unpriced_calls: int = Field(description="Calls of models litellm has no price for.")
 
 
+class CapLine(BaseModel):
+    """A daily spending cap in force, and what is left of it today."""
+
+    scope: str = Field(description="`tenant:NAME` or `key:NAME`.")
+    tokens: int | None = Field(description="Tokens a day (None: not capped in tokens).")
+    usd: float | None = Field(description="Dollars a day (None: not capped in dollars).")
+    left_tokens: int | None = Field(description="Tokens left today (never below 0).")
+    left_usd: float | None = Field(description="Dollars left today (never below 0).")
+
+
 class UsageView(BaseModel):
     """A UTC day's spending: per tenant, key, agent and model, and in total."""
 
@@ -222,3 +233,11 @@ class UsageView(BaseModel):
     tenant: str | None = Field(description="The tenant asked about (None: every tenant).")
     lines: list[SpendLine]
     total: SpendLine = Field(description="The sums of the lines (its names are `*`).")
+    caps: list[CapLine] = Field(
+        default_factory=list,
+        description=(
+            "The daily caps in force now for the tenant asked about and the caller's key (the"
+            " access file's, else the service's defaults); empty when none is, or for every"
+            " tenant at once."
+        ),
+    )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.core.errors import describe_error
 from agents.core.events import Event
+from agents.core.limits import SpendCap
 from agents.core.store_faults import store_unavailable
 from orchestrator.access import LOCAL, Access, SpendPolicy
 from orchestrator.engine import Engine, Submission
@@ -466,6 +467,10 @@ class RunService:
             limit=limit,
             offset=offset,
         )
+
+    def caps(self, tenant: str, who: str | None) -> tuple[SpendCap, ...]:
+        """The daily spending caps a run of `tenant` submitted by `who` would be held to now."""
+        return self.executor.spending.caps(tenant, who)
 
     async def spending(self, day: str, tenant: str | None) -> list[dict[str, Any]]:
         """A UTC day's spending (of `tenant`; None: every tenant's), as the ledger summed it.

@@ -16,6 +16,7 @@ from orchestrator import __version__
 from orchestrator.api.deps import Caller, Service, needs
 from orchestrator.errors import UnknownTenant, VersionRefused
 from orchestrator.schemas import (
+    CapLine,
     ErrorBody,
     ServiceView,
     SpendLine,
@@ -184,4 +185,19 @@ async def usage(
         cost_usd=sum(x.cost_usd for x in lines),
         unpriced_calls=sum(x.unpriced_calls for x in lines),
     )
-    return UsageView(day=asked_day, tenant=asked, lines=lines, total=total)
+    caps = []
+    if asked is not None:  # (the caller's key counts only against its own tenant's)
+        for cap in service.caps(asked, caller.who if asked == caller.tenant else None):
+            whose = [x for x in lines if cap.scope in (f"tenant:{x.tenant}", f"key:{x.key}")]
+            tokens = sum(x.input_tokens + x.output_tokens for x in whose)
+            usd = sum(x.cost_usd for x in whose)
+            caps.append(
+                CapLine(
+                    scope=cap.scope,
+                    tokens=cap.tokens,
+                    usd=cap.usd,
+                    left_tokens=None if cap.tokens is None else max(cap.tokens - tokens, 0),
+                    left_usd=None if cap.usd is None else max(cap.usd - usd, 0.0),
+                )
+            )
+    return UsageView(day=asked_day, tenant=asked, lines=lines, total=total, caps=caps)

@@ -322,6 +322,7 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
     service = ServiceProcess(
         tmp_path / "team.yaml", url, ray_address, tmp_path / "log",
         BATON_RETENTION_MAX_RUNS="1", BATON_RETENTION_SWEEP_S="0.5",
+        BATON_RATE_LIMIT_PER_S="1000", BATON_RATE_LIMIT_BURST="1000",
     )  # fmt: skip
     service.start()
     try:
@@ -329,6 +330,7 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
             deadline = time.monotonic() + 30  # the sweep runs as the service starts
             while (listed := http.get("/v1/runs").json())["total"] != 1:
                 assert time.monotonic() < deadline, listed
+                time.sleep(0.05)  # (the sweep is periodic: there is no event to wait on)
             assert [r["id"] for r in listed["runs"]] == ["c"]
             # A run of this service, followed to its end, then removed by the next sweep (a
             # newer one kept): not found anywhere, its events included, though they were
@@ -338,8 +340,9 @@ def test_a_service_with_a_retention_policy_sweeps_the_store(
             newer = http.post("/v1/runs", json={"task": "calculate 2 + 2"}).json()["id"]
             assert "run_finished" in http.get(f"/v1/runs/{newer}/events").text
             deadline = time.monotonic() + 30
-            while http.get(f"/v1/runs/{made}").status_code != 404:
-                assert time.monotonic() < deadline
+            while (gone := http.get(f"/v1/runs/{made}").status_code) != 404:
+                assert gone == 200 and time.monotonic() < deadline, gone
+                time.sleep(0.05)
             assert http.get(f"/v1/runs/{made}/events").status_code == 404
     finally:
         service.stop()

@@ -141,6 +141,17 @@ async def _run(url: str, key: str) -> Ran | None:
         return (await client.get(f"/v1/runs/{run_id}")).json(), events
 
 
+async def _caps_in_force(url: str, key: str) -> list[dict[str, Any]]:
+    """The caps `GET /v1/usage` says hold the key's tenant, once it names one (within 30 s)."""
+    auth = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=url, timeout=30, headers=auth) as client:
+        deadline = asyncio.get_running_loop().time() + 30
+        while not (caps := (await client.get("/v1/usage")).json()["caps"]):
+            assert asyncio.get_running_loop().time() < deadline, "the cap is not in force"
+            await asyncio.sleep(0.1)  # (the file is looked at once a second: nothing to await)
+        return list(caps)
+
+
 @pytest.mark.ray
 @pytest.mark.heavy
 async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
@@ -159,6 +170,18 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
     access = yaml.safe_load((folder / "access.yaml").read_text())
     access["tenants"] = {"acme": {"daily_tokens": cap}}
     (folder / "access.yaml").write_text(yaml.safe_dump(access))
+    # Both replicas say the cap is in force before the burst (each looks at the file at most
+    # once a second, and a run submitted before would not be held to it).
+    for replica in (a, b):
+        assert await _caps_in_force(replica.url, keys["acme-ci"]) == [
+            {
+                "scope": "tenant:acme",
+                "tokens": cap,
+                "usd": None,
+                "left_tokens": cap,
+                "left_usd": None,
+            }
+        ]
 
     # A burst of eight runs, half through each replica (those submitted once the cap is spent
     # are refused).
@@ -186,6 +209,7 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
         usage = (await client.get("/v1/usage")).json()
         spent = usage["total"]["input_tokens"] + usage["total"]["output_tokens"]
         assert cap <= spent <= cap + BURST * largest < BURST * whole, (spent, cap, largest)
+        assert usage["caps"][0]["left_tokens"] == 0
         assert {line["tenant"] for line in usage["lines"]} == {"acme"}
         assert {line["key"] for line in usage["lines"]} == {"acme-ci"}
         assert usage["total"]["calls"] == sum(r["usage"]["model_calls"] for r, _ in ended)
