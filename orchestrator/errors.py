@@ -17,7 +17,9 @@ __all__ = [
     "IdempotencyConflict",
     "InvalidArguments",
     "InvalidInput",
+    "InvalidMemory",
     "InvalidState",
+    "MemoryItemNotFound",
     "NotReady",
     "NotReplayable",
     "NotResumable",
@@ -148,6 +150,25 @@ class InvalidState(ServiceError):
 
     def __init__(self, thread_id: str, problem: str) -> None:
         super().__init__(f"thread {thread_id!r}: {problem}", thread_id=thread_id)
+
+
+class MemoryItemNotFound(ServiceError):
+    """No memory item of the caller's tenant has this namespace and key."""
+
+    status = 404
+    code = "memory_item_not_found"
+
+    def __init__(self, namespace: str, key: str) -> None:
+        super().__init__(
+            f"nothing is remembered as {key!r} in {namespace!r}", namespace=namespace, key=key
+        )
+
+
+class InvalidMemory(ServiceError):
+    """A memory item memory does not take (a value too long, say)."""
+
+    status = 422
+    code = "invalid_memory"
 
 
 class AmbiguousRunId(ServiceError):

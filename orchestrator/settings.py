@@ -88,6 +88,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Only the newest this many finished runs are kept (default: all).",
     )
+    memory_retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="Long-term memory items not written for this many days are removed "
+        "(default: kept); by the same sweep as runs, and by `baton prune --memory-older-than`.",
+    )
     thread_max_turns: int = Field(
         default=1000,
         ge=1,

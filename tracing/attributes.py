@@ -61,6 +61,10 @@ __all__ = [
     "BATON_HOST_RESTARTS",
     "BATON_HOST_STATE",
     "BATON_INPUT",
+    "BATON_MEMORY_FOUND",
+    "BATON_MEMORY_KEY",
+    "BATON_MEMORY_NAMESPACE",
+    "BATON_MEMORY_QUERY",
     "BATON_MODEL_USED",
     "BATON_PROCESS_ROLE",
     "BATON_QUESTION_ID",
@@ -129,6 +133,7 @@ __all__ = [
     "HANDOFF_TOOL_PREFIX",
     "HOST_WAIT_SPAN_PREFIX",
     "INPUT_VALUE",
+    "MEMORY_SPAN_PREFIX",
     "OPENINFERENCE_CHAIN",
     "OPENINFERENCE_EVALUATOR",
     "OPENINFERENCE_LLM",
@@ -202,6 +207,13 @@ EVENT_HOOK_VETO = "hook_veto"
 EVENT_STEERED = "baton.steered"
 # On an `invoke_agent` span: its tools, hooks or answer wrote the shared state (`keys`, `step`).
 EVENT_STATE_CHANGED = "baton.state_changed"
+# A read or write of long-term memory (`baton.memory {op}`: remember, recall, forget, get, put,
+# delete, search), by an agent's tool or over HTTP: where, which key or query, what came back.
+MEMORY_SPAN_PREFIX = "baton.memory "
+BATON_MEMORY_NAMESPACE = "baton.memory.namespace"
+BATON_MEMORY_KEY = "baton.memory.key"
+BATON_MEMORY_QUERY = "baton.memory.query"
+BATON_MEMORY_FOUND = "baton.memory.found"  # items a search returned, or whether a key was there
 BATON_GUARDRAIL = "baton.guardrail.name"
 BATON_GUARDRAIL_STAGE = "baton.guardrail.stage"
 EVENT_APPROVAL_REQUESTED = "approval_requested"

@@ -39,6 +39,7 @@ __all__ = [
     "gate_wait_span",
     "host_wait_span",
     "lost_agent_span",
+    "memory_span",
     "record_content",
     "set_outcome",
     "span_ids",
@@ -330,6 +331,21 @@ def host_wait_span(agent: str, actor_id: str, run_id: str) -> Iterator[Span]:
             attr.BATON_HOST_ACTOR: actor_id,
             attr.BATON_RUN_ID: run_id,
         },
+    ) as span:
+        yield span
+
+
+@contextmanager
+def memory_span(op: str, tenant: str, namespace: str, key: str | None = None) -> Iterator[Span]:
+    """A read or write of long-term memory (`baton.memory {op}`), under the current span.
+
+    The caller sets what came back (`baton.memory.found`); an exception marks it an error.
+    """
+    attributes: dict[str, Any] = {attr.BATON_TENANT: tenant, attr.BATON_MEMORY_NAMESPACE: namespace}
+    if key is not None:
+        attributes[attr.BATON_MEMORY_KEY] = key
+    with _tracer.start_as_current_span(
+        attr.MEMORY_SPAN_PREFIX + op, kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:
         yield span
 

@@ -156,15 +156,20 @@ class RunContext(BaseModel):
         default=None,
         description="The thread the run is a turn of (its spans' `gen_ai.conversation.id`).",
     )
+    tenant: str = Field(
+        default="default",
+        description="Whose run it is: its long-term memory items are that tenant's.",
+    )
     capped: bool = Field(
         default=False,
         description="Spending caps hold the run (its own in dollars, its tenant's or key's per "
         "day): each model call asks the ledger first.",
     )
-    memories: dict[str, list[dict[str, str]]] = Field(
+    memories: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,
         description="In a thread, the earlier exchanges of each agent with `memory: thread` "
-        "(its tasks and answers, as chat messages, oldest first).",
+        "(its tasks, tool calls with their results, and answers, as chat messages, oldest "
+        "first).",
     )
     epoch: int = Field(
         default=0,
@@ -322,6 +327,12 @@ class AgentResult(BaseModel):
         default=None,
         description="The task it was given, kept for an agent with `memory: thread` only (its "
         "later runs in the thread see it).",
+    )
+    exchange: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Its tool calls and their results between the task and the answer, as chat "
+        "messages, kept for an agent with `memory: thread` only (its later runs in the thread "
+        "see them, within its context policy).",
     )
 
     def total_usage(self) -> Usage:

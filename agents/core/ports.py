@@ -11,12 +11,14 @@ from typing import Any, Literal, Protocol
 from agents.core.events import Event, WaitOpened
 from agents.core.steps import StepLog
 from agents.core.waits import Outcome, Resolution
+from agents.memory import MemoryItem
 from tracing import SpanRecord
 
 __all__ = [
     "EventSink",
     "Gates",
     "Ledger",
+    "Memory",
     "RunRecord",
     "RunState",
     "SpanSource",
@@ -49,6 +51,24 @@ class Ledger(Protocol):
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (not idempotent) is about to run under these delegation attempts."""
+
+
+class Memory(Protocol):
+    """Long-term memory as agents' tools reach it (`agents.memory`): a tenant's items.
+
+    Names and values are checked by the caller (`agents.memory.check_key` and the rest).
+    """
+
+    async def remember(
+        self, tenant: str, namespace: str, key: str, value: Any, written_by: str | None
+    ) -> MemoryItem:
+        """Write an item (replacing the key's value)."""
+
+    async def recall(self, tenant: str, namespace: str, query: str, limit: int) -> list[MemoryItem]:
+        """The items of a namespace and those under it that best match `query`."""
+
+    async def forget(self, tenant: str, namespace: str, key: str) -> bool:
+        """Remove an item; whether there was one."""
 
 
 class Gates(Protocol):

@@ -26,6 +26,7 @@ __all__ = [
     "Autoscale",
     "ContextSpec",
     "FileToolsSpec",
+    "LongTermMemorySpec",
     "McpServerSpec",
     "ModelSpec",
     "RayOptions",
@@ -261,6 +262,25 @@ class McpServerSpec(_Strict):
         return self
 
 
+class LongTermMemorySpec(_Strict):
+    """An agent's long-term memory tools: `recall`, and unless read-only `remember`, `forget`.
+
+    Items are its run's tenant's, in one namespace (and, for `recall`, those under it).
+    """
+
+    namespace: str = Field(
+        default="shared",
+        max_length=600,
+        description="Where its items go: levels joined by dots (`users.alice`). `{state.key}` "
+        "placeholders are filled from the run's shared state at each call, so one agent keeps "
+        "each user's items apart (`users.{state.user_id}`).",
+    )
+    read_only: bool = Field(
+        default=False, description="Only `recall`: it reads what others remembered."
+    )
+    recall_limit: int = Field(default=5, ge=1, le=50, description="Items `recall` returns at most.")
+
+
 class ContextSpec(_Strict):
     """How a long conversation is kept inside the model's window."""
 
@@ -406,6 +426,12 @@ class AgentSpec(AgentCard):
         "the thread (each task it was given and its answer), as the entry agent sees the "
         "earlier turns; run: it starts fresh each time it is called.",
     )
+    long_term_memory: LongTermMemorySpec | None = Field(
+        default=None,
+        description="Items kept across runs and threads for its tenant, which it reads and "
+        "writes with the built-in `recall`, `remember` and `forget` tools (LangGraph's Store, "
+        "ADK's memory service); people reach them at `/v1/memory`.",
+    )
     ask_user: bool = Field(
         default=False,
         description="It may ask the person who submitted the run a question (the built-in "
@@ -466,7 +492,7 @@ class AgentSpec(AgentCard):
         if self.a2a is not None:
             fields = (
                 "model", "instructions", "tools", "delegates", "handoffs", "mcp", "files",
-                "memory",
+                "memory", "long_term_memory",
             )  # fmt: skip
             own = [k for k in fields if k in self.model_fields_set]
             if own:

@@ -146,14 +146,18 @@ def placeholders(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).split(".")[0] for m in _PLACEHOLDER.finditer(text)))
 
 
-def fill_instructions(text: str, state: Mapping[str, Any], spec: StateSpec | None) -> str:
+def fill_instructions(
+    text: str, state: Mapping[str, Any], spec: StateSpec | None, what: str = "the instructions"
+) -> str:
     """Instructions with each `{state.key}` (or `{state.key.inner}`) filled from the state.
 
     A key the state does not have takes its schema's `default`; without one it is an error
-    that names the placeholder.
+    that names the placeholder (and `what` used it).
     """
     if "{state." not in text:
         return text
+
+    verb = "use" if what.endswith("s") else "uses"
 
     def value(match: re.Match[str]) -> str:
         path = match.group(1).split(".")
@@ -165,7 +169,7 @@ def fill_instructions(text: str, state: Mapping[str, Any], spec: StateSpec | Non
             given, default = (spec or StateSpec()).default(path[0]) if depth == 0 else (False, None)
             if not given:
                 raise StateError(
-                    f"the instructions use {match.group(0)}, which the state does not have "
+                    f"{what} {verb} {match.group(0)}, which the state does not have "
                     f"(its keys: {sorted(state)}); write it first, or give it a default in the "
                     "state's schema"
                 )

@@ -179,6 +179,7 @@ class AgentHost:
             dispatcher,
             LiteLLMClient,
             record=ledger,
+            memory=ledger,  # (through the ledger: on the store's node, with its connections)
             gates=gates,
             gate_specs=gates.specs if gates else (),
             span_source=collector,

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -21,6 +21,7 @@ from agents.core.steps import Step, kept_by_fork
 from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ledger.book import RunLedger
 from agents.ledger.spend import Spent, utc_day
+from agents.memory import MemoryItem, MemoryRefused
 from agents.ray.handover import open_batch
 from agents.ray.wire import (
     Batch,
@@ -34,6 +35,9 @@ from agents.ray.wire import (
     unseal,
 )
 from tracing import SpanRecord
+
+if TYPE_CHECKING:
+    from agents.memory.sql import MemoryItems
 
 __all__ = ["LedgerActor"]
 
@@ -61,10 +65,13 @@ class LedgerActor:
 
     def __init__(self, store_url: str | None = None) -> None:
         self._writer = None
+        self._memory: MemoryItems | None = None
         if store_url:
-            from agents.ray.store_writer import StoreWriter  # SQLAlchemy only where it is used
+            from agents.memory.sql import MemoryItems  # SQLAlchemy only where it is used
+            from agents.ray.store_writer import StoreWriter
 
             self._writer = StoreWriter(store_url)
+            self._memory = MemoryItems(self._writer.engine)
         self._ledger = RunLedger(
             on_event=self._writer.event if self._writer else None,
             on_spend=self._writer.spend if self._writer else None,
@@ -292,6 +299,26 @@ class LedgerActor:
             self._ledger.spend.seed(day, scope, spent)
         finally:
             self._seeding.pop((day, scope), None)
+
+    async def remember(
+        self, tenant: str, namespace: str, key: str, value: Any, written_by: str | None
+    ) -> MemoryItem:
+        """Write a long-term memory item to the store (see `agents.memory`)."""
+        item, _ = await self._memory_items().put(tenant, namespace, key, value, written_by)
+        return item
+
+    async def recall(self, tenant: str, namespace: str, query: str, limit: int) -> list[MemoryItem]:
+        """The long-term memory items of a namespace (and under it) that best match `query`."""
+        return await self._memory_items().search(tenant, namespace, query, limit)
+
+    async def forget(self, tenant: str, namespace: str, key: str) -> bool:
+        """Remove a long-term memory item; whether there was one."""
+        return await self._memory_items().delete(tenant, namespace, key)
+
+    def _memory_items(self) -> MemoryItems:
+        if self._memory is None:
+            raise MemoryRefused("long-term memory is kept in the run store, and there is none")
+        return self._memory
 
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent."""

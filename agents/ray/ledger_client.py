@@ -10,6 +10,7 @@ from agents.core.limits import SpendCap
 from agents.core.ports import EventSink, RunState
 from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution, Waiting
+from agents.memory import MemoryItem
 from agents.ray.outbox import EVENT_FLUSH_S, Outbox
 from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, SpendCheck, WaitCall, seal, unseal
 from tracing import SpanRecord
@@ -21,9 +22,9 @@ class LedgerClient:
     """A `LedgerActor` as typed calls, for agents and the orchestrator.
 
     The `RunRecord` the agents use (budget and caps, waits for a person, the step log, the
-    event sink), and the run-level calls the orchestrator makes. Events, spans and steps go
-    out in batches through `outbox` (the agents' `EventSink`); a call that must come after
-    them takes the queued batch along.
+    event sink) and their `Memory`, and the run-level calls the orchestrator makes. Events,
+    spans and steps go out in batches through `outbox` (the agents' `EventSink`); a call that
+    must come after them takes the queued batch along.
     """
 
     def __init__(self, handle: Any) -> None:
@@ -133,6 +134,25 @@ class LedgerClient:
         """An invocation's steps recorded in earlier lives of the run, by key."""
         found: dict[str, Step] = await self._handle.recorded.remote(run_id, invocation)
         return found
+
+    async def remember(
+        self, tenant: str, namespace: str, key: str, value: Any, written_by: str | None
+    ) -> MemoryItem:
+        """Write a long-term memory item (in the store, through the ledger)."""
+        item: MemoryItem = await self._handle.remember.remote(
+            tenant, namespace, key, value, written_by
+        )
+        return item
+
+    async def recall(self, tenant: str, namespace: str, query: str, limit: int) -> list[MemoryItem]:
+        """The long-term memory items of a namespace (and under it) that best match `query`."""
+        found: list[MemoryItem] = await self._handle.recall.remote(tenant, namespace, query, limit)
+        return found
+
+    async def forget(self, tenant: str, namespace: str, key: str) -> bool:
+        """Remove a long-term memory item; whether there was one."""
+        gone: bool = await self._handle.forget.remote(tenant, namespace, key)
+        return gone
 
     # The orchestrator's side -----------------------------------------------------------
 

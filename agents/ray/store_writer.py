@@ -191,6 +191,11 @@ class StoreWriter:
         self._task: asyncio.Task[None] | None = None
         self._failures = 0  # batches that could not be written
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """Its connections to the store (the ledger's memory items use them too)."""
+        return self._engine
+
     def step(self, run_id: str, step: Step) -> None:
         """Queue a step of a run."""
         self._steps.append({"run_id": run_id, **step.model_dump()})

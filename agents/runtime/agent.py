@@ -156,6 +156,12 @@ class AgentRuntime:
             schema["function"][CHANGES_STATE] = True
         return schema
 
+    def _keep_for_thread(self, inv: Invocation, result: AgentResult, task: str) -> None:
+        """Keep its task and exchange in its result (`memory: thread`), with no secret."""
+        result.task = result.input_kept if result.input_kept is not None else task
+        if inv.exchange:  # (a round trip through the redactor)
+            result.exchange = json.loads(self.redactor.text(json.dumps(inv.exchange)))
+
     async def invoke(self, delegation: Delegation, *, flush: bool = True) -> AgentResult:
         """Run one delegation and report how it ended.
 
@@ -213,7 +219,7 @@ class AgentRuntime:
                 except Exception as exc:  # a bug or an unexpected library error: report
                     result = reporter.end(inv, RunStatus.FAILED, error=describe_error(exc))
                 if self.spec.memory == "thread":  # its later runs in the thread see it
-                    result.task = result.input_kept if result.input_kept is not None else task
+                    self._keep_for_thread(inv, result, task)
                 if result.input_kept is not None:  # what an input guardrail blocked goes nowhere
                     kept = genai.text_messages("user", result.input_kept)
                     reporter.content(span, attr.GEN_AI_INPUT_MESSAGES, kept)

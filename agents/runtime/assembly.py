@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from agents.core.gate_spec import GateSpec
 from agents.core.limits import TraceOptions
-from agents.core.ports import EventSink, Gates, RunRecord, SpanSource
+from agents.core.ports import EventSink, Gates, Memory, RunRecord, SpanSource
 from agents.core.spec import AgentCard, AgentSpec, ModelSpec
 from agents.models.base import ModelClient
 from agents.models.gated import ModelMaker
@@ -32,6 +32,8 @@ class Assembly:
         dispatcher: where delegations go (other processes, or this one).
         client: makes the plain client of one model (`LiteLLMClient`).
         record: the run-wide record (None: a bare runtime with no budget, waits or log).
+        memory: long-term memory, for agents with `long_term_memory` (None: their tools say
+            there is none).
         events: where events go when there is no record.
         gates: the provider gates (None: none), and their declarations.
         span_source: this process's span collector (finished spans go with the events).
@@ -45,6 +47,7 @@ class Assembly:
     dispatcher: Dispatcher
     client: Callable[[ModelSpec], ModelClient]
     record: RunRecord | None = None
+    memory: Memory | None = None
     events: EventSink | None = None
     gates: Gates | None = None
     gate_specs: tuple[GateSpec, ...] = ()
@@ -56,7 +59,9 @@ class Assembly:
     def agent(self, spec: AgentSpec) -> AgentRuntime:
         """The runtime of one agent of the system."""
         delegates = list(self.delegates.get(spec.name, ()))
-        tools, hidden = build_tools(spec, self.roster, delegates, self.dispatcher, self.record)
+        tools, hidden = build_tools(
+            spec, self.roster, delegates, self.dispatcher, self.record, self.memory
+        )
         models = ModelMaker(self.client, self.gates, self.gate_specs, spec.timeouts.model)
         return AgentRuntime(
             spec=spec,

@@ -40,6 +40,8 @@ class Invocation:
     recorded: RecordedSteps = field(default_factory=RecordedSteps)  # steps of an earlier execution
     tools_called: list[str] = field(default_factory=list)  # names, in order (step rules, hooks)
     history: list[dict[str, Any]] = field(default_factory=list)  # the conversation, for hand-offs
+    # Its tool calls and results before its answer (kept for a `memory: thread` agent).
+    exchange: list[dict[str, Any]] = field(default_factory=list)
     visits: dict[str, set[int]] = field(default_factory=dict)  # steps handing work to each agent
     state: dict[str, Any] = field(default_factory=dict)  # the shared state as it sees it
     changes: list[StateChange] = field(default_factory=list)  # what it applied to it, in order

@@ -101,6 +101,7 @@ class ToolLoop:
             messages.append({"role": "system", "content": "\n\n".join(filter(None, system))})
         # Handed over: the conversation so far goes on here; else the task starts one.
         messages += opening(inv)
+        opened = len(messages)
         sent_back = 0  # answers that did not match the output schema
         refused = await self.steering.check_task(inv)
         if refused is not None:
@@ -125,6 +126,7 @@ class ToolLoop:
                     value, problem = contract.check(output)
                     output = json.dumps(value) if problem is None else output
                 if problem is None:  # (screened by the output guardrails as it came)
+                    inv.exchange = messages[opened:]
                     return self.reporter.end(inv, RunStatus.SUCCEEDED, output=output)
                 assert contract is not None
                 trace.get_current_span().add_event(

@@ -21,10 +21,11 @@ from agents.core.spec import AgentCard, AgentSpec
 from agents.tools.ask import ASK_USER, AskUserTool
 from agents.tools.base import Tool, ToolCallContext, ToolOutput, load_tool
 from agents.tools.files import FILE_TOOL_NAMES, FileTools
+from agents.tools.memory import memory_tools
 from tracing import attributes as attr
 
 if TYPE_CHECKING:
-    from agents.core.ports import Ledger
+    from agents.core.ports import Ledger, Memory
 from tracing import inject_context
 
 __all__ = [
@@ -275,8 +276,11 @@ def build_tools(
     delegates: list[str],
     dispatcher: Dispatcher,
     ledger: Ledger | None = None,
+    memory: Memory | None = None,
 ) -> tuple[list[Tool], dict[str, Tool]]:
     """An agent's tools: its function tools and a delegation tool per other agent.
+
+    And its built-in ones: file tools, `ask_user`, the long-term memory tools (over `memory`).
 
     Delegation tools for the agents it may hand work to are offered; those for the others are
     hidden: callable, so that a model that names one is refused clearly rather than told the tool
@@ -287,6 +291,8 @@ def build_tools(
         offered.extend(FileTools(spec.files).tools())
     if spec.ask_user:
         offered.append(AskUserTool())
+    if spec.long_term_memory is not None:
+        offered.extend(memory_tools(spec.long_term_memory, memory))
     hidden: dict[str, Tool] = {}
     for card in roster:
         if card.name == spec.name:

@@ -23,7 +23,15 @@ from orchestrator.api.deps import caller_guard, service_of
 from orchestrator.api.errors import COMMON_ERRORS, install_error_handlers
 from orchestrator.api.guards import BodyLimit, KeyCheck, NulRefusal, ProtocolGuard, RateLimiter
 from orchestrator.api.lazy import A2A_CARD_PATH, A2A_RPC_PATH, MCP_PATH, LazyA2A, LazyMcp
-from orchestrator.api.routes import agents, approvals, experiments, health, runs, threads
+from orchestrator.api.routes import (
+    agents,
+    approvals,
+    experiments,
+    health,
+    memory,
+    runs,
+    threads,
+)
 from orchestrator.api.routes import metrics as metrics_view
 from orchestrator.api.routes import service as service_view
 from orchestrator.api.tokens import OidcVerifier
@@ -120,7 +128,7 @@ def create_app(
         errors[401] = {"model": ErrorBody, "description": "No valid API key."}
         errors[403] = {"model": ErrorBody, "description": "The key lacks the route's role."}
     guard = [Depends(caller_guard(limiter, keys.enabled))]
-    for module in (runs, threads, approvals, agents, service_view, experiments):
+    for module in (runs, threads, memory, approvals, agents, service_view, experiments):
         app.include_router(module.router, prefix="/v1", dependencies=guard, responses=errors)
     # Prometheus' scrape: every tenant's figures, so an admin's (any key without tenants).
     app.include_router(metrics_view.router, dependencies=guard)

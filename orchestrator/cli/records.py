@@ -105,6 +105,15 @@ def prune(
             min=1, help="Keep only the newest this many finished runs (BATON_RETENTION_MAX_RUNS)."
         ),
     ] = None,
+    memory_older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--memory-older-than",
+            min=0,
+            help="Remove memory items not written for this many days "
+            "(default: BATON_MEMORY_RETENTION_DAYS).",
+        ),
+    ] = None,
 ) -> None:
     """Remove finished runs from the store, with their spans, events and steps.
 
@@ -113,20 +122,31 @@ def prune(
     settings = Settings()
     days = older_than if older_than is not None else settings.retention_days
     keep = keep if keep is not None else settings.retention_max_runs
-    if days is None and keep is None:
-        err.print("nothing to prune by: give --older-than DAYS or --keep N", style="red")
+    forget = memory_older_than
+    if forget is None:
+        forget = settings.memory_retention_days
+    if days is None and keep is None and forget is None:
+        err.print(
+            "nothing to prune by: give --older-than DAYS, --keep N or --memory-older-than DAYS",
+            style="red",
+        )
         raise typer.Exit(2)
 
-    async def run() -> int:
+    async def run() -> tuple[int, int]:
         store = await open_store(settings.store_url)
         try:
+            forgotten = 0
+            if forget is not None:
+                forgotten = await store.memory.prune(time.time() - forget * 86400)
             cutoff = time.time() - days * 86400 if days is not None else None
-            return await store.prune(older_than=cutoff, keep=keep)
+            return await store.prune(older_than=cutoff, keep=keep), forgotten
         finally:
             await store.close()
 
-    removed = asyncio.run(run())
+    removed, forgotten = asyncio.run(run())
     echo(f"removed {removed} finished run{'' if removed == 1 else 's'}")
+    if forget is not None:
+        echo(f"removed {forgotten} memory item{'' if forgotten == 1 else 's'}")
 
 
 @app.command()

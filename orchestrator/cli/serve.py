@@ -171,6 +171,7 @@ def serve(
         shutdown_grace_s=settings.shutdown_grace_s,
         retention_days=settings.retention_days,
         retention_max_runs=settings.retention_max_runs,
+        memory_retention_days=settings.memory_retention_days,
         retention_sweep_s=settings.retention_sweep_s,
         thread_max_turns=settings.thread_max_turns,
         spending=SpendPolicy(

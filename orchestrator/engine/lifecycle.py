@@ -391,6 +391,7 @@ class Engine:
             limits=limits,
             step_log=self.logs_steps,
             thread_id=turns.thread_id if turns else None,
+            tenant=request.tenant,
             memories=turns.memories if turns else {},
             state_spec=self.system.config.state,
             capped=bool(caps),

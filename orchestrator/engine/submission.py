@@ -141,18 +141,20 @@ class Turns:
 
     Attributes:
         thread_id: the thread (its spans' `gen_ai.conversation.id`).
-        history: the earlier turns as chat messages: each user message and final answer,
-            oldest first (the agent's context policy fits them to its model's window).
-        memories: the earlier exchanges of each agent with `memory: thread` (its tasks and
-            answers in the earlier turns), as chat messages, oldest first.
+        history: the earlier turns as chat messages: each user message and final answer (with
+            the tool calls and results between them, for an entry agent with `memory:
+            thread`), oldest first (the agent's context policy fits them to its window).
+        memories: the earlier exchanges of each agent with `memory: thread` (its tasks, tool
+            calls with their results, and answers in the earlier turns), as chat messages,
+            oldest first.
         state: the thread's shared state, which the turn begins with.
         answered_last: the agent that answered the last turn that ended (the entry of a turn
             that asks for `LAST`).
     """
 
     thread_id: str
-    history: tuple[dict[str, str], ...] = ()
-    memories: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    history: tuple[dict[str, Any], ...] = ()
+    memories: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     answered_last: str | None = None
 

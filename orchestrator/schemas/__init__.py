@@ -1,9 +1,10 @@
 """What the HTTP API accepts and answers, and what `baton show` and `baton run --json` print.
 
 These models make the OpenAPI document: runs (`runs`), threads (`threads`), what waits for a
-person (`people`), the service and its agents (`service`).
+person (`people`), the service and its agents (`service`), long-term memory (`memory`).
 """
 
+from orchestrator.schemas.memory import MemoryItem, MemorySearchView, MemoryWrite
 from orchestrator.schemas.people import (
     Approval,
     ApprovalDecision,
@@ -80,6 +81,9 @@ __all__ = [
     "Health",
     "InputAnswer",
     "InputResult",
+    "MemoryItem",
+    "MemorySearchView",
+    "MemoryWrite",
     "PendingApproval",
     "PendingQuestion",
     "Readiness",

@@ -71,6 +71,7 @@ class ServiceLimits:
     # are removed (None: kept), by a sweep every `retention_sweep_s`.
     retention_days: float | None = None
     retention_max_runs: int | None = None
+    memory_retention_days: float | None = None  # memory items not written for this long
     retention_sweep_s: float = 3600.0
     thread_max_turns: int = 1000  # a thread's turns; the next is refused (`ThreadFull`)
     spending: SpendPolicy = field(default_factory=SpendPolicy)  # tenants' and keys' daily caps
@@ -216,7 +217,9 @@ class RunService:
             asyncio.create_task(self._start_engine()),
             asyncio.create_task(leases),
         ]
-        if self.limits.retention_days is not None or self.limits.retention_max_runs is not None:
+        limits = self.limits
+        policy = (limits.retention_days, limits.retention_max_runs, limits.memory_retention_days)
+        if any(x is not None for x in policy):
             self._background.append(asyncio.create_task(self._sweep()))
         if self.metrics is not None and self.system.autoscaled:
             self._background.append(asyncio.create_task(self._watch_scaling(self.metrics)))
@@ -243,11 +246,16 @@ class RunService:
     async def _sweep(self) -> None:
         """Remove the runs the retention policy no longer keeps, at once and then regularly.
 
-        Every instance sharing a store may sweep it: a run removed twice is removed once.
+        And the memory items not written for `memory_retention_days`. Every instance sharing a
+        store may sweep it: a run removed twice is removed once.
         """
         limits = self.limits
         while True:
             try:
+                if limits.memory_retention_days is not None:
+                    aged = time.time() - limits.memory_retention_days * 86400
+                    if forgotten := await self.store.memory.prune(aged):
+                        logger.info("retention: removed %d memory items", forgotten)
                 cutoff = None
                 if limits.retention_days is not None:
                     cutoff = time.time() - limits.retention_days * 86400

@@ -268,24 +268,30 @@ async def turns_before(
         thread_id, before = (original.thread_id, original.id) if original else (None, run_id)
     if thread_id is None:
         return None
-    history: list[dict[str, str]] = []
+    history: list[dict[str, Any]] = []
+    marks: list[str] = []  # each turn's, for its tool call ids
     remembering = {a.name for a in system.config.agents if a.memory == "thread"}
-    memories: dict[str, list[dict[str, str]]] = {}
+    memories: dict[str, list[dict[str, Any]]] = {}
     turns = await store.threads.records(thread_id, trees=bool(remembering))
     ids = [t.id for t in turns]
     for turn in turns[: ids.index(before)] if before in ids else turns:
         if not turn.status.finished:
             continue
+        mark, exchange = f"t{len(marks)}-", []
+        marks.append(mark)
         if remembering and turn.tree is not None:
-            _remember(turn.tree, remembering, memories)
+            _remember(turn.tree, remembering, memories, mark)
         if turn.status == RunStatus.SUCCEEDED and turn.output is not None:
             answer = turn.output
+            # An entry agent with `memory: thread` sees its tool calls' results too.
+            exchange = [_marked(m, mark) for m in (turn.tree or {}).get("exchange") or ()]
         else:  # what the agent produced is part of it: that it did not finish, and why
             answer = f"(this turn ended {turn.status.value}" + (
                 f": {turn.error})" if turn.error else ")"
             )
         history += [
             {"role": "user", "content": turn.task},
+            *exchange,
             {"role": "assistant", "content": answer},
         ]
     thread = await store.threads.get(thread_id)
@@ -319,19 +325,32 @@ async def absorb_state(
 
 
 def _remember(
-    node: dict[str, Any], agents: set[str], memories: dict[str, list[dict[str, str]]]
+    node: dict[str, Any], agents: set[str], memories: dict[str, list[dict[str, Any]]], turn: str
 ) -> None:
     """Add the exchanges of `agents` in a run's delegation tree (calls in order) to `memories`.
 
-    Each invocation that kept its task (`memory: thread`) and answered is one exchange.
+    Each invocation that kept its task (`memory: thread`) and answered is one exchange: its
+    task, its tool calls with their results, its answer. Tool call ids are prefixed with the
+    `turn`'s mark (a model may reuse its ids from one conversation to the next).
     """
     if node.get("agent") in agents and node.get("task") and node.get("output") is not None:
         if node.get("status") == RunStatus.SUCCEEDED:
             memories.setdefault(node["agent"], []).extend(
                 [
                     {"role": "user", "content": str(node["task"])},
+                    *(_marked(m, turn) for m in node.get("exchange") or ()),
                     {"role": "assistant", "content": str(node["output"])},
                 ]
             )
     for child in node.get("children") or ():
-        _remember(child, agents, memories)
+        _remember(child, agents, memories, turn)
+
+
+def _marked(message: dict[str, Any], turn: str) -> dict[str, Any]:
+    """A remembered message with its tool call ids marked as its turn's."""
+    if message.get("tool_call_id"):
+        return {**message, "tool_call_id": turn + str(message["tool_call_id"])}
+    if message.get("tool_calls"):
+        calls = [{**c, "id": turn + str(c.get("id"))} for c in message["tool_calls"]]
+        return {**message, "tool_calls": calls}
+    return message

@@ -42,6 +42,7 @@ from agents.core.messages import RunStatus, Usage
 from agents.core.storable import stored_json, stored_statement
 from agents.core.store_faults import store_unavailable
 from agents.core.waits import Waiting
+from agents.memory.sql import MemoryItems
 from orchestrator.errors import AmbiguousRunId
 from orchestrator.store.batch import GroupCommit
 from orchestrator.store.experiments import Experiments
@@ -226,6 +227,7 @@ class RunStore:
         self.push = PushConfigs(self._sessions)
         self.experiments = Experiments(self._sessions)
         self.threads = ThreadTable(self._sessions)
+        self.memory = MemoryItems(engine)  # long-term items, per tenant (`/v1/memory`)
 
     @classmethod
     async def open(

@@ -25,6 +25,7 @@ __all__ = [
     "SPANS_TABLE",
     "Base",
     "EventRow",
+    "MemoryRow",
     "RunRow",
     "SpanRow",
     "SpendRow",
@@ -242,6 +243,27 @@ class ExperimentRow(Base):
     # [{case, repeat, outcome, error, run_id, cost_usd, duration_s, tokens, live_calls,
     #   verdicts: [{name, passed, detail, error}]}]
     results: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+
+
+class MemoryRow(Base):
+    """A long-term memory item: a JSON value under a key in a namespace of one tenant.
+
+    Written and searched by `agents.memory.MemoryItems` (the ledger, for agents' tools; the
+    service, for `/v1/memory`); `text` is what a search looks in (the key and the value's
+    JSON, lower-case).
+    """
+
+    __tablename__ = "memory"
+    __table_args__ = (Index("ix_memory_tenant_updated_at", "tenant", "updated_at"),)
+
+    tenant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(528), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    written_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 
 # The tables themselves, typed, for Core statements (the hot writes and reads skip the ORM).

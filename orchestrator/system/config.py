@@ -7,6 +7,7 @@ file, line and field.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -24,10 +25,12 @@ from agents.core.limits import Limits, TraceOptions
 from agents.core.spec import AgentSpec, SharedHostOptions, SupervisionOptions
 from agents.core.state import StateSpec, placeholders
 from agents.core.workflow_spec import step_agents, step_checks
+from agents.memory import MemoryRefused, check_namespace
 from agents.runtime.guardrails import load_callable
 from agents.runtime.structured import load_output_model
 from agents.tools.base import load_function_tool
 from agents.tools.delegate import DELEGATE_PREFIX, reserved_by
+from agents.tools.memory import MEMORY_TOOL_NAMES
 from agents.workflows.run import load_workflow
 from orchestrator.system.revision import code_revision
 from orchestrator.system.topology import Topology, build_topology
@@ -244,7 +247,9 @@ def _check_tools(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                 except ValueError as exc:
                     issues.append(src.issue(("agents", i, "workflow"), str(exc)))
         issues += _check_guardrails(src, agent.guardrails, ("agents", i, "guardrails"))
-        names: dict[str, str] = {}
+        # (The memory tools' names are the agent's own built-ins: another agent may use them.)
+        memory = MEMORY_TOOL_NAMES if agent.long_term_memory is not None else ()
+        names: dict[str, str] = dict.fromkeys(memory, "the built-in memory tools")
         for j, ref in enumerate(agent.tools):
             path = ref.function
             try:
@@ -403,6 +408,9 @@ def _resolve_folders(
     return config.model_copy(update={"agents": tuple(agents)}), issues
 
 
+_PLACEHOLDER_AT = re.compile(r"\{state\.[^}]*\}")
+
+
 def _check_state(src: Located, config: SystemConfig) -> list[ConfigIssue]:
     """The keys agents save to and read from the shared state, against its schema.
 
@@ -423,17 +431,29 @@ def _check_state(src: Located, config: SystemConfig) -> list[ConfigIssue]:
                     f"{', '.join(sorted(listed)) or 'none'})",
                 )
             )
-        for key in placeholders(agent.instructions):
-            entry = listed.get(key)
-            if closed and entry is None:
-                message = f"{{state.{key}}}: the state's schema has no key {key!r}"
-                issues.append(src.issue(("agents", i, "instructions"), message))
-            elif not (isinstance(entry, dict) and "default" in entry):
-                message = (
-                    f"{{state.{key}}} has no default in the state's schema: a call of "
-                    f"{agent.name} fails unless {key!r} was written before"
-                )
-                issues.append(src.issue(("agents", i, "instructions"), message, "warning"))
+        templates: list[tuple[tuple[str | int, ...], str]] = [
+            (("agents", i, "instructions"), agent.instructions)
+        ]
+        if agent.long_term_memory is not None:
+            where: tuple[str | int, ...] = ("agents", i, "long_term_memory", "namespace")
+            namespace = agent.long_term_memory.namespace
+            templates.append((where, namespace))
+            try:  # (each placeholder stands for one level's worth of a value)
+                check_namespace(_PLACEHOLDER_AT.sub("x", namespace))
+            except MemoryRefused as exc:
+                issues.append(src.issue(where, str(exc)))
+        for place, text in templates:
+            for key in placeholders(text):
+                entry = listed.get(key)
+                if closed and entry is None:
+                    message = f"{{state.{key}}}: the state's schema has no key {key!r}"
+                    issues.append(src.issue(place, message))
+                elif not (isinstance(entry, dict) and "default" in entry):
+                    message = (
+                        f"{{state.{key}}} has no default in the state's schema: a call of "
+                        f"{agent.name} fails unless {key!r} was written before"
+                    )
+                    issues.append(src.issue(place, message, "warning"))
     return issues
 
 

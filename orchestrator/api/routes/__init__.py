@@ -1,5 +1,13 @@
 """The API's routers, one module each, assembled by `orchestrator.api.app.create_app`."""
 
-from orchestrator.api.routes import agents, approvals, experiments, health, runs, service
+from orchestrator.api.routes import (
+    agents,
+    approvals,
+    experiments,
+    health,
+    memory,
+    runs,
+    service,
+)
 
-__all__ = ["agents", "approvals", "experiments", "health", "runs", "service"]
+__all__ = ["agents", "approvals", "experiments", "health", "memory", "runs", "service"]
