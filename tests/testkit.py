@@ -401,3 +401,8 @@ def _append(path: str, text: str) -> None:
 def read_file(path: str) -> str:
     """A user tool whose name is taken by Baton's built-in file tools (config tests)."""
     return path
+
+
+def recall(query: str) -> str:
+    """A user tool whose name is an agent's built-in memory tool's (config tests)."""
+    return query

@@ -72,3 +72,31 @@ async def test_names_and_values_memory_does_not_take_are_refused_saying_why(
         assert await store.memory.count("acme") == 0
     finally:
         await store.close()
+
+
+def test_baton_check_holds_a_memory_namespace_to_its_form_and_the_states_schema() -> None:
+    from agents.core.errors import ConfigError
+    from orchestrator.system.config import parse_config
+
+    team = """
+state:
+  schema: {type: object, additionalProperties: false, properties: {user: {type: string}}}
+agents:
+  - name: keeper
+    long_term_memory: {namespace: "users/{state.user}.{state.team}"}
+    tools: [configs.tools:calculate]
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(team, "team.yaml")
+    errors = [str(i) for i in info.value.issues if i.severity == "error"]
+    assert len(errors) == 2 and all("long_term_memory.namespace" in e for e in errors), errors
+    assert "namespace 'users/x.x'" in errors[0]
+    assert "{state.team}: the state's schema has no key 'team'" in errors[1]
+    # A tool of its own named as a memory tool collides with it; another agent may have one.
+    fine = team.replace("users/{state.user}.{state.team}", "users.{state.user}")
+    with pytest.raises(ConfigError, match="collides with the built-in memory tools"):
+        parse_config(fine.replace("configs.tools:calculate", "tests.testkit:recall"), "team.yaml")
+    other = "  - {name: helper, tools: [tests.testkit:recall]}\n"
+    assert parse_config(fine + other, "team.yaml").config.agents[1].name == "helper"
+    [warning] = [str(i) for i in parse_config(fine, "team.yaml").warnings]
+    assert "{state.user} has no default in the state's schema" in warning
