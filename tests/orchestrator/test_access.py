@@ -325,6 +325,10 @@ NEEDS = {
     ("DELETE", "/v1/threads/{thread_id}"): "submit",
     ("POST", "/v1/threads/{thread_id}/runs"): "submit",
     ("PATCH", "/v1/threads/{thread_id}/state"): "submit",
+    ("GET", "/v1/memory/{namespace}"): "read",
+    ("GET", "/v1/memory/{namespace}/{key}"): "read",
+    ("PUT", "/v1/memory/{namespace}/{key}"): "submit",
+    ("DELETE", "/v1/memory/{namespace}/{key}"): "submit",
     ("GET", "/v1/experiments"): "read",
     ("POST", "/v1/experiments"): "submit",
     ("GET", "/v1/experiments/{experiment_id}"): "read",
@@ -347,6 +351,7 @@ async def test_every_route_takes_the_keys_with_its_role_and_refuses_the_others(
         for (method, path), role in NEEDS.items():
             target = path.replace("{run_id}", "0" * 32).replace("{thread_id}", "0" * 32)
             target = target.replace("{call_id}", "c1").replace("{experiment_id}", "e1")
+            target = target.replace("{namespace}", "users").replace("{key}", "k1")
             for name in ("reader", "submitter", "approver", "root"):
                 answer = await http.request(
                     method, target, json={}, headers=bearer(access_keys[name])
