@@ -10,12 +10,21 @@ a run's last items).
 from __future__ import annotations
 
 import itertools
+import json
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agents.core.events import AgentStarted, Event, ModelFinished, RunStarted, WaitOpened
+from agents.core.events import (
+    AgentStarted,
+    ApprovalDecided,
+    Event,
+    ModelFinished,
+    RunStarted,
+    WaitOpened,
+    WaitResolved,
+)
 from agents.core.ports import RunState
 from agents.core.waits import Outcome, Resolution, Waiting
 from agents.ledger.causal import CausalOrder
@@ -56,6 +65,11 @@ class _RunBook:
     opened: bool = False  # its `run_started` came (it may come twice: see `emit`)
     # Replies counted against the caps as they arrived, before their turn (invocation, seq).
     counted_early: set[tuple[str, int]] = field(default_factory=set)
+    # Taken up from the store by a restarted ledger (`RunLedger.recover`): the events stored
+    # before, by identity, so that a batch sent again (it was in flight when the ledger died)
+    # is not recorded twice.
+    stored: set[tuple[str, int, str, str]] | None = None
+    persisted: set[str] = field(default_factory=set)  # ids of its spans sent to the store
 
 
 class RunLedger:
@@ -65,14 +79,18 @@ class RunLedger:
         self,
         on_event: Callable[[str, int, Event], None] | None = None,
         on_spend: Callable[[SpendEntry], None] | None = None,
+        on_spans: Callable[[str, list[SpanRecord]], None] | None = None,
     ) -> None:
-        """Hold runs' books; `on_event` and `on_spend` see what the store keeps.
+        """Hold runs' books; `on_event`, `on_spend` and `on_spans` see what the store keeps.
 
         `on_event`: each numbered event (the step log's writer stores them); `on_spend`: each
-        model reply's spending (kept by day, tenant, key, agent and model).
+        model reply's spending (kept by day, tenant, key, agent and model); `on_spans`: the
+        finished spans of a run as they come (but lost invocations' stand-ins, which take
+        their final id at the run's end: `unpersisted`), so that a restarted ledger finds them.
         """
         self._on_event = on_event
         self._on_spend = on_spend
+        self._on_spans = on_spans
         self.spend = SpendMeter()
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
@@ -142,6 +160,37 @@ class RunLedger:
         else:
             fresh.base = base
         self._runs[run_id] = fresh
+
+    def recover(
+        self, run_id: str, epoch: int, stored: list[tuple[int, Event]], spans: list[SpanRecord]
+    ) -> None:
+        """Take up a run in flight that this ledger, restarted, never saw: from its record.
+
+        Its stored events (ids go on after them; one that comes again is not recorded twice),
+        the waits they opened and resolved, and its spans stored so far. Its token budget is
+        not known here any more.
+        """
+        base = max((seq for seq, _ in stored), default=0)
+        book = self._runs[run_id] = _RunBook(budget=None, epoch=epoch, base=base)
+        book.stored = set()
+        for _, event in stored:
+            book.stored.add(_identity(event))
+            book.order.admit(event)  # (what the stored ones caused need not wait for them)
+            if isinstance(event, RunStarted):
+                book.opened = True
+            elif isinstance(event, AgentStarted):
+                book.started += 1
+            elif isinstance(event, WaitOpened):
+                book.waits[event.call_id] = event
+            elif isinstance(event, WaitResolved):
+                book.resolutions[event.call_id] = _resolution(event).record()
+        book.order.drain()
+        book.waits_changed = len(book.waits) + len(book.resolutions)
+        book.spans.extend(spans)
+        book.persisted.update(s["span_id"] for s in spans)
+        own, lost = agent_span_counts(spans)
+        book.agent_spans += own
+        book.lost_spans += lost
 
     def epoch(self, run_id: str) -> int:
         """The run's life number (0 until it is resumed)."""
@@ -306,6 +355,12 @@ class RunLedger:
             return  # too late for the run's record
         book = self._open_book(run_id)
         book.spans.extend(spans)
+        if self._on_spans is not None:
+            kept = [s for s in spans if not (s.get("attributes") or {}).get(attr.BATON_AGENT_LOST)]
+            fresh = [s for s in kept if s["span_id"] not in book.persisted]
+            book.persisted.update(s["span_id"] for s in fresh)
+            if fresh:
+                self._on_spans(run_id, fresh)
         if origin:
             book.received[origin] = book.received.get(origin, 0) + 1
         own, lost = agent_span_counts(spans)
@@ -353,6 +408,15 @@ class RunLedger:
             _adopt_orphans(spans, book.events)
         return spans
 
+    def unpersisted(self, run_id: str, spans: list[SpanRecord]) -> list[SpanRecord]:
+        """Of the run's `spans`, those not sent to the store yet (now taken as sent)."""
+        book = self._book(run_id)
+        if book is None:
+            return spans
+        fresh = [s for s in spans if s["span_id"] not in book.persisted]
+        book.persisted.update(s["span_id"] for s in fresh)
+        return fresh
+
     def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""
         book = self._book(run_id)
@@ -374,6 +438,8 @@ class RunLedger:
             self._fed += 1
             self._feed.append((run_id, 0, event))
             return
+        if book.stored is not None and _identity(event) in book.stored:
+            return  # recorded before this ledger was restarted, and sent again since
         if isinstance(event, AgentStarted):
             book.started += 1
         elif isinstance(event, RunStarted):
@@ -478,3 +544,21 @@ def _adopt_orphans(spans: list[SpanRecord], events: list[Event]) -> None:
                 spans[i] = adopted
                 started.remove(event)
                 break
+
+
+def _identity(event: Event) -> tuple[str, int, str, str]:
+    """An event among its run's: its invocation, its place there, its type, and its call.
+
+    (The ledger's own events, a wait's resolution, have no place: their call names them.)
+    """
+    return (event.invocation or "", event.seq, event.type, str(getattr(event, "call_id", "")))
+
+
+def _resolution(event: WaitResolved) -> Resolution:
+    """How a wait was resolved, from the event that said so."""
+    if isinstance(event, ApprovalDecided):
+        edited = json.loads(event.arguments) if event.arguments is not None else None
+        return Resolution.decision(
+            event.approved, event.message, who=event.who, arguments=edited, by=event.by
+        )
+    return Resolution.reply(getattr(event, "answer", ""), who=event.who, by=event.by)

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import ray
@@ -50,6 +51,8 @@ SETTLE_WAIT_S = 5.0
 # calls out of order, and a streamed reply's pieces must reach followers in the order written.
 # Past it (a batch lost with a restarted ledger) the batch goes on alone.
 ORDER_WAIT_S = 0.5
+# Runs a restarted ledger remembers having looked for in the store (`_take_up`).
+MAX_LOOKED_UP = 10_000
 
 
 @ray.remote(num_cpus=0)
@@ -75,6 +78,7 @@ class LedgerActor:
         self._ledger = RunLedger(
             on_event=self._writer.event if self._writer else None,
             on_spend=self._writer.spend if self._writer else None,
+            on_spans=self._writer.spans_of if self._writer else None,
         )
         self._seeding: dict[tuple[str, str], asyncio.Task[None]] = {}
         # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
@@ -85,6 +89,11 @@ class LedgerActor:
         # Each agent process's next batch number, and a signal set (and replaced) per batch.
         self._next_batch: dict[str, int] = {}
         self._batched = asyncio.Event()
+        # Restarted by Ray after it died: the runs in flight are taken up from the store as
+        # they are next heard of (`_take_up`), and each process's batches go on from the
+        # first one that comes.
+        self._reborn = ray.get_runtime_context().was_current_actor_reconstructed
+        self._looked_up: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
         settle_after_start()  # what start-up made lives as long as the process
 
     def _changed(self, run_id: str) -> None:
@@ -114,6 +123,40 @@ class LedgerActor:
                     await signal.wait()
             except TimeoutError:
                 return [], position, False
+
+    async def _take_up(self, run_id: str, starting: bool = False) -> None:
+        """Take up a run in flight that this ledger, restarted, has not heard of: from the store.
+
+        Its stored events, steps, waits and spans (`RunLedger.recover`), once; a run that is
+        `starting` (its first event comes) or has nothing stored is new. Every call about one
+        run awaits this first.
+        """
+        if not self._reborn or self._writer is None or starting:
+            return
+        if self._ledger.state(run_id) != "unknown":
+            return
+        task = self._looked_up.get(run_id)
+        if task is None:
+            task = self._looked_up[run_id] = asyncio.create_task(self._recover(run_id))
+            while len(self._looked_up) > MAX_LOOKED_UP:
+                self._looked_up.popitem(last=False)
+        await asyncio.shield(task)
+
+    async def _recover(self, run_id: str) -> None:
+        assert self._writer is not None
+        steps, top = await self._writer.load(run_id)
+        if not steps and not top:
+            return  # a new run, or one that never got here
+        stored = await self._writer.events(run_id, 0)
+        spans = await self._writer.spans(run_id)
+        epoch = max((s.epoch for kept in steps.values() for s in kept.values()), default=0)
+        self._steps[run_id] = steps
+        self._ledger.recover(run_id, epoch, stored, spans)
+        self._changed(run_id)
+        logger.info(
+            "run %s taken up after a restart: %d events, %d steps, %d spans",
+            run_id, len(stored), sum(len(k) for k in steps.values()), len(spans),
+        )  # fmt: skip
 
     async def _wait_for_change(self, run_id: str, until: float) -> bool:
         """Wait until the run changes or `until` (monotonic) passes; False on time-out."""
@@ -176,6 +219,7 @@ class LedgerActor:
 
     async def _settle(self, settle: RunSettle) -> list[SpanRecord]:
         run_id = settle.run_id
+        await self._take_up(run_id)
         until = time.monotonic() + SETTLE_WAIT_S
         while not self._ledger.settled(run_id, settle.sent, settle.traced):
             if not await self._wait_for_change(run_id, until):
@@ -198,10 +242,11 @@ class LedgerActor:
         """
         end = unseal(sealed, RunEnd)
         run_id = end.run_id
+        await self._take_up(run_id)
         spans = await self._settle(end.settle) if end.settle is not None else []
         recorded = False
         if end.record is not None and self._writer is not None:
-            self._writer.end(run_id, end.record, spans)
+            self._writer.end(run_id, end.record, self._ledger.unpersisted(run_id, spans))
             recorded = await self._writer.sync()
         events = self._ledger.finish(run_id, end.final, end.first, end.returning)
         self._steps.pop(run_id, None)
@@ -223,8 +268,9 @@ class LedgerActor:
         if self._writer is not None:
             await self._writer.sync()
 
-    def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
+    async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded so far (in this life of the run or before), by key."""
+        await self._take_up(run_id)
         return dict(self._steps.get(run_id, {}).get(invocation, {}))
 
     def _keep(self, run_id: str, step: Step) -> bool:
@@ -245,6 +291,7 @@ class LedgerActor:
         """
         call = unseal(sealed, Commit)
         await self._apply(call.earlier)
+        await self._take_up(call.run_id)
         if self._writer is None:
             return call.step.epoch >= self._ledger.epoch(call.run_id)
         return self._keep(call.run_id, call.step) and await self._writer.sync()
@@ -255,8 +302,9 @@ class LedgerActor:
         self._steps.pop(run_id, None)
         self._changed(run_id)
 
-    def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
+    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """The run's spans sent so far and its events, without taking them."""
+        await self._take_up(run_id)
         return self._ledger.snapshot(run_id)
 
     def tokens_left(self, run_id: str) -> int | None:
@@ -339,6 +387,7 @@ class LedgerActor:
         """
         call = unseal(sealed, WaitCall)
         await self._apply(call.earlier)
+        await self._take_up(call.run_id)
         wait_id = self._ledger.open_wait(call.run_id, call.event, call.again)
         self._changed(call.run_id)
         return wait_id
@@ -351,6 +400,7 @@ class LedgerActor:
         With a step log, the resolution is stored before this returns: a run resumed after a
         crash does not ask again, and a call it approved runs at most once.
         """
+        await self._take_up(run_id)
         outcome = self._ledger.resolve(run_id, wait_id, resolution)
         self._changed(run_id)
         opened = self._ledger.wait(run_id, wait_id)
@@ -366,14 +416,16 @@ class LedgerActor:
                 await self._writer.sync()
         return outcome
 
-    def waiting(self, run_id: str) -> list[WaitOpened]:
+    async def waiting(self, run_id: str) -> list[WaitOpened]:
         """The run's open waits, oldest first."""
+        await self._take_up(run_id)
         return self._ledger.waiting(run_id)
 
     async def await_resolution(
         self, run_id: str, wait_id: str, wait_s: float
     ) -> dict[str, Any] | None:
         """How a wait was resolved, waiting up to `wait_s` (None: it still waits)."""
+        await self._take_up(run_id)
         until = time.monotonic() + wait_s
         while True:
             resolution = self._ledger.resolution(run_id, wait_id)
@@ -387,6 +439,7 @@ class LedgerActor:
 
         Returns the version, what the run waits for from a person, and the run's state.
         """
+        await self._take_up(run_id)
         until = time.monotonic() + wait_s
         while True:
             version = self._ledger.waits_version(run_id)
@@ -395,7 +448,10 @@ class LedgerActor:
                 return version, self._ledger.waits_for(run_id), state
 
     async def emit_many(self, sealed: bytes) -> None:
-        """Record a batch of events, numbered span shipments and steps (a sealed `Batch`)."""
+        """Record a batch of events, numbered span shipments and steps (a sealed `Batch`).
+
+        Sent again by Ray if the ledger died with it (to the ledger Ray restarted).
+        """
         await self._apply(unseal(sealed, Batch))
 
     async def _apply(self, batch: Batch) -> None:
@@ -406,6 +462,8 @@ class LedgerActor:
         """
         sender = batch.sender
         # Handovers from other processes, taken over by the sender (`agents.ray.handover`).
+        if self._reborn:  # (before the handovers' first sight: it opens their runs' books)
+            await self._take_up_batch(batch)
         opened = open_batch(
             batch.events, batch.spans, batch.steps, sender, self._ledger.first_sight
         )
@@ -425,8 +483,19 @@ class LedgerActor:
         for run_id in changed:
             self._changed(run_id)
 
+    async def _take_up_batch(self, batch: Batch) -> None:
+        """Take up the runs of a batch (`_take_up`): those whose first event it is are new."""
+        peek = open_batch(batch.events, batch.spans, batch.steps, batch.sender, lambda r, k: True)
+        starting = {r for r, e, _ in peek.events if isinstance(e, RunStarted)}
+        runs = {r for r, _, _ in peek.events} | {r for r, _, _ in peek.spans}
+        runs |= {r for r, _ in peek.steps}
+        for run_id in runs:
+            await self._take_up(run_id, starting=run_id in starting)
+
     async def _in_turn(self, sender: str, batch: int) -> None:
         """Wait until the sender's batches before `batch` are in (or `ORDER_WAIT_S` passed)."""
+        if self._reborn and sender not in self._next_batch:  # its earlier ones went with the dead
+            self._next_batch[sender] = batch
         until = time.monotonic() + ORDER_WAIT_S
         while self._next_batch.get(sender, 1) < batch:
             left = until - time.monotonic()

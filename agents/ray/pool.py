@@ -296,7 +296,11 @@ def start_pool(
             lifetime="detached" if detached else None,
             # On the head node, which the cluster cannot lose anyway: worker nodes come and go.
             resources={HEAD_NODE_RESOURCE: 0.001},
-            max_restarts=-1,  # a new, empty ledger beats none: runs in flight lose their events
+            # Restarted when it dies: it takes its runs in flight up again from the store as
+            # they are next heard of; calls on their way are made again to the new one (each
+            # is safe to repeat: an item or a word that came before is not counted twice).
+            max_restarts=-1,
+            max_task_retries=-1,
         ).remote(options.store_url)
     gate_port = _open_gates(gates, namespace, detached)
     roster = [a.card() for a in agents]

@@ -26,7 +26,7 @@ import contextlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -212,12 +212,25 @@ class StoreWriter:
         if set(values) != _END_COLUMNS:  # the rows of one statement have the same columns
             odd = sorted(set(values) ^ _END_COLUMNS)
             raise ValueError(f"a run's end sets exactly its end's columns; not: {', '.join(odd)}")
-        for span in spans:
+        self._ends.append({"run_id_": run_id, **values})
+        self._queued += 1
+        self.spans_of(run_id, spans)
+
+    def spans_of(self, run_id: str, spans: list[SpanRecord]) -> None:
+        """Queue finished spans of a run (as they come: a restarted ledger reads them back)."""
+        for span in spans:  # (counted as rows, as `_Batch.rows` counts them when written)
             record: dict[str, Any] = dict(span)
             self._spans.append({"run_id": run_id, **{c: record.get(c) for c in _SPAN_COLUMNS}})
-        self._ends.append({"run_id_": run_id, **values})
-        self._queued += len(spans)
+        self._queued += len(spans) - 1
         self._queued_one()
+
+    async def spans(self, run_id: str) -> list[SpanRecord]:
+        """A run's stored spans, in the order they were written."""
+        async with self._engine.connect() as connection:
+            rows = await connection.execute(
+                select(_SPANS).where(_SPANS.c.run_id == run_id).order_by(_SPANS.c.start_ns)
+            )
+            return [cast(SpanRecord, {c: row[c] for c in _SPAN_COLUMNS}) for row in rows.mappings()]
 
     def spend(self, row: SpendEntry) -> None:
         """Queue a model reply's spending, added to its day's sum.
