@@ -172,7 +172,7 @@ class RayDispatcher:
     def stop_following(self) -> None:
         """Stop following the scaler (the process is leaving Ray); from any thread."""
         task, self._following = self._following, None
-        if task is not None:
+        if task is not None and not task.get_loop().is_closed():  # (else it is gone with it)
             task.get_loop().call_soon_threadsafe(task.cancel)
 
     def submit(

@@ -29,6 +29,7 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.errors import describe_error
 from agents.core.spec import Autoscale
+from agents.ray.kept import keep, kept
 from agents.ray.supervisor import HostRecipe
 
 __all__ = ["SCALER_TICK_S", "ReplicaScaler", "ScaledHost", "Scaling"]
@@ -85,12 +86,22 @@ class ReplicaScaler:
     state freely.
     """
 
-    def __init__(self) -> None:
+    async def __init__(self) -> None:  # type: ignore[misc]  # (Ray awaits an async actor's)
         self._hosts: dict[str, _Managed] = {}
         self._version = 0
         self._changed = asyncio.Event()
         self._history: deque[Scaling] = deque()
         self._namespace = ray.get_runtime_context().namespace
+        found: list[ScaledHost] | None = kept()  # restarted by Ray (`agents.ray.kept`)
+        if found is not None:
+            # Versions its dispatchers knew are not this life's; the replicas up are those
+            # whose actors live.
+            self._version = time.time_ns()
+            running = {
+                h.host: [i for i, r in enumerate(h.recipes) if self._lives(r)] for h in found
+            }
+            await self.manage(found, running)
+            logger.warning("the scaler was restarted: it scales %d hosts again", len(found))
 
     async def manage(self, hosts: list[ScaledHost], running: dict[str, list[int]]) -> None:
         """Scale these hosts, whose replicas `running` are up (a service starting the system).
@@ -106,6 +117,15 @@ class ReplicaScaler:
             self._hosts[spec.host] = managed
             managed.task = asyncio.get_running_loop().create_task(self._loop(managed))
         self._bump()
+        keep([m.spec for m in self._hosts.values()])  # for its next life
+
+    def _lives(self, recipe: HostRecipe) -> bool:
+        """Whether a replica's actor is there (alive, or being restarted)."""
+        try:
+            ray.get_actor(recipe.name, namespace=self._namespace)
+        except ValueError:
+            return False
+        return True
 
     async def membership(self, known: int) -> tuple[int, dict[str, list[int]]]:
         """The replicas to choose from, by host, once they differ from version `known`."""

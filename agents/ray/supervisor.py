@@ -26,6 +26,7 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 
 from agents.core.errors import describe_error
 from agents.core.spec import SupervisionOptions
+from agents.ray.kept import keep, kept
 
 __all__ = ["HostRecipe", "HostState", "HostSupervisor"]
 
@@ -90,9 +91,14 @@ class HostSupervisor:
     Every call runs on the actor's one event loop: the watches and `back` share state freely.
     """
 
-    def __init__(self) -> None:
+    async def __init__(self) -> None:  # type: ignore[misc]  # (Ray awaits an async actor's)
         self._watches: dict[str, _Watch] = {}
         self._options = SupervisionOptions()
+        found = kept()  # restarted by Ray: watch again what it watched (`agents.ray.kept`)
+        if found is not None:
+            options, recipes = found
+            await self.watch(recipes, options)
+            logger.warning("the supervisor was restarted: it watches %d replicas", len(recipes))
 
     async def watch(self, recipes: list[HostRecipe], options: SupervisionOptions) -> None:
         """Watch these replicas (each just started or found by a service starting).
@@ -119,6 +125,11 @@ class HostSupervisor:
             )
             self._watches[recipe.name] = watch
             watch.task = asyncio.get_running_loop().create_task(self._watch(watch))
+        self._keep()
+
+    def _keep(self) -> None:
+        """What it watches, for its next life (Ray restarts it if it dies)."""
+        keep((self._options, [w.recipe for w in self._watches.values()]))
 
     async def watch_more(self, recipes: list[HostRecipe]) -> None:
         """Watch these replicas too (the scaler started them), under the options given."""
@@ -129,6 +140,7 @@ class HostSupervisor:
         watch = self._watches.pop(actor, None)
         if watch is not None and watch.task is not None:
             watch.task.cancel()
+        self._keep()
 
     def states(self) -> dict[str, HostState]:
         """Every watched replica's state, by actor name."""
