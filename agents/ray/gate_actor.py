@@ -14,6 +14,7 @@ import ray
 
 from agents.core.gate_spec import GateSpec, gate_for
 from agents.gates.book import GateKeeper
+from agents.ray.kept import keep, kept
 
 __all__ = ["GATES_ACTOR", "GateActor", "RayGates"]
 
@@ -26,10 +27,18 @@ class GateActor:
 
     def __init__(self) -> None:
         self._keeper = GateKeeper()
+        # Every gate declared, kept for its next life (`agents.ray.kept`): Ray restarts it, and
+        # it holds them again; their windows start empty, so up to one window's worth more
+        # than a limit may pass just after.
+        self._declared: list[GateSpec] = kept() or []
+        if self._declared:
+            self._keeper.book.declare(tuple(self._declared))
 
     async def declare(self, specs: list[GateSpec]) -> None:
         """Hold calls to these gates' models (see `GateBook.declare`)."""
         self._keeper.book.declare(tuple(specs))
+        self._declared += [s for s in specs if s not in self._declared]
+        keep(self._declared)
 
     async def take(
         self, gate: str, tokens: int, hold_s: float, max_wait_s: float

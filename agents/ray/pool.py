@@ -412,7 +412,10 @@ def _open_gates(specs: tuple[GateSpec, ...], namespace: str, detached: bool) -> 
         get_if_exists=True,
         lifetime="detached" if detached else None,
         resources={HEAD_NODE_RESOURCE: 0.001},  # as the ledger: the node that stays
-        max_restarts=-1,  # a new, empty book beats none: its windows start again
+        # Restarted with the gates it was told of (their windows start again); a call on its
+        # way is made again there (a lease the dead one gave is no one's now).
+        max_restarts=-1,
+        max_task_retries=-1,
     ).remote()
     ray.get(handle.declare.remote(list(specs)), timeout=READY_TIMEOUT_S)
     return RayGates(handle, specs)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+import ray
 from ray.exceptions import RayActorError
 
 from agents.core.messages import RunStatus
@@ -83,3 +84,36 @@ async def test_a_restarted_supervisor_and_scaler_take_their_hosts_up_again(
     assert {r.status for r in results} == {RunStatus.SUCCEEDED}
     decisions = await pool.scaler.history.remote()
     assert any((d["host"], d["before"], d["after"]) == ("worker", 1, 2) for d in decisions)
+
+
+# Two model calls an hour through the gate; a call it would hold past a second is not made.
+GATED = """
+name: gated-singleton
+gates:
+  - {name: scripted-provider, models: [baton/scripted], requests: 2, per_s: 3600, max_wait_s: 1}
+agents:
+  - name: worker
+    description: Stamps.
+    tools: [tests.testkit:stamp]
+    model:
+      name: baton/scripted
+      params: {replies: [{tool_calls: [{name: stamp, arguments: {text: a}}]}, {content: stamped}]}
+"""
+
+
+async def test_a_restarted_gates_actor_holds_the_gates_it_was_told_of(
+    started: list[Engine],
+) -> None:
+    engine = start(started, GATED)
+    gates = engine.pool.gates
+    assert gates is not None
+    try:
+        await _kill(gates.handle)
+        # (Restarted by Ray with the gate; calls on their way are made again there.)
+        first = await asyncio.wait_for(engine.run(Submission("stamp"), Execution("gated-1")), 60)
+        assert first.status == RunStatus.SUCCEEDED and first.output == "stamped", first.error
+        second = await asyncio.wait_for(engine.run(Submission("stamp"), Execution("gated-2")), 60)
+        assert second.status == RunStatus.FAILED, second
+        assert "scripted-provider" in str(second.error), second.error
+    finally:  # the namespace's gates actor is the session's: the next one starts without it
+        ray.kill(gates.handle, no_restart=True)
