@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter
 from typing_extensions import override
 
+from agents.core.limits import SpendCap
 from agents.core.messages import RunStatus, Usage
 from agents.core.waits import Resolution, WaitKind
 from tracing import SpanRecord
@@ -139,6 +140,13 @@ class RunStarted(EventBase):
         default=0,
         description="0 when the run first starts; 1, 2, ... each time it resumes (its earlier "
         "work is taken from its step log).",
+    )
+    token_budget: int | None = Field(
+        default=None, description="The tokens it may spend (None: no budget)."
+    )
+    caps: list[SpendCap] = Field(
+        default_factory=list,
+        description="The spending caps it is held to: its tenant's and key's per day, its own.",
     )
 
     @override

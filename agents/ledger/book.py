@@ -167,8 +167,9 @@ class RunLedger:
         """Take up a run in flight that this ledger, restarted, never saw: from its record.
 
         Its stored events (ids go on after them; one that comes again is not recorded twice),
-        the waits they opened and resolved, and its spans stored so far. Its token budget is
-        not known here any more.
+        the waits they opened and resolved, its spans stored so far, and its budget and caps
+        (from its `run_started`) with what its stored replies spent against them (a tenant's
+        and a key's day are read from the store's sums, as for any run).
         """
         base = max((seq for seq, _ in stored), default=0)
         book = self._runs[run_id] = _RunBook(budget=None, epoch=epoch, base=base)
@@ -176,8 +177,13 @@ class RunLedger:
         for _, event in stored:
             book.stored.add(_identity(event))
             book.order.admit(event)  # (what the stored ones caused need not wait for them)
-            if isinstance(event, RunStarted):
-                book.opened = True
+            if isinstance(event, RunStarted):  # (its last life's)
+                book.opened, book.budget, book.spent = True, event.token_budget, 0
+                self.spend.close(run_id)
+                self.spend.open(run_id, event.tenant, event.submitted_by, tuple(event.caps))
+            elif isinstance(event, ModelFinished):  # (counted in the store's day sums already)
+                book.spent += event.tokens
+                self.spend.recount(run_id, event.input_tokens + event.output_tokens, event.cost_usd)
             elif isinstance(event, AgentStarted):
                 book.started += 1
             elif isinstance(event, WaitOpened):

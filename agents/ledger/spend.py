@@ -188,6 +188,17 @@ class SpendMeter:
             cost_usd is None,
         )  # fmt: skip
 
+    def recount(self, run_id: str, tokens: int, usd: float | None) -> None:
+        """Count a reply of a run taken up again against its own cap only.
+
+        (A restarted ledger: the reply is in its day's sums in the store, which the daily
+        scopes are read from.)
+        """
+        run = self._runs.get(run_id)
+        if run is not None:
+            run.own = run.own + Spent(tokens, usd or 0.0)
+            run.largest = run.largest.most(Spent(tokens, usd or 0.0))
+
     def check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
         """Whether the run may make another model call, and what it has not been told yet.
 

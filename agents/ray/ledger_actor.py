@@ -152,6 +152,9 @@ class LedgerActor:
         epoch = max((s.epoch for kept in steps.values() for s in kept.values()), default=0)
         self._steps[run_id] = steps
         self._ledger.recover(run_id, epoch, stored, spans)
+        starts = [e for _, e in stored if isinstance(e, RunStarted)]
+        if starts:  # its tenant's and key's day, from the store (its replies among them)
+            await self._seed([c.scope for c in starts[-1].caps if c.daily])
         self._changed(run_id)
         logger.info(
             "run %s taken up after a restart: %d events, %d steps, %d spans",

@@ -324,6 +324,8 @@ class Engine:
                     tenant=request.tenant,
                     submitted_by=request.submitted_by,
                     epoch=lineage.epoch,
+                    token_budget=ctx.limits.token_budget,
+                    caps=list(caps),
                     **span_ids(span),
                 )
                 riding = await self._open(ctx, first, lineage, caps)

@@ -1,6 +1,6 @@
 """The ledger's process killed mid-run (Ray restarts it): the restarted ledger takes the run up
 from the store, and the run ends as an unbroken run of the same team does, with every event and
-span, its at-most-once effect made once and its approval asked once."""
+span, its at-most-once effect made once, its approval asked once and its spending counted once."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from agents.core.messages import RunStatus
 from agents.core.waits import Resolution
+from agents.ledger.spend import utc_day
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Execution, Submission
 from orchestrator.store import RunMeta, RunStore
@@ -74,6 +75,7 @@ async def test_a_ledger_killed_mid_run_is_taken_up_again_and_loses_nothing(
     )
     engine = Engine(system, options)
     kept: dict[str, tuple[list[str], list[str]]] = {}
+    tokens = 0
     try:
         engine.start()
         for run_id in ("unbroken", "broken"):
@@ -93,6 +95,10 @@ async def test_a_ledger_killed_mid_run_is_taken_up_again_and_loses_nothing(
             assert result.status == RunStatus.SUCCEEDED and result.output == "done", result.error
             events = [e.type for _, e in await store.events(run_id)]
             kept[run_id] = (events, sorted(s["name"] for s in result.spans))
+            tokens += result.usage.input_tokens + result.usage.output_tokens
+        # Each reply's spending is in the day's sums once.
+        day = await store.spending(utc_day())
+        assert sum(r["input_tokens"] + r["output_tokens"] for r in day) == tokens > 0
     finally:
         engine.stop()
         await store.close()
