@@ -54,8 +54,9 @@ check: setup ## Validate configs/default.yaml
 test: lint docs system-deps ## Lint, build the docs, then run the test suite (local Ray, PostgreSQL, Chromium)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not heavy" --durations=15
 
-test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m heavy --durations=15
+test-heavy: setup system-deps ## The heavy suites: kills, store outages, floods, fuzzing on PostgreSQL, clusters of their own; then the soak, alone
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "heavy and not soak" --durations=15
+	$(PY) -m pytest -m soak --durations=1
 
 # The deployment's checkers, in a virtualenv of their own (checkov's pins cannot share Baton's).
 .venv-deploy/.installed: deploy/tools.lock

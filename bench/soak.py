@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,7 +102,16 @@ async def one_run(client: aiohttp.ClientSession, url: str, soak: Soak) -> None:
 TASK = "Research the history of the Ray project, check the facts, and calculate 17 * 23 + 4"
 
 
-async def drive(url: str, rate: float, seconds: float, service_pid: int, store: Path) -> Soak:
+async def drive(
+    url: str,
+    rate: float,
+    seconds: float,
+    service_pid: int,
+    store: Path,
+    sample_s: float = SAMPLE_S,
+    memory: Callable[[int], dict[str, float]] = rss_mib,
+) -> Soak:
+    """Runs at `rate` for `seconds`; memory (`memory(service_pid)`) sampled every `sample_s`."""
     soak = Soak()
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as client:
@@ -111,15 +121,15 @@ async def drive(url: str, rate: float, seconds: float, service_pid: int, store: 
         n = 0
         while (now := time.monotonic()) - began < seconds:
             if now >= next_sample:
-                soak.samples.append((len(soak.ended), rss_mib(service_pid), _size_mib(store)))
-                next_sample += SAMPLE_S
+                soak.samples.append((len(soak.ended), memory(service_pid), _size_mib(store)))
+                next_sample += sample_s
             task = asyncio.create_task(one_run(client, url, soak))
             running.add(task)
             task.add_done_callback(running.discard)
             n += 1
             await asyncio.sleep(max(0.0, began + n / rate - time.monotonic()))
         await asyncio.gather(*running)
-        soak.samples.append((len(soak.ended), rss_mib(service_pid), _size_mib(store)))
+        soak.samples.append((len(soak.ended), memory(service_pid), _size_mib(store)))
     return soak
 
 

@@ -187,6 +187,13 @@ class Settings(BaseSettings):
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests per key.")
     rate_limit_burst: int = Field(default=200, ge=1)
     sse_heartbeat_s: float = Field(default=15.0, gt=0)
+    ledger_feed_events: int = Field(
+        default=50_000,
+        ge=1_000,
+        le=10_000_000,
+        description="Events of every run the ledger keeps in memory for services following it "
+        "(a follower further behind reads the store); its memory is bounded by them.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info",
         description="What `baton serve` logs of its own (versions rolled, runs recorded late, "

@@ -32,7 +32,7 @@ from agents.ledger.spend import SpendEntry, SpendMeter
 from tracing import SpanRecord, agent_span_counts
 from tracing import attributes as attr
 
-__all__ = ["RunLedger"]
+__all__ = ["MAX_FEED", "RunLedger"]
 
 MAX_EVENTS_PER_RUN = 10_000
 # Events of all runs kept in order for the services' one stream each (`RunLedger.feed`).
@@ -80,6 +80,7 @@ class RunLedger:
         on_event: Callable[[str, int, Event], None] | None = None,
         on_spend: Callable[[SpendEntry], None] | None = None,
         on_spans: Callable[[str, list[SpanRecord]], None] | None = None,
+        max_feed: int = MAX_FEED,
     ) -> None:
         """Hold runs' books; `on_event`, `on_spend` and `on_spans` see what the store keeps.
 
@@ -87,6 +88,7 @@ class RunLedger:
         model reply's spending (kept by day, tenant, key, agent and model); `on_spans`: the
         finished spans of a run as they come (but lost invocations' stand-ins, which take
         their final id at the run's end: `unpersisted`), so that a restarted ledger finds them.
+        `max_feed`: events of every run kept on the feed (`feed`), newest last.
         """
         self._on_event = on_event
         self._on_spend = on_spend
@@ -94,7 +96,7 @@ class RunLedger:
         self.spend = SpendMeter()
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
-        self._feed: deque[tuple[str, int, Event]] = deque(maxlen=MAX_FEED)
+        self._feed: deque[tuple[str, int, Event]] = deque(maxlen=max_feed)
         self._fed = 0  # events ever put on the feed: the position of the newest
         self._holding: set[str] = set()  # open runs with events waiting for their cause
 

@@ -20,7 +20,7 @@ from agents.core.limits import SpendCap
 from agents.core.ports import RunState
 from agents.core.steps import Step, kept_by_fork
 from agents.core.waits import Outcome, Resolution, Waiting
-from agents.ledger.book import RunLedger
+from agents.ledger.book import MAX_FEED, RunLedger
 from agents.ledger.spend import Spent, utc_day
 from agents.memory import MemoryItem, MemoryRefused
 from agents.ray.handover import open_batch
@@ -64,9 +64,10 @@ class LedgerActor:
     Args:
         store_url: the run store; when given, runs' steps and events are written there as
             they come (`agents.ray.store_writer`), so that a run can resume after any crash.
+        feed_events: events of every run kept for the services following it (`feed`).
     """
 
-    def __init__(self, store_url: str | None = None) -> None:
+    def __init__(self, store_url: str | None = None, feed_events: int = MAX_FEED) -> None:
         self._writer = None
         self._memory: MemoryItems | None = None
         if store_url:
@@ -79,6 +80,7 @@ class LedgerActor:
             on_event=self._writer.event if self._writer else None,
             on_spend=self._writer.spend if self._writer else None,
             on_spans=self._writer.spans_of if self._writer else None,
+            max_feed=feed_events,
         )
         self._seeding: dict[tuple[str, str], asyncio.Task[None]] = {}
         # Each open run's recorded steps, by invocation and key: loaded when it resumes, and

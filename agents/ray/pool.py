@@ -23,6 +23,7 @@ from agents.core.gate_spec import GateSpec
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
 from agents.core.spec import AgentSpec, Autoscale, RayOptions, SupervisionOptions
+from agents.ledger.book import MAX_FEED
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.gate_actor import GATES_ACTOR, GateActor, RayGates
 from agents.ray.host import AgentHost
@@ -55,6 +56,8 @@ class PoolOptions:
             (durable runs, which can resume); None: they live in the ledger's memory only.
         code_path: folders on every agent host's import path (the team file's: its own tools,
             hooks, schemas and workflows import there, as in the process that read it).
+        ledger_feed_events: events of every run the ledger keeps for the services following
+            it (`RunLedger.feed`): what bounds its memory.
     """
 
     namespace: str = "baton"
@@ -63,6 +66,7 @@ class PoolOptions:
     forbid_remote_models: bool = False
     store_url: str | None = None
     code_path: tuple[str, ...] = ()
+    ledger_feed_events: int = MAX_FEED
 
 
 @dataclass
@@ -301,7 +305,7 @@ def start_pool(
             # is safe to repeat: an item or a word that came before is not counted twice).
             max_restarts=-1,
             max_task_retries=-1,
-        ).remote(options.store_url)
+        ).remote(options.store_url, options.ledger_feed_events)
     gate_port = _open_gates(gates, namespace, detached)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
