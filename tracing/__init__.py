@@ -6,6 +6,7 @@ Imports neither agents nor orchestrator.
 from tracing import genai
 from tracing.collector import SpanCollector, configure_tracing
 from tracing.export import OtlpExport, otlp_export_from_env, otlp_metrics_from_env, readable_span
+from tracing.operations import memory_operation
 from tracing.propagation import extract_context, inject_context
 from tracing.records import SpanRecord, agent_span_counts, span_record
 from tracing.redaction import (
@@ -52,6 +53,7 @@ __all__ = [
     "inject_context",
     "is_secret_name",
     "lost_agent_span",
+    "memory_operation",
     "memory_span",
     "otlp_export_from_env",
     "otlp_metrics_from_env",

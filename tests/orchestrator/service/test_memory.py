@@ -6,6 +6,7 @@ server of ours, so litellm is exercised over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from orchestrator.access import AccessFile, new_key
 from tests.openai_server import FakeOpenAI
 from tests.service import ServiceProcess, all_events
+from tests.testkit import OtlpReceiver
 
 pytestmark = [pytest.mark.ray, pytest.mark.anyio, pytest.mark.heavy]
 
@@ -51,8 +53,18 @@ def providers() -> Iterator[dict[str, FakeOpenAI]]:
 
 
 @pytest.fixture(scope="module")
+def backend() -> Iterator[OtlpReceiver]:
+    receiver = OtlpReceiver()  # a trace backend
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="module")
 def served(
-    ray_address: str, tmp_path_factory: pytest.TempPathFactory, providers: dict[str, FakeOpenAI]
+    ray_address: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    providers: dict[str, FakeOpenAI],
+    backend: OtlpReceiver,
 ) -> Iterator[tuple[ServiceProcess, dict[str, dict[str, str]]]]:
     folder = tmp_path_factory.mktemp("memory")
     (folder / "team.yaml").write_text(TEAM.format(**{k: f.base_url for k, f in providers.items()}))
@@ -69,6 +81,7 @@ def served(
         folder / "serve.log",
         BATON_INSTANCE_ID="memory-test",
         BATON_ACCESS_FILE=str(folder / "access.yaml"),
+        OTEL_EXPORTER_OTLP_ENDPOINT=backend.endpoint,
     )
     service.start(headers=auth["acme"])
     yield service, auth
@@ -103,7 +116,7 @@ def _spans(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 async def test_what_one_thread_remembers_another_recalls_for_its_tenant_and_user_only(
-    served: tuple[ServiceProcess, dict[str, dict[str, str]]],
+    served: tuple[ServiceProcess, dict[str, dict[str, str]]], backend: OtlpReceiver
 ) -> None:
     service, auth = served
     url = service.url
@@ -142,6 +155,22 @@ async def test_what_one_thread_remembers_another_recalls_for_its_tenant_and_user
             ("users.alice", "Lisbon")
         ]
         assert (await globex.get("/v1/memory/users", params={"q": "lisbon"})).json()["items"] == []
+        # Each of those is a span of its own at the trace backend, its tenant's and what it did
+        # (sent in the background: until they are there).
+        for _ in range(200):
+            put = [s for s in backend.spans if s["name"] == "baton.memory put"]
+            if len(put) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert [
+            (s["attributes"]["baton.tenant"], s["attributes"]["baton.memory.key"]) for s in put
+        ] == [("globex", "favourite_city")] * 2
+        [search] = [
+            s
+            for s in backend.spans
+            if s["name"] == "baton.memory search" and s["attributes"]["baton.tenant"] == "acme"
+        ]
+        assert search["attributes"]["baton.memory.found"] == "1"
         refused = await acme.put("/v1/memory/users/essay", json={"value": "x" * 70_000})
         assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_memory"
         bad = await acme.get("/v1/memory/users..alice/city")
