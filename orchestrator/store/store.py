@@ -155,7 +155,6 @@ _SPAN_COLUMNS = [c for c in SpanRow.__table__.columns.keys() if c != "run_id"]
 
 
 _INSERT_RUN = insert(RUNS_TABLE)
-_INSERT_SPANS = insert(SPANS_TABLE)
 
 
 # The shortest prefix of a run id that names the run (the UI shows 12 characters).
@@ -222,6 +221,9 @@ class RunStore:
         self._writes = GroupCommit(engine)
         dialect: Any = postgresql if engine.dialect.name == "postgresql" else sqlite
         self._insert_events = dialect.insert(EVENTS_TABLE).on_conflict_do_nothing()
+        # Spans too: the ledger writes a run's spans as they come, and the service may record
+        # the same run after it (its end kept while the store was away; an interrupted run).
+        self._insert_spans = dialect.insert(SPANS_TABLE).on_conflict_do_nothing()
         # Which instance owns which run (several may share the store).
         self.leases = Leases(self._sessions, self._writes)
         self.push = PushConfigs(self._sessions)
@@ -392,7 +394,7 @@ class RunStore:
         (A service whose ledger reaches this store has the ledger record it: `Engine.finish`.)
         """
         await self._writes.write(
-            (_INSERT_SPANS, _span_rows(result.run_id, spans)),
+            (self._insert_spans, _span_rows(result.run_id, spans)),
             (UPDATE_RUN, [{"run_id_": result.run_id, **end_values(result)}]),
         )
 
@@ -406,7 +408,7 @@ class RunStore:
 
     async def add_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         """Keep more spans of a run."""
-        await self._writes.write((_INSERT_SPANS, _span_rows(run_id, spans)))
+        await self._writes.write((self._insert_spans, _span_rows(run_id, spans)))
 
     async def spans(self, run_id: str) -> list[SpanRecord]:
         """A run's spans in start order, as `tracing.records.span_record` dicts."""
