@@ -21,6 +21,7 @@ from agents.core.events import (
     ApprovalDecided,
     Event,
     ModelFinished,
+    RunFinished,
     RunStarted,
     WaitOpened,
     WaitResolved,
@@ -171,12 +172,15 @@ class RunLedger:
         Its stored events (ids go on after them; one that comes again is not recorded twice),
         the waits they opened and resolved, its spans stored so far, and its budget and caps
         (from its `run_started`) with what its stored replies spent against them (a tenant's
-        and a key's day are read from the store's sums, as for any run).
+        and a key's day are read from the store's sums, as for any run). A run that had ended
+        is taken up closed (its events readable, nothing more recorded).
         """
         base = max((seq for seq, _ in stored), default=0)
         book = self._runs[run_id] = _RunBook(budget=None, epoch=epoch, base=base)
         book.stored = set()
+        ended = False
         for _, event in stored:
+            ended = isinstance(event, RunFinished) or (ended and not isinstance(event, RunStarted))
             book.stored.add(_identity(event))
             book.order.admit(event)  # (what the stored ones caused need not wait for them)
             if isinstance(event, RunStarted):  # (its last life's)
@@ -199,6 +203,8 @@ class RunLedger:
         own, lost = agent_span_counts(spans)
         book.agent_spans += own
         book.lost_spans += lost
+        if ended:
+            self.close(run_id)
 
     def epoch(self, run_id: str) -> int:
         """The run's life number (0 until it is resumed)."""

@@ -424,3 +424,34 @@ def test_a_capped_runs_reply_counts_as_it_arrives_and_only_once() -> None:
     ledger.emit("r", reply)  # ...then takes it
     assert ledger.spend.check("r")[0] is not None
     assert ledger.spend._runs["r"].own.tokens == 120  # counted once
+
+
+def test_a_run_taken_up_from_its_record_goes_on_after_it_and_keeps_its_waits() -> None:
+    written: list[tuple[str, int, str]] = []
+    ledger = RunLedger(on_event=lambda run, seq, event: written.append((run, seq, event.type)))
+    started = AgentStarted(agent="clerk", invocation="i", seq=1)
+    asked = ApprovalRequested(
+        agent="clerk", invocation="i", seq=2, call_id="c", tool_call_id="c", tool="stamp",
+        arguments="{}", expires_at=0,
+    )  # fmt: skip
+    decided = asked.resolved("c", Resolution.decision(True, "fine", who="ops"))
+    budget = RunStarted(agent="clerk", token_budget=100)
+    replied = ModelFinished(
+        agent="clerk", invocation="i", seq=3, model="m", tokens=30, input_tokens=20,
+        output_tokens=10, duration_ms=1, step=1, tool_calls=0,
+    )  # fmt: skip
+    stored = [(1, budget), (2, started), (3, asked), (4, decided), (5, replied)]
+    ledger.recover("r", 0, stored, [_span("s1")])
+    # What came before is known: the decision, the budget spent, the spans.
+    assert ledger.state("r") == "open" and ledger.waiting("r") == []
+    assert ledger.resolution("r", "c") == {"approved": True, "message": "fine", "by": "person",
+                                           "who": "ops"}  # fmt: skip
+    assert ledger.tokens_left("r") == 70 and [s["name"] for s in ledger.spans("r")] == ["s1"]
+    # A batch sent again (it was in flight when the ledger died) is not recorded twice; what
+    # is new goes on after the stored ids.
+    ledger.emit("r", replied)
+    ledger.emit("r", ToolStarted(agent="clerk", invocation="i", seq=4, tool="stamp", call_id="c"))
+    assert written == [("r", 6, "tool_started")]
+    # A run that had ended is taken up closed.
+    ledger.recover("done", 0, [(1, budget), (2, RunFinished(status=RunStatus.SUCCEEDED))], [])
+    assert ledger.state("done") == "closed"
