@@ -21,15 +21,27 @@ STORE_UNAVAILABLE: tuple[type[Exception], ...] = (
 )
 
 
+# PostgreSQL's SQLSTATEs of a server that is away for now: a connection exception (class 08),
+# a shutdown (57P01 to 57P03: "the database system is shutting down"), too many connections.
+_AWAY_CLASSES = ("08",)
+_AWAY_CODES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
 def store_unavailable(exc: BaseException) -> bool:
     """Whether `exc` says the database is away, stalled or locked (not a bug in a query).
 
     Besides `STORE_UNAVAILABLE`: a connection lost mid-statement, which drivers report as a
-    plain DBAPI error (asyncpg's "connection was closed in the middle of operation").
+    plain DBAPI error (asyncpg's "connection was closed in the middle of operation"), and a
+    server that says it is shutting down or full (its SQLSTATE).
     """
     if isinstance(exc, STORE_UNAVAILABLE):
         return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    code = str(getattr(exc.orig, "sqlstate", None) or "")
+    return code.startswith(_AWAY_CLASSES) or code in _AWAY_CODES
 
 
 def store_refused(exc: BaseException) -> bool:

@@ -159,17 +159,14 @@ async def test_what_one_thread_remembers_another_recalls_for_its_tenant_and_user
         # (sent in the background: until they are there).
         for _ in range(200):
             put = [s for s in backend.spans if s["name"] == "baton.memory put"]
-            if len(put) == 2:
+            searches = [s for s in backend.spans if s["name"] == "baton.memory search"]
+            if len(put) == 2 and len(searches) == 2:
                 break
             await asyncio.sleep(0.05)
         assert [
             (s["attributes"]["baton.tenant"], s["attributes"]["baton.memory.key"]) for s in put
         ] == [("globex", "favourite_city")] * 2
-        [search] = [
-            s
-            for s in backend.spans
-            if s["name"] == "baton.memory search" and s["attributes"]["baton.tenant"] == "acme"
-        ]
+        [search] = [s for s in searches if s["attributes"]["baton.tenant"] == "acme"]
         assert search["attributes"]["baton.memory.found"] == "1"
         refused = await acme.put("/v1/memory/users/essay", json={"value": "x" * 70_000})
         assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_memory"
