@@ -251,7 +251,7 @@ class LedgerActor:
         spans = await self._settle(end.settle) if end.settle is not None else []
         recorded = False
         if end.record is not None and self._writer is not None:
-            self._writer.end(run_id, end.record, self._ledger.unpersisted(run_id, spans))
+            self._writer.end(run_id, end.record, self._unwritten(run_id, spans))
             recorded = await self._writer.sync()
         events = self._ledger.finish(run_id, end.final, end.first, end.returning)
         self._steps.pop(run_id, None)
@@ -260,6 +260,25 @@ class LedgerActor:
             events = []
         back = spans if end.spans_back or not recorded else []
         return seal(Closed(back, events, recorded))
+
+    def _unwritten(self, run_id: str, spans: list[SpanRecord]) -> list[SpanRecord]:
+        """The run's spans its end writes: those not sent to the store as they came.
+
+        Or, when a batch the store could not take was given up during the run, all of them,
+        and its events and steps again (the store keeps what it has: nothing is written twice).
+        """
+        assert self._writer is not None
+        events = self._ledger.numbered(run_id)
+        began = events[0][1].ts if events else 0.0
+        if not self._writer.failed_at or self._writer.failed_at < began:
+            return self._ledger.unpersisted(run_id, spans)
+        for seq, event in events:
+            self._writer.event(run_id, seq, event)
+        for steps in self._steps.get(run_id, {}).values():
+            for step in steps.values():
+                self._writer.step(run_id, step)
+        self._ledger.unpersisted(run_id, spans)
+        return spans
 
     async def release(self, sealed: bytes) -> None:
         """Stop counting a run that does not end here (a sealed `RunSettle`).

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -190,6 +191,7 @@ class StoreWriter:
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._failures = 0  # batches that could not be written
+        self.failed_at = 0.0  # when the last of them was given up (Unix seconds; 0: never)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -294,6 +296,7 @@ class StoreWriter:
                     await self._write_each(batch)  # a run removed, or a row refused
             except Exception:
                 self._failures += 1
+                self.failed_at = time.time()
                 logger.exception("the run store could not be written (%d rows)", batch.rows)
             async with self._progress:
                 replies = sum(row["calls"] for row in batch.spend)

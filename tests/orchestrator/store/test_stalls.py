@@ -234,3 +234,70 @@ async def test_a_locked_sqlite_store_is_a_prompt_503_and_the_run_is_recorded_aft
     finally:
         holder.close()
         service.stop()
+
+
+# Two slow steps: the store stalls through the first and flows again during the second.
+NAPPER = """
+name: napper
+agents:
+  - name: napper
+    description: Naps twice.
+    tools: [tests.testkit:slow_step]
+    model:
+      name: baton/scripted
+      params:
+        replies:
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 1}}]}
+          - {tool_calls: [{name: slow_step, arguments: {seconds: 16}}]}
+          - {content: rested twice}
+"""
+
+
+async def test_what_a_stall_mid_run_kept_from_the_store_is_written_by_the_runs_end(
+    ray_address: str,
+    service_dir: Path,
+    flowing: ProxyProcess,
+    postgres: PostgresServer,
+) -> None:
+    (service_dir / "napper.yaml").write_text(NAPPER)
+    url = postgres.url.replace(f":{postgres.port}/", f":{flowing.port}/")
+    service = ServiceProcess(
+        service_dir / "napper.yaml", url, ray_address, service_dir / "napper.log",
+        BATON_INSTANCE_ID="napper", BATON_LEASE_S="3", BATON_STORE_WAIT_S=str(WAIT_S),
+    )  # fmt: skip
+    service.start()
+    try:
+        run = (await submit(service.url, {"task": "nap"})).json()
+        stream = follow(service.url, run["id"])
+        async for _, kind, _ in stream:
+            if kind == "tool_started":
+                break
+        assert flowing.order("stall") == "ok"
+        # The first nap ends in the stall: its events and spans are on their way, until the
+        # ledger's writer gives them up (its statements' bound); then the store flows again,
+        # before the second nap ends.
+        async with asyncio.timeout(60):
+            async for _, kind, _ in stream:
+                if kind == "tool_started":
+                    break
+        await asyncio.sleep(12)  # (past the writer's bound on a stalled statement: 10 s)
+        assert flowing.order("flow") == "ok"
+        async with httpx.AsyncClient(base_url=service.url, timeout=60) as client:
+            stored = await recorded(client, run["id"])
+            assert stored["status"] == "succeeded" and stored["output"] == "rested twice"
+            trace = (await client.get(f"/v1/runs/{run['id']}/trace")).json()
+        events = await all_events(service.url, run["id"])
+    finally:
+        service.stop()
+    # In the store, read directly: every event and span of the run, each once.
+    connection = await asyncpg.connect(f"postgresql://baton@127.0.0.1:{postgres.port}/runs")
+    try:
+        ids = await connection.fetch(
+            "SELECT seq FROM run_events WHERE run_id = $1 ORDER BY seq", run["id"]
+        )
+        spans = await connection.fetchval("SELECT count(*) FROM spans WHERE run_id = $1", run["id"])
+    finally:
+        await connection.close()
+    assert [r["seq"] for r in ids] == [i for i, _, _ in events] == list(range(1, len(events) + 1))
+    assert spans == trace["span_count"] >= 7
+    assert await events_stored_twice(postgres) == 0
