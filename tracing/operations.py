@@ -15,7 +15,19 @@ from typing import Any
 from tracing import attributes as attr
 from tracing.records import SpanRecord
 
-__all__ = ["memory_operation"]
+__all__ = ["memory_attributes", "memory_operation"]
+
+
+def memory_attributes(
+    tenant: str, namespace: str, key: str | None = None, query: str | None = None
+) -> dict[str, Any]:
+    """What a memory operation's span says of it, by an agent's tool or over HTTP."""
+    attributes: dict[str, Any] = {attr.BATON_TENANT: tenant, attr.BATON_MEMORY_NAMESPACE: namespace}
+    if key is not None:
+        attributes[attr.BATON_MEMORY_KEY] = key
+    if query is not None:
+        attributes[attr.BATON_MEMORY_QUERY] = query[:500]
+    return attributes
 
 
 def memory_operation(
@@ -30,11 +42,7 @@ def memory_operation(
     error: str | None = None,
 ) -> SpanRecord:
     """A span (`baton.memory {op}`) of a memory operation that began at `started_ns`."""
-    attributes: dict[str, Any] = {attr.BATON_TENANT: tenant, attr.BATON_MEMORY_NAMESPACE: namespace}
-    if key is not None:
-        attributes[attr.BATON_MEMORY_KEY] = key
-    if query is not None:
-        attributes[attr.BATON_MEMORY_QUERY] = query[:500]
+    attributes = memory_attributes(tenant, namespace, key, query)
     if found is not None:
         attributes[attr.BATON_MEMORY_FOUND] = found
     if error is not None:

@@ -28,6 +28,7 @@ from opentelemetry.trace import (
 from tracing import attributes as attr
 from tracing import genai
 from tracing.genai import clip, clip_strings
+from tracing.operations import memory_attributes
 
 __all__ = [
     "CANCELLED",
@@ -336,14 +337,14 @@ def host_wait_span(agent: str, actor_id: str, run_id: str) -> Iterator[Span]:
 
 
 @contextmanager
-def memory_span(op: str, tenant: str, namespace: str, key: str | None = None) -> Iterator[Span]:
+def memory_span(
+    op: str, tenant: str, namespace: str, key: str | None = None, query: str | None = None
+) -> Iterator[Span]:
     """A read or write of long-term memory (`baton.memory {op}`), under the current span.
 
     The caller sets what came back (`baton.memory.found`); an exception marks it an error.
     """
-    attributes: dict[str, Any] = {attr.BATON_TENANT: tenant, attr.BATON_MEMORY_NAMESPACE: namespace}
-    if key is not None:
-        attributes[attr.BATON_MEMORY_KEY] = key
+    attributes = memory_attributes(tenant, namespace, key, query)
     with _tracer.start_as_current_span(
         attr.MEMORY_SPAN_PREFIX + op, kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:

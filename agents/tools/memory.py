@@ -101,8 +101,7 @@ class RecallTool:
         query = str(arguments.get("query") or "")
         try:
             memory, namespace = self.where.open(ctx)
-            with memory_span("recall", ctx.run.tenant, namespace) as span:
-                span.set_attribute(attr.BATON_MEMORY_QUERY, query[:500])
+            with memory_span("recall", ctx.run.tenant, namespace, query=query) as span:
                 found = await memory.recall(ctx.run.tenant, namespace, query, self.limit)
                 span.set_attribute(attr.BATON_MEMORY_FOUND, len(found))
         except MemoryRefused as exc:
