@@ -45,6 +45,7 @@ def pool_options(settings: Settings, system: AgentSystem, *, detached: bool) -> 
         store_url=absolute_store_url(settings.store_url),
         code_path=(system.folder,) if system.folder else (),
         ledger_feed_events=settings.ledger_feed_events,
+        ledger_shards=settings.ledger_shards,
     )
 
 

@@ -194,6 +194,13 @@ class Settings(BaseSettings):
         description="Events of every run the ledger keeps in memory for services following it "
         "(a follower further behind reads the store); its memory is bounded by them.",
     )
+    ledger_shards: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Actors the team's ledger is cut into (each run's traffic on one); unset: "
+        "one per 4 cores of the Ray cluster. A ledger already up keeps its count.",
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info",
         description="What `baton serve` logs of its own (versions rolled, runs recorded late, "

@@ -70,10 +70,9 @@ class SystemRef:
         """The Ray name of replica `replica` of the host `host`."""
         return f"{self.prefix}.{host}.{replica}"
 
-    @property
-    def ledger_name(self) -> str:
-        """The Ray name of the system's ledger actor."""
-        return f"{self.prefix}.ledger"
+    def ledger_shard_name(self, shard: int) -> str:
+        """The Ray name of a shard of the system's ledger (the first keeps the ledger's name)."""
+        return f"{self.prefix}.ledger" if shard == 0 else f"{self.prefix}.ledger.{shard}"
 
     @property
     def supervisor_name(self) -> str:

@@ -112,7 +112,7 @@ class AgentHost:
         roster: every agent of the system, as delegation tools describe them.
         delegates: whom each hosted agent may delegate to.
         system: where the system's other actors are.
-        ledger: the system's ledger actor.
+        ledger_handles: the system's ledger, one actor per shard.
         replica: which replica of its host this is.
         trace: what spans record.
         env: the config's forwarded variables; their values are secrets.
@@ -127,7 +127,7 @@ class AgentHost:
         roster: list[AgentCard],
         delegates: Mapping[str, list[str]],
         system: SystemRef,
-        ledger_handle: Any,
+        ledger_handles: tuple[Any, ...],
         replica: int,
         trace: TraceOptions,
         env: dict[str, str] | None = None,
@@ -166,7 +166,7 @@ class AgentHost:
             secrets,
             {attr.BATON_RAY_NODE_ID: context.get_node_id(), "host.name": socket.gethostname()},
         )
-        self._ledger = ledger = LedgerClient(ledger_handle)
+        self._ledger = ledger = LedgerClient(ledger_handles)
         self._loop: asyncio.AbstractEventLoop | None = None  # the delegations' (`invoke`)
         self._calls: dict[str, asyncio.Task[Any]] = {}  # by delegation attempt
         self._early: OrderedDict[str, None] = OrderedDict()  # attempts cancelled before they came

@@ -53,11 +53,14 @@ SETTLE_WAIT_S = 5.0
 ORDER_WAIT_S = 0.5
 # Runs a restarted ledger remembers having looked for in the store (`_take_up`).
 MAX_LOOKED_UP = 10_000
+# Batch numbers kept per process, and processes kept, to know a batch sent again (`_first_time`).
+MAX_SEEN_BATCHES = 1024
+MAX_SENDERS = 4096
 
 
 @ray.remote(num_cpus=0)
 class LedgerActor:
-    """Hosts the `RunLedger` of one system: budgets, progress events and spans of its runs.
+    """Hosts the `RunLedger` of one shard of a system: budgets, events and spans of its runs.
 
     An async actor, so that callers can wait here for news (events, spans) without polling.
 
@@ -65,9 +68,14 @@ class LedgerActor:
         store_url: the run store; when given, runs' steps and events are written there as
             they come (`agents.ray.store_writer`), so that a run can resume after any crash.
         feed_events: events of every run kept for the services following it (`feed`).
+        shards: how many shards the team's ledger has (this is one of them; the first one
+            says how many to those who find it: `shards`).
     """
 
-    def __init__(self, store_url: str | None = None, feed_events: int = MAX_FEED) -> None:
+    def __init__(
+        self, store_url: str | None = None, feed_events: int = MAX_FEED, shards: int = 1
+    ) -> None:
+        self._shards = shards
         self._writer = None
         self._memory: MemoryItems | None = None
         if store_url:
@@ -91,12 +99,18 @@ class LedgerActor:
         # Each agent process's next batch number, and a signal set (and replaced) per batch.
         self._next_batch: dict[str, int] = {}
         self._batched = asyncio.Event()
+        # Each process's batch numbers seen lately: a call Ray makes again is not applied twice.
+        self._seen: OrderedDict[str, OrderedDict[int, None]] = OrderedDict()
         # Restarted by Ray after it died: the runs in flight are taken up from the store as
         # they are next heard of (`_take_up`), and each process's batches go on from the
         # first one that comes.
         self._reborn = ray.get_runtime_context().was_current_actor_reconstructed
         self._looked_up: OrderedDict[str, asyncio.Task[None]] = OrderedDict()
         settle_after_start()  # what start-up made lives as long as the process
+
+    def shards(self) -> int:
+        """How many shards the team's ledger has (as the one who created this one said)."""
+        return self._shards
 
     def _changed(self, run_id: str) -> None:
         signal = self._signals.pop(run_id, None)
@@ -485,6 +499,8 @@ class LedgerActor:
         Steps of an older life of their run (resumed since) are dropped.
         """
         sender = batch.sender
+        if sender and batch.number and not self._first_time(sender, batch.number):
+            return  # Ray made the call again (its reply was lost): applied already
         # Handovers from other processes, taken over by the sender (`agents.ray.handover`).
         if self._reborn:  # (before the handovers' first sight: it opens their runs' books)
             await self._take_up_batch(batch)
@@ -506,6 +522,22 @@ class LedgerActor:
             changed.add(run_id)
         for run_id in changed:
             self._changed(run_id)
+
+    def _first_time(self, sender: str, number: int) -> bool:
+        """Whether a process's batch is new here (the numbers each one sent lately are kept)."""
+        seen = self._seen.get(sender)
+        if seen is None:
+            seen = self._seen[sender] = OrderedDict()
+            while len(self._seen) > MAX_SENDERS:
+                self._seen.popitem(last=False)
+        else:
+            self._seen.move_to_end(sender)
+        if number in seen:
+            return False
+        seen[number] = None
+        while len(seen) > MAX_SEEN_BATCHES:
+            seen.popitem(last=False)
+        return True
 
     async def _take_up_batch(self, batch: Batch) -> None:
         """Take up the runs of a batch (`_take_up`): those whose first event it is are new."""

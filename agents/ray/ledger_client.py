@@ -1,4 +1,4 @@
-"""The typed client of the run ledger actor, for agents and the orchestrator alike."""
+"""The typed client of the run ledger's shards, for agents and the orchestrator alike."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from agents.core.limits import SpendCap
 from agents.core.ports import EventSink, RunState
 from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution, Waiting
+from agents.ledger.shards import placement, shard_of
 from agents.memory import MemoryItem
-from agents.ray.outbox import EVENT_FLUSH_S, Outbox
+from agents.ray.outbox import EVENT_FLUSH_S, Outboxes
 from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, SpendCheck, WaitCall, seal, unseal
 from tracing import SpanRecord
 
@@ -19,27 +20,39 @@ __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
 
 
 class LedgerClient:
-    """A `LedgerActor` as typed calls, for agents and the orchestrator.
+    """A team's ledger (one `LedgerActor` per shard) as typed calls.
 
     The `RunRecord` the agents use (budget and caps, waits for a person, the step log, the
-    event sink) and their `Memory`, and the run-level calls the orchestrator makes. Events,
-    spans and steps go out in batches through `outbox` (the agents' `EventSink`); a call that
-    must come after them takes the queued batch along.
+    event sink) and their `Memory`, and the run-level calls the orchestrator makes. Each call
+    about a run goes to the run's shard (`agents.ledger.shards`). Events, spans and steps go
+    out in batches through `outbox` (the agents' `EventSink`); a call that must come after them
+    takes the run's shard's queued batch along.
     """
 
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-        self.outbox = Outbox(handle)
+    def __init__(self, handles: tuple[Any, ...]) -> None:
+        if not handles:
+            raise ValueError("a ledger has at least one shard")
+        self._handles = handles
+        self.outbox = Outboxes(handles)
 
     @property
     def sink(self) -> EventSink:
-        """Where agents' events and spans go: the outbox, batched to the ledger."""
+        """Where agents' events and spans go: the outboxes, batched to the shards."""
         return self.outbox
 
     @property
-    def handle(self) -> Any:
-        """The ledger actor's handle (another version's agents are given it)."""
-        return self._handle
+    def handles(self) -> tuple[Any, ...]:
+        """The shards' actor handles, in order (another version's agents are given them)."""
+        return self._handles
+
+    @property
+    def shards(self) -> int:
+        """How many shards the ledger has."""
+        return len(self._handles)
+
+    def _at(self, key: str) -> Any:
+        """The shard of a run id (or of a spending scope, or a tenant)."""
+        return self._handles[shard_of(key, len(self._handles))]
 
     def record(self, run_id: str, step: Step) -> None:
         """Queue a step for the run's step log; it goes out with the next batch."""
@@ -51,7 +64,7 @@ class LedgerClient:
 
     async def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
-        left: int | None = await self._handle.tokens_left.remote(run_id)
+        left: int | None = await self._at(run_id).tokens_left.remote(run_id)
         return left
 
     async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
@@ -60,38 +73,39 @@ class LedgerClient:
         What this process queued goes with the question (its replies' spending among it), so
         that the answer counts every call this process made before it.
         """
-        call = SpendCheck(run_id, self.outbox.take_batch())
-        found: tuple[str | None, list[tuple[str, str]]] = await self._handle.spend_check.remote(
+        call = SpendCheck(run_id, self.outbox.take_batch(run_id))
+        found: tuple[str | None, list[tuple[str, str]]] = await self._at(run_id).spend_check.remote(
             seal(call)
         )
         return found
 
     async def spend_over(self, caps: tuple[SpendCap, ...]) -> str | None:
         """Why a new run under these caps would be refused now (a daily cap spent), or None."""
-        said: str | None = await self._handle.spend_over.remote(caps)
+        # The shard that counts the scope's spending (its runs are there: `new_run_id`).
+        said: str | None = await self._at(placement(caps) or "").spend_over.remote(caps)
         return said
 
     def charge(self, run_id: str, tokens: int) -> None:
         """Count tokens the run spent (sent without waiting)."""
-        self._handle.charge.remote(run_id, tokens)  # fire and forget; ordered per caller
+        self._at(run_id).charge.remote(run_id, tokens)  # fire and forget; ordered per caller
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Record that an at-most-once tool is about to run (awaited: it must come first)."""
         # Awaited: the record must exist before the call is made.
-        await self._handle.record_effect.remote(run_id, attempts, tool)
+        await self._at(run_id).record_effect.remote(run_id, attempts, tool)
 
     async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
         """Register a wait for a person (announced unless `again`); its id in the run."""
         # The buffered events go in the same call, so that they come before this one.
-        call = WaitCall(run_id, event, self.outbox.take_batch(), again)
-        wait_id: str = await self._handle.open_wait.remote(seal(call))
+        call = WaitCall(run_id, event, self.outbox.take_batch(run_id), again)
+        wait_id: str = await self._at(run_id).open_wait.remote(seal(call))
         return wait_id
 
     async def await_resolution(
         self, run_id: str, wait_id: str, wait_s: float
     ) -> dict[str, Any] | None:
         """How a wait was resolved, waiting up to `wait_s` for it (None: it still waits)."""
-        resolution: dict[str, Any] | None = await self._handle.await_resolution.remote(
+        resolution: dict[str, Any] | None = await self._at(run_id).await_resolution.remote(
             run_id, wait_id, wait_s
         )
         return resolution
@@ -100,58 +114,60 @@ class LedgerClient:
         self, run_id: str, wait_id: str, resolution: Resolution
     ) -> tuple[Outcome, dict[str, Any] | None]:
         """Resolve a wait; the first word counts."""
-        outcome: tuple[Outcome, dict[str, Any] | None] = await self._handle.resolve.remote(
+        outcome: tuple[Outcome, dict[str, Any] | None] = await self._at(run_id).resolve.remote(
             run_id, wait_id, resolution
         )
         return outcome
 
     async def waiting(self, run_id: str) -> list[WaitOpened]:
         """The run's open waits for a person, oldest first."""
-        found: list[WaitOpened] = await self._handle.waiting.remote(run_id)
+        found: list[WaitOpened] = await self._at(run_id).waiting.remote(run_id)
         return found
 
     async def watch_waits(
         self, run_id: str, seen: int, wait_s: float
     ) -> tuple[int, Waiting, RunState]:
         """Wait for the run's waits to change from version `seen` (see the actor)."""
-        found: tuple[int, Waiting, RunState] = await self._handle.watch_waits.remote(
+        found: tuple[int, Waiting, RunState] = await self._at(run_id).watch_waits.remote(
             run_id, seen, wait_s
         )
         return found
 
     async def effects(self, run_id: str, attempt: str) -> list[str]:
         """The at-most-once tools started under a delegation attempt."""
-        found: list[str] = await self._handle.effects.remote(run_id, attempt)
+        found: list[str] = await self._at(run_id).effects.remote(run_id, attempt)
         return found
 
     async def commit(self, run_id: str, step: Step) -> bool:
         """Store a step and all that is queued before it; False if the run has moved on."""
-        call = Commit(run_id, step, self.outbox.take_batch())
-        stored: bool = await self._handle.commit.remote(seal(call))
+        call = Commit(run_id, step, self.outbox.take_batch(run_id))
+        stored: bool = await self._at(run_id).commit.remote(seal(call))
         return stored
 
     async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded in earlier lives of the run, by key."""
-        found: dict[str, Step] = await self._handle.recorded.remote(run_id, invocation)
+        found: dict[str, Step] = await self._at(run_id).recorded.remote(run_id, invocation)
         return found
 
     async def remember(
         self, tenant: str, namespace: str, key: str, value: Any, written_by: str | None
     ) -> MemoryItem:
         """Write a long-term memory item (in the store, through the ledger)."""
-        item: MemoryItem = await self._handle.remember.remote(
+        item: MemoryItem = await self._at(tenant).remember.remote(
             tenant, namespace, key, value, written_by
         )
         return item
 
     async def recall(self, tenant: str, namespace: str, query: str, limit: int) -> list[MemoryItem]:
         """The long-term memory items of a namespace (and under it) that best match `query`."""
-        found: list[MemoryItem] = await self._handle.recall.remote(tenant, namespace, query, limit)
+        found: list[MemoryItem] = await self._at(tenant).recall.remote(
+            tenant, namespace, query, limit
+        )
         return found
 
     async def forget(self, tenant: str, namespace: str, key: str) -> bool:
         """Remove a long-term memory item; whether there was one."""
-        gone: bool = await self._handle.forget.remote(tenant, namespace, key)
+        gone: bool = await self._at(tenant).forget.remote(tenant, namespace, key)
         return gone
 
     # The orchestrator's side -----------------------------------------------------------
@@ -172,11 +188,11 @@ class LedgerClient:
         `record_of`: the run replays that run's steps (`live_from`: a fork from that step).
         `caps`: its spending caps.
         """
-        await self._handle.open.remote(run_id, budget, first, epoch, record_of, live_from, caps)
+        await self._at(run_id).open.remote(run_id, budget, first, epoch, record_of, live_from, caps)
 
     async def settle(self, settle: RunSettle) -> list[SpanRecord]:
         """Wait (bounded) until the run's last items are in; its spans (see `RunSettle`)."""
-        spans: list[SpanRecord] = await self._handle.settle.remote(seal(settle))
+        spans: list[SpanRecord] = await self._at(settle.run_id).settle.remote(seal(settle))
         return spans
 
     async def finish(
@@ -196,11 +212,11 @@ class LedgerClient:
         own (`RayDispatcher.dispatch`); recorded here if it never came.
         """
         end = RunEnd(run_id, final, settle, record, first, spans_back, returning)
-        return unseal(await self._handle.finish.remote(seal(end)), Closed)
+        return unseal(await self._at(run_id).finish.remote(seal(end)), Closed)
 
     async def release(self, settle: RunSettle) -> None:
         """Stop counting a run that does not end here: its last items in and stored."""
-        await self._handle.release.remote(seal(settle))
+        await self._at(settle.run_id).release.remote(seal(settle))
 
     async def events(
         self, run_id: str, after: int = 0, wait_s: float = 0.0
@@ -209,26 +225,26 @@ class LedgerClient:
 
         Waits up to `wait_s` for a first new event.
         """
-        found: tuple[list[tuple[int, Event]], RunState] = await self._handle.events.remote(
+        found: tuple[list[tuple[int, Event]], RunState] = await self._at(run_id).events.remote(
             run_id, after, wait_s
         )
         return found
 
     async def feed(
-        self, cursor: int, wait_s: float
+        self, shard: int, cursor: int, wait_s: float
     ) -> tuple[list[tuple[str, int, Event]], int, bool]:
-        """Every run's events after position `cursor` of the ledger's feed (see the actor)."""
-        found: tuple[list[tuple[str, int, Event]], int, bool] = await self._handle.feed.remote(
-            cursor, wait_s
-        )
+        """Every run's events after position `cursor` of a shard's feed (see the actor)."""
+        found: tuple[list[tuple[str, int, Event]], int, bool] = await self._handles[
+            shard
+        ].feed.remote(cursor, wait_s)
         return found
 
     async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """The spans sent so far for a run in flight, and its events (a live view's)."""
-        found: tuple[list[SpanRecord], list[Event]] = await self._handle.snapshot.remote(run_id)
+        found: tuple[list[SpanRecord], list[Event]] = await self._at(run_id).snapshot.remote(run_id)
         return found
 
     async def ping(self, timeout_s: float) -> None:
-        """Raise unless the ledger actor answers within `timeout_s`."""
+        """Raise unless every shard answers within `timeout_s`."""
         async with asyncio.timeout(timeout_s):
-            await self._handle.events.remote("-")
+            await asyncio.gather(*(h.events.remote("-") for h in self._handles))

@@ -19,11 +19,12 @@ from typing import Any, TypeVar
 
 from agents.core.events import Event
 from agents.core.steps import Step
+from agents.ledger.shards import shard_of
 from agents.ray import wire
 from agents.ray.handover import Handover, seal
 from tracing import SpanRecord
 
-__all__ = ["EVENT_FLUSH_S", "Outbox"]
+__all__ = ["EVENT_FLUSH_S", "Outbox", "Outboxes"]
 
 _T = TypeVar("_T", bound=tuple[Any, ...])
 
@@ -237,6 +238,68 @@ class Outbox:
         """
         self._batches += 1
         return wire.Batch(events, spans, steps, self._name, self._batches)
+
+
+class Outboxes:
+    """This process's outboxes, one per shard of the ledger: a run's items go to its shard's.
+
+    Each shard sees this process as the sender of its own numbered batches (the outbox's
+    `name`), so that it applies them in order; a run's counts (`sent`) are its shard's.
+    """
+
+    def __init__(self, handles: tuple[Any, ...]) -> None:
+        self._boxes = tuple(Outbox(handle) for handle in handles)
+
+    def of(self, run_id: str) -> Outbox:
+        """The outbox of the run's shard."""
+        boxes = self._boxes
+        return boxes[0] if len(boxes) == 1 else boxes[shard_of(run_id, len(boxes))]
+
+    def emit(self, run_id: str, event: Event) -> None:
+        """Queue an event (see `Outbox.emit`)."""
+        self.of(run_id).emit(run_id, event)
+
+    def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
+        """Queue finished spans of a run (see `Outbox.keep_spans`)."""
+        self.of(run_id).keep_spans(run_id, spans)
+
+    def record(self, run_id: str, step: Step) -> None:
+        """Queue a step for the run's step log (see `Outbox.record`)."""
+        self.of(run_id).record(run_id, step)
+
+    def sent(self, run_id: str) -> dict[str, int]:
+        """The run's items queued for its shard, by process (see `Outbox.sent`)."""
+        return self.of(run_id).sent(run_id)
+
+    def heard(self, run_id: str, counts: dict[str, int]) -> None:
+        """Note other processes' counts of a run's items (see `Outbox.heard`)."""
+        self.of(run_id).heard(run_id, counts)
+
+    def forget(self, run_id: str) -> dict[str, int]:
+        """The run's counts, no longer kept here (see `Outbox.forget`)."""
+        return self.of(run_id).forget(run_id)
+
+    def hand_over(self, run_id: str) -> Handover | None:
+        """Take the run's queued items out, to travel to another process (`Outbox.hand_over`)."""
+        return self.of(run_id).hand_over(run_id)
+
+    def take_over(self, handover: Handover) -> None:
+        """Queue what another process handed over (see `Outbox.take_over`)."""
+        self.of(handover.run_id).take_over(handover)
+
+    def take_batch(self, run_id: str) -> wire.Batch:
+        """Everything queued for the run's shard, as its next batch (for a call that follows)."""
+        return self.of(run_id).take_batch()
+
+    def flush(self) -> None:
+        """Send what is queued once this turn of the event loop is over (`Outbox.flush`)."""
+        for box in self._boxes:
+            box.flush()
+
+    def close(self) -> None:
+        """Send what is queued, and nothing after it (this process is leaving Ray)."""
+        for box in self._boxes:
+            box.close()
 
 
 def _split(items: list[_T], run_id: str) -> tuple[list[_T], list[_T]]:

@@ -1,4 +1,4 @@
-"""Starting an agent system's actors on Ray: one named async actor per host replica, and the ledger.
+"""Starting an agent system's actors on Ray: a named async actor per host replica, and the ledger.
 
 Hosts come from `agents.core.placement.plan_hosts`: the agents that ask nothing of Ray share one
 host, the others get their own. Actors are named (`{system}.{host}.{replica}`, where the host of
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
 from agents.core.spec import AgentSpec, Autoscale, RayOptions, SupervisionOptions
 from agents.ledger.book import MAX_FEED
+from agents.ledger.shards import default_shards
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.gate_actor import GATES_ACTOR, GateActor, RayGates
 from agents.ray.host import AgentHost
@@ -33,6 +35,8 @@ from agents.ray.scaler import ReplicaScaler, ScaledHost, Scaling
 from agents.ray.supervisor import HostRecipe, HostState, HostSupervisor
 
 __all__ = ["AgentPool", "PoolOptions", "start_pool"]
+
+logger = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 120.0
 # Ray gives the head node this resource (and no other node).
@@ -58,6 +62,9 @@ class PoolOptions:
             hooks, schemas and workflows import there, as in the process that read it).
         ledger_feed_events: events of every run the ledger keeps for the services following
             it (`RunLedger.feed`): what bounds its memory.
+        ledger_shards: the actors a team's ledger is cut into (None: one per
+            `CORES_PER_SHARD` cores of the cluster). A team whose ledger is already up keeps
+            the shards it has (every replica and agent must route a run alike).
     """
 
     namespace: str = "baton"
@@ -67,6 +74,7 @@ class PoolOptions:
     store_url: str | None = None
     code_path: tuple[str, ...] = ()
     ledger_feed_events: int = MAX_FEED
+    ledger_shards: int | None = None
 
 
 @dataclass
@@ -79,7 +87,7 @@ class AgentPool:
     """
 
     system: SystemRef
-    ledger_handle: Any
+    ledger_handles: tuple[Any, ...]  # one per shard, in order
     hosts: dict[str, list[Any]]
     actors: dict[str, list[Any]]
     placement: list[dict[str, Any]]
@@ -90,8 +98,8 @@ class AgentPool:
 
     @property
     def ledger(self) -> LedgerClient:
-        """A typed client of the system's ledger actor."""
-        return LedgerClient(self.ledger_handle)
+        """A typed client of the system's ledger (its shards)."""
+        return LedgerClient(self.ledger_handles)
 
     def dispatcher(self, ledger: LedgerClient | None = None) -> RayDispatcher:
         """The dispatcher that hands delegations to the agents' replicas."""
@@ -263,7 +271,7 @@ def start_pool(
     shared_autoscale: Autoscale | None = None,
     supervision: SupervisionOptions | None = None,
     gates: tuple[GateSpec, ...] = (),
-    ledger: Any | None = None,
+    ledger: tuple[Any, ...] | None = None,
 ) -> AgentPool:
     """Create (or find) every actor of the system and wait until each one is warm.
 
@@ -277,7 +285,7 @@ def start_pool(
         shared_autoscale: the shared host's replicas follow the load between these bounds.
         supervision: how detached hosts that die are created again (`SupervisionOptions`).
         gates: the system's provider gates (declared in the cluster's gates actor).
-        ledger: the ledger actor to use, another version's of the same service (None: the
+        ledger: the ledger's shards to use, another version's of the same service (None: the
             system's own, found or created).
     """
     namespace, detached = options.namespace, options.detached
@@ -293,19 +301,7 @@ def start_pool(
         autoscaled=any(host.ray.autoscale is not None for host in plan),
     )
     if ledger is None:
-        ledger = LedgerActor.options(  # type: ignore[attr-defined]
-            name=system.ledger_name,
-            namespace=namespace,
-            get_if_exists=True,
-            lifetime="detached" if detached else None,
-            # On the head node, which the cluster cannot lose anyway: worker nodes come and go.
-            resources={HEAD_NODE_RESOURCE: 0.001},
-            # Restarted when it dies: it takes its runs in flight up again from the store as
-            # they are next heard of; calls on their way are made again to the new one (each
-            # is safe to repeat: an item or a word that came before is not counted twice).
-            max_restarts=-1,
-            max_task_retries=-1,
-        ).remote(options.store_url, options.ledger_feed_events)
+        ledger = _open_ledger(system, options)
     gate_port = _open_gates(gates, namespace, detached)
     roster = [a.card() for a in agents]
     by_name = {a.name: a for a in agents}
@@ -341,7 +337,10 @@ def start_pool(
     # The ledger and every host start and warm up at once (hosts hold the ledger's handle,
     # so none waits for another).
     *placement, _ = ray.get(
-        [*(h.ready.remote() for hs in hosts.values() for h in hs), ledger.events.remote("-")],
+        [
+            *(h.ready.remote() for hs in hosts.values() for h in hs),
+            *(shard.events.remote("-") for shard in ledger),
+        ],
         timeout=READY_TIMEOUT_S,
     )
     supervisor = None
@@ -359,7 +358,7 @@ def start_pool(
     scaler = _start_scaler(plan, recipes, system, hosts, detached) if system.autoscaled else None
     return AgentPool(
         system=system,
-        ledger_handle=ledger,
+        ledger_handles=ledger,
         hosts=hosts,
         actors={a.name: hosts[host_of[a.name].name] for a in agents},
         placement=placement,
@@ -368,6 +367,37 @@ def start_pool(
         gates=gate_port,
         scaler=scaler,
     )
+
+
+def _open_ledger(system: SystemRef, options: PoolOptions) -> tuple[Any, ...]:
+    """The system's ledger shards, found or created (their count: the first shard's)."""
+
+    def shard(index: int, count: int) -> Any:
+        return LedgerActor.options(  # type: ignore[attr-defined]
+            name=system.ledger_shard_name(index),
+            namespace=system.namespace,
+            get_if_exists=True,
+            lifetime="detached" if options.detached else None,
+            # On the head node, which the cluster cannot lose anyway: worker nodes come and go.
+            resources={HEAD_NODE_RESOURCE: 0.001},
+            # Restarted when it dies: it takes its runs in flight up again from the store as
+            # they are next heard of; calls on their way are made again to the new one (each
+            # is safe to repeat: an item or a word that came before is not counted twice).
+            max_restarts=-1,
+            max_task_retries=-1,
+        ).remote(options.store_url, options.ledger_feed_events, count)
+
+    cpus = ray.cluster_resources().get("CPU", 1.0)  # type: ignore[no-untyped-call]
+    wanted = options.ledger_shards or default_shards(cpus)
+    first = shard(0, wanted)
+    # Another replica (or an earlier life of this service) may have made it with its count.
+    count: int = ray.get(first.shards.remote(), timeout=READY_TIMEOUT_S)
+    if count != wanted and options.ledger_shards:
+        logger.warning(
+            "the team's ledger has %d shards (not the %d asked): it keeps them while it is up",
+            count, wanted,
+        )  # fmt: skip
+    return (first, *(shard(i, count) for i in range(1, count)))
 
 
 def _most(host: Host) -> int:

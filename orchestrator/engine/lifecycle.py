@@ -133,7 +133,7 @@ class Engine:
                 shared_autoscale=config.shared_host.autoscale,
                 supervision=config.supervision,
                 gates=config.gates,
-                ledger=ledger.handle if ledger is not None else None,
+                ledger=ledger.handles if ledger is not None else None,
             )
             self._ledger = ledger if ledger is not None else self._pool.ledger
             self._dispatcher = self._pool.dispatcher(self._ledger)
@@ -184,9 +184,10 @@ class Engine:
         self.close()
         if self._pool is None:
             return
-        ledger = self._pool.ledger_handle
+        ledger = self._pool.ledger_handles
         self.retire()
-        ray.kill(ledger)
+        for shard in ledger:
+            ray.kill(shard)
         self._ledger = None
 
     def retire(self) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import contextvars
 import logging
 import time
-import uuid
 from collections import OrderedDict
 from functools import partial
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from agents.core.errors import describe_error
 from agents.core.events import RunFinished
 from agents.core.messages import RunStatus
 from agents.core.store_faults import store_unavailable
+from agents.ledger import new_run_id
 from agents.ray.wire import Closed
 from orchestrator.access import SpendPolicy
 from orchestrator.engine import Engine, Execution, Lineage, RunResult, Submission
@@ -161,8 +161,10 @@ class RunExecutor:
         running = self.versions.get(version)
         if down := await running.engine.left_down(request.agent):
             raise AgentLeftDown(*down)
+        # Its id maps to a shard of the ledger: that of its daily caps, when it has some.
+        caps = self.spending.caps(request.tenant, request.submitted_by)
         meta = RunMeta(
-            run_id=uuid.uuid4().hex,
+            run_id=new_run_id(running.engine.ledger.shards, caps),
             system=running.system.config.name,
             config=running.public_config,
             version=running.version,

@@ -1,8 +1,8 @@
 """One stream of every run's events per service, from the ledger, fanned out to its followers.
 
 A service follows many runs at once (SSE clients, `baton run --server`, MCP callers). Instead of
-a long-poll of the ledger per followed run, one task here long-polls the ledger's feed of all
-runs' events and hands each event to the followers of its run.
+a long-poll of the ledger per followed run, one task per shard of the ledger here long-polls the
+shard's feed of all its runs' events and hands each event to the followers of its run.
 
 It also keeps the events of the runs this service started (`watch`) since it took its place in
 the feed: their followers get those at once, with no call to the ledger.
@@ -36,12 +36,13 @@ _KEEP_WATCHED = 10_000
 
 
 class FeedReader:
-    """The service's one reader of the ledger's feed."""
+    """The service's one reader of the ledger's feeds (one per shard)."""
 
     def __init__(self) -> None:
         self._followers: dict[str, set[asyncio.Queue[News]]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []  # one per shard
         self._placed = asyncio.Event()  # set: every event from now on comes through here
+        self._in_place: set[int] = set()  # the shards whose feed has this stream's place
         # Every event so far of each watched run, and the watched runs that ended, oldest first.
         self._history: dict[str, list[tuple[int, Event]]] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
@@ -54,17 +55,22 @@ class FeedReader:
         return sum(len(queues) for queues in self._followers.values())
 
     def start(self, ledger: LedgerClient) -> None:
-        """Start reading the feed (once the ledger is up)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._pump(ledger))
+        """Start reading every shard's feed (once the ledger is up)."""
+        if not self._tasks:
+            loop = asyncio.get_running_loop()
+            self._tasks = [
+                loop.create_task(self._pump(ledger, shard, ledger.shards))
+                for shard in range(ledger.shards)
+            ]
 
     async def stop(self) -> None:
-        """Stop reading the feed."""
-        if self._task is not None:
-            self._task.cancel()
+        """Stop reading the feeds."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(BaseException):
-                await self._task
-            self._task = None
+                await task
+        self._tasks = []
 
     def watch(self, run_id: str) -> None:
         """Keep every event of a run about to start (unless the stream is not in place yet).
@@ -110,14 +116,20 @@ class FeedReader:
 
     def _everyone(self, news: News) -> None:
         # Something was missed (or may have been): what was kept may have holes.
-        self._placed.clear()
+        self._placed.clear()  # (until the shard that missed it is in place again: `_place`)
         self._history.clear()
         self._ended.clear()
         for followers in self._followers.values():
             for queue in followers:
                 queue.put_nowait(news)
 
-    async def _pump(self, ledger: LedgerClient) -> None:
+    def _place(self, shard: int, shards: int) -> None:
+        """The shard's feed has this stream's place: with every shard's, no event passes by."""
+        self._in_place.add(shard)
+        if len(self._in_place) == shards:
+            self._placed.set()
+
+    async def _pump(self, ledger: LedgerClient, shard: int, shards: int) -> None:
         cursor = -1  # from now on
         pause = 0.05
         while True:
@@ -127,14 +139,15 @@ class FeedReader:
                     # this point would miss what came in between (until a later event showed
                     # the gap: seconds, for a run in a long tool call), so every follower asks
                     # again once the stream has its place.
-                    _, cursor, _ = await ledger.feed(cursor, 0.0)
+                    _, cursor, _ = await ledger.feed(shard, cursor, 0.0)
                     self._everyone(None)
-                    self._placed.set()
-                items, cursor, gap = await ledger.feed(cursor, _POLL_S)
+                    self._place(shard, shards)
+                items, cursor, gap = await ledger.feed(shard, cursor, _POLL_S)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the ledger restarting: followers ask it themselves
+            except Exception as exc:  # the shard restarting: followers ask it themselves
                 logger.warning("the ledger's event feed failed (%s); reading it again", exc)
+                self._in_place.discard(shard)
                 self._everyone(None)
                 cursor = -1
                 await asyncio.sleep(pause)
@@ -143,7 +156,7 @@ class FeedReader:
             pause = 0.05
             if gap:  # what was kept has holes; from here on the stream has every event again
                 self._everyone(None)
-                self._placed.set()
+                self._place(shard, shards)
             for run_id, seq, event in items:
                 if seq and self.on_event is not None:
                     self.on_event(run_id, event)

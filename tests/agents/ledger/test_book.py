@@ -55,7 +55,7 @@ def ledger_actor(ray_cluster: Any) -> Iterator[Any]:
 
 async def _processes(handle: Any) -> tuple[LedgerClient, LedgerClient, LedgerClient]:
     """Three agent processes' ledger clients, and the run "r" opened (by the first)."""
-    clients = LedgerClient(handle), LedgerClient(handle), LedgerClient(handle)
+    clients = LedgerClient((handle,)), LedgerClient((handle,)), LedgerClient((handle,))
     await clients[0].open("r", None, RunStarted(agent="a"))
     return clients
 
@@ -298,6 +298,12 @@ async def test_a_process_s_batches_reach_followers_in_the_order_it_sent_them(
     await ledger.emit_many.remote(batch("c ", 9))
     items, _, _ = await ledger.feed.remote(0, 1.0)
     assert [event.text for _, _, event in items] == ["a ", "b ", "c "]
+    # A batch Ray sends again (the first call's reply was lost) is applied once; one that came
+    # late (after the ledger went on without it) is applied when it comes.
+    await ledger.emit_many.remote(batch("b ", 2))
+    await ledger.emit_many.remote(batch("late ", 5))
+    items, _, _ = await ledger.feed.remote(0, 1.0)
+    assert [event.text for _, _, event in items] == ["a ", "b ", "c ", "late "]
 
 
 @pytest.mark.anyio

@@ -74,7 +74,7 @@ async def test_a_target_in_this_process_is_awaited_in_a_fresh_trace_context() ->
         return AgentResult(agent="b", status=RunStatus.SUCCEEDED, output="local")
 
     configure_tracing("test")
-    dispatcher = RayDispatcher(SYSTEM, LedgerClient(_Ledger()), local={"b": here})
+    dispatcher = RayDispatcher(SYSTEM, LedgerClient((_Ledger(),)), local={"b": here})
     with workflow_span("r", "a", "test"):
         result = await dispatcher.dispatch("b", _delegation())
     # Only the trace context inside the delegation links it to its caller, as across actors.
@@ -84,18 +84,18 @@ async def test_a_target_in_this_process_is_awaited_in_a_fresh_trace_context() ->
 async def test_an_agent_s_dispatcher_queues_the_callee_s_handover_and_keeps_its_counts(
     host_b: Any,
 ) -> None:
-    ledger = LedgerClient(_Ledger())
+    ledger = LedgerClient((_Ledger(),))
     dispatcher = RayDispatcher(SYSTEM, ledger, hand_back=True)
     result = await dispatcher.dispatch("b", _delegation("r1"))
     assert isinstance(result, Arrived) and result.output == "done"
     assert result.children == []  # c's result stays sealed until the orchestrator opens it
     assert ledger.outbox.sent("r1") == {"host-b": 4}  # they go up with this process's reply
-    batch = ledger.outbox.take_batch()
+    batch = ledger.outbox.take_batch("r1")
     assert [type(item).__name__ for _, item in batch.events] == ["Handover"]
 
 
 async def test_the_orchestrator_s_dispatcher_opens_the_whole_tree(host_b: Any) -> None:
-    ledger = LedgerClient(_Ledger())
+    ledger = LedgerClient((_Ledger(),))
     result = await RayDispatcher(SYSTEM, ledger).dispatch("b", _delegation("r2"))
     assert [n.agent for n in result.walk()] == ["b", "c"]
     assert ledger.outbox.forget("r2") == {"host-b": 4}  # for the ledger to settle the run on
@@ -105,7 +105,7 @@ async def test_a_missing_actor_is_a_lost_result_with_a_span_where_the_caller_saw
     ray_address: str,
 ) -> None:
     collector = configure_tracing("test")
-    dispatcher = RayDispatcher(SYSTEM, LedgerClient(_Ledger()))
+    dispatcher = RayDispatcher(SYSTEM, LedgerClient((_Ledger(),)))
     with workflow_span("r3", "a", "test") as root:
         async with asyncio.timeout(30):
             result = await dispatcher.dispatch("gone", _delegation("r3"))

@@ -37,7 +37,7 @@ def host(ray_address: str) -> Iterator[tuple[Any, Any]]:
     )
     handle = AgentHost.options(  # type: ignore[attr-defined]
         name=SYSTEM.actor_name("solo", 0), namespace="baton-tests"
-    ).remote([spec], [spec.card()], {"solo": []}, SYSTEM, ledger, 0, TraceOptions(), {}, True)
+    ).remote([spec], [spec.card()], {"solo": []}, SYSTEM, (ledger,), 0, TraceOptions(), {}, True)
     ray.get(handle.ready.remote(), timeout=120)
     yield handle, ledger
     ray.kill(handle)
@@ -62,7 +62,7 @@ async def test_a_reply_counts_what_the_host_sent_and_the_ledger_settles_on_it(
     ((_, count),) = reply.sent.items()  # one process: this host
     assert count >= 4  # agent_started, model_started, model_finished, agent_finished, spans
     async with asyncio.timeout(10):  # a wrong count would hold it for the full wait
-        spans = await LedgerClient(ledger).settle(RunSettle("h1", reply.sent))
+        spans = await LedgerClient((ledger,)).settle(RunSettle("h1", reply.sent))
     assert {s["name"] for s in spans} >= {"invoke_agent solo", "chat scripted"}
 
 

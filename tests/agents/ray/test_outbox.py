@@ -16,9 +16,10 @@ import pytest
 from agents.core.events import AgentFinished, AgentStarted
 from agents.core.messages import RunStatus
 from agents.core.steps import Step
+from agents.ledger import shard_of
 from agents.ray import wire
 from agents.ray.handover import Handover
-from agents.ray.outbox import EVENT_FLUSH_S, MAX_RUNS_COUNTED, Outbox
+from agents.ray.outbox import EVENT_FLUSH_S, MAX_RUNS_COUNTED, Outbox, Outboxes
 
 pytestmark = pytest.mark.anyio
 
@@ -160,3 +161,22 @@ async def test_a_closed_outbox_sends_what_it_has_and_nothing_after() -> None:
     outbox.flush()
     await asyncio.sleep(EVENT_FLUSH_S * 2)
     assert len(ledger.batches) == 1
+
+
+async def test_each_run_s_items_go_to_its_shard_as_that_shard_s_own_numbered_batches() -> None:
+    shards = (_Ledger(), _Ledger())
+    outboxes = Outboxes(shards)
+    on = {shard_of(r, 2): r for r in ("r1", "r2", "r3", "r4")}  # a run on each shard
+    for run_id in on.values():
+        outboxes.emit(run_id, STARTED)
+        outboxes.keep_spans(run_id, [SPAN])
+    # A call about the run on shard 1 takes its shard's queue only, numbered 1 there.
+    batch = outboxes.take_batch(on[1])
+    assert {r for r, _ in batch.events} == {on[1]} and batch.number == 1
+    outboxes.flush()
+    await shards[0].until_sent(1)
+    [sent] = shards[0].batches
+    assert {r for r, _ in sent.events} == {on[0]} and sent.number == 1
+    assert shards[1].batches == []  # (its queue went with the call)
+    # Each shard counts a run's items by the process's name there.
+    assert outboxes.sent(on[0]) == {sent.sender: 2} and batch.sender != sent.sender

@@ -1,6 +1,7 @@
-"""The ledger's process killed mid-run (Ray restarts it): the restarted ledger takes the run up
-from the store, and the run ends as an unbroken run of the same team does, with every event and
-span, its at-most-once effect made once, its approval asked once and its spending counted once."""
+"""A ledger shard's process killed mid-run (Ray restarts it): the restarted shard takes the run
+up from the store, and the run ends as an unbroken run of the same team (on the other shard)
+does, with every event and span, its at-most-once effect made once, its approval asked once and
+its spending counted once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from agents.core.messages import RunStatus
 from agents.core.waits import Resolution
+from agents.ledger import shard_of
 from agents.ledger.spend import utc_day
 from agents.ray.pool import PoolOptions
 from orchestrator.engine import Execution, Submission
@@ -72,21 +74,24 @@ async def test_a_ledger_killed_mid_run_is_taken_up_again_and_loses_nothing(
         namespace="baton-tests",
         env={"PARCELS_FILE": str(parcels)},
         store_url=absolute_store_url(store_url),
+        ledger_shards=2,
     )
     engine = Engine(system, options)
+    # The two runs' ids map to different shards; the second's is killed under it.
+    assert (shard_of("intact", 2), shard_of("torn", 2)) == (0, 1)
     kept: dict[str, tuple[list[str], list[str]]] = {}
     tokens = 0
     try:
         engine.start()
-        for run_id in ("unbroken", "broken"):
+        for run_id in ("intact", "torn"):
             await store.add(Submission("help"), RunMeta(run_id, system.config.name, {}))
             job = asyncio.ensure_future(engine.run(Submission("help"), Execution(run_id)))
             for _ in range(600):  # until the stamp waits for approval (the parcels counted)
                 if waiting := await engine.ledger.waiting(run_id):
                     break
                 await asyncio.sleep(0.05)
-            if run_id == "broken":  # the ledger dies while the approval waits
-                await _kill(engine.pool.ledger_handle)
+            if run_id == "torn":  # its shard dies while the approval waits
+                await _kill(engine.pool.ledger_handles[1])
                 waiting = await engine.ledger.waiting(run_id)  # (known again, from the store)
             [wait] = waiting
             decided = await engine.ledger.resolve(run_id, wait.call_id, Resolution.decision(True))
@@ -103,6 +108,6 @@ async def test_a_ledger_killed_mid_run_is_taken_up_again_and_loses_nothing(
         engine.stop()
         await store.close()
     # Every event in its place, every span; the approval asked once; the parcels counted once.
-    assert kept["broken"] == kept["unbroken"]
-    assert kept["broken"][0].count("approval_requested") == 1
+    assert kept["torn"] == kept["intact"]
+    assert kept["torn"][0].count("approval_requested") == 1
     assert parcels.read_text().splitlines() == ["parcels", "parcels"]  # (one a run)

@@ -13,6 +13,7 @@ import ray
 
 from agents.core.events import ModelDelta, RunFinished, RunStarted
 from agents.core.messages import RunStatus
+from agents.ledger import shard_of
 from agents.ledger.book import MAX_FEED
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
@@ -39,7 +40,7 @@ async def test_a_follower_who_asked_the_ledger_before_the_stream_began_asks_agai
         with stream.subscribe("r") as news:
             between = ModelDelta(agent="a", invocation="i", step=1, text="tool started")
             await handle.emit_many.remote(seal(Batch([("r", between)], sender="p", number=1)))
-            stream.start(LedgerClient(handle))
+            stream.start(LedgerClient((handle,)))
             # No other event comes: without the notice, this waits forever.
             assert await asyncio.wait_for(news.get(), 60) is None
     finally:
@@ -55,7 +56,7 @@ async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_o
     from agents.ray.ledger_actor import LedgerActor
 
     handle = LedgerActor.remote()  # type: ignore[attr-defined]
-    ledger = LedgerClient(handle)
+    ledger = LedgerClient((handle,))
     stream = FeedReader()
     try:
         with stream.subscribe("-") as placed:
@@ -82,6 +83,39 @@ async def test_a_late_follower_of_a_run_the_service_watched_gets_its_events_at_o
         ray.kill(handle)
 
 
+async def test_the_stream_follows_every_shard_and_is_in_place_once_each_one_is(
+    ray_cluster: Any,
+) -> None:
+    # A ledger of three shards: each run's items go to its id's shard, and the service's one
+    # stream reads all three feeds. Watched runs on every shard are kept whole.
+    from agents.ray.ledger_actor import LedgerActor
+
+    handles = tuple(LedgerActor.remote(None, MAX_FEED, 3) for _ in range(3))  # type: ignore[attr-defined]
+    ledger = LedgerClient(handles)
+    runs = {shard_of(r, 3): r for r in (f"run-{n}" for n in range(20))}
+    assert sorted(runs) == [0, 1, 2]
+    stream = FeedReader()
+    try:
+        stream.start(ledger)
+        assert await stream.in_place(60)  # in its place on all three
+        for run_id in runs.values():
+            stream.watch(run_id)
+            with stream.subscribe(run_id) as live:
+                await ledger.open(run_id, None, RunStarted(agent="a"))
+                await ledger.finish(run_id, RunFinished(agent="a", status=RunStatus.SUCCEEDED))
+                await _until_finished(live)
+            # Its events are on its shard's feed only.
+            for shard, handle in enumerate(handles):
+                items, _, _ = await handle.feed.remote(0, 0.0)
+                assert ({r for r, _, _ in items} >= {run_id}) == (shard == shard_of(run_id, 3))
+        assert all(stream.complete(r) for r in runs.values())
+        assert await asyncio.gather(*(h.shards.remote() for h in handles)) == [3, 3, 3]
+    finally:
+        await stream.stop()
+        for handle in handles:
+            ray.kill(handle)
+
+
 async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluster: Any) -> None:
     # A stream that fell behind by more than the feed keeps tells its followers to ask the
     # ledger, and drops what it kept (it has holes); its place is the feed's end all the same,
@@ -92,7 +126,7 @@ async def test_after_a_gap_the_stream_keeps_the_runs_it_watches_again(ray_cluste
     stream = FeedReader()
     try:
         with stream.subscribe("-") as news:
-            stream.start(LedgerClient(handle))
+            stream.start(LedgerClient((handle,)))
             assert await asyncio.wait_for(news.get(), 60) is None  # in its place
             flood = [("-", ModelDelta(agent="a", invocation="i", step=1, text="x"))]
             await handle.emit_many.remote(seal(Batch(flood * (MAX_FEED + 1), sender="p", number=1)))

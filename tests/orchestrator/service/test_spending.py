@@ -1,6 +1,7 @@
-"""Spending caps: a tenant's daily cap holds across two replicas sharing PostgreSQL under a
-burst, passed by no more than the calls under way when it is reached; runs past it end
-`budget_exceeded` with what they did kept, and new ones are refused until the next day."""
+"""Spending caps: a tenant's daily cap holds across two replicas sharing PostgreSQL and a ledger
+of three shards under a burst, passed by no more than the calls under way when it is reached;
+runs past it end `budget_exceeded` with what they did kept, and new ones are refused until the
+next day."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from agents.core.limits import SpendCap
+from agents.ledger import shard_of
 from agents.ledger.spend import SpendMeter, Spent, utc_day
 from orchestrator.access import AccessFile, new_key
 from tests.postgres import fresh_database
@@ -114,6 +116,8 @@ def capped(
             BATON_SPEND_WARN_AT="0.5",
             BATON_RATE_LIMIT_PER_S="10000",
             BATON_RATE_LIMIT_BURST="10000",
+            # The tenant's runs all go to its shard, which alone counts its day.
+            BATON_LEDGER_SHARDS="3",
         )
         for name in ("a", "b")
     )
@@ -200,6 +204,7 @@ async def test_a_tenants_daily_cap_holds_across_two_replicas_under_a_burst(
     assert any(r["usage"]["model_calls"] >= 1 for r in stopped), stopped
     warned = [e for _, evs in ended for _, kind, e in evs if kind == "spend_warning"]
     assert warned and all(e["scope"] == "tenant:acme" for e in warned)
+    assert {shard_of(r["id"], 3) for r, _ in ended} == {shard_of("tenant:acme", 3)}
 
     # Past the cap by no more than the calls under way when it was reached: at most one a run.
     # (Each call that starts holds what a reply is likely to cost until its reply is counted,
