@@ -48,8 +48,13 @@ class PlainModel:
 
 
 def start() -> None:
+    # "local": a Ray of its own, even where another one left its address behind.
     ray.init(
-        namespace="baton-bench", include_dashboard=False, logging_level="ERROR", log_to_driver=False
+        address="local",
+        namespace="baton-bench",
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
     )
 
 

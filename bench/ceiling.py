@@ -2,7 +2,7 @@
 
 The workload of `http_throughput.py` (two-level delegations, model calls of 50 ms, 50 tasks in
 flight through a real `baton serve` on 127.0.0.1, each followed over SSE), run once with
-`BATON_LEDGER_SHARDS=1` and once with 4, each on a Ray of its own on this machine. For each,
+`BATON_LEDGER_SHARDS=1` and once with 4, on one Ray on this machine. For each,
 the CPU milliseconds per task of every process: the service and the agent hosts grow with
 replicas and nodes, a ledger shard does not (one Python actor uses at most one core), so the
 largest shard's CPU per task sets the team's ceiling (1,000 ms / that, tasks per second) however
@@ -27,7 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 import ray
 
+from agents.ray.pool import PoolOptions
+from bench._common import start, system
 from bench.http_throughput import CONFIG, http_round, serve, wait_ready
+from orchestrator.engine import Engine
+from orchestrator.store import absolute_store_url
 from tests.ports import free_port
 
 TASKS = 300
@@ -97,36 +101,38 @@ class Shape:
 
 
 async def measure(shards: int) -> Shape:
-    ray.init(
-        namespace="baton-bench", include_dashboard=False, logging_level="ERROR", log_to_driver=False
-    )
-    try:
-        address = ray.get_runtime_context().gcs_address
-        config_text = CONFIG.replace("REPLICAS", "1")
-        with tempfile.TemporaryDirectory() as tmp:
-            config = Path(tmp) / "bench.yaml"
-            config.write_text(config_text)
-            port = free_port()
-            url = f"http://127.0.0.1:{port}"
-            server = serve(
-                config, Path(tmp) / "runs.db", address, port, BATON_LEDGER_SHARDS=str(shards)
-            )
-            try:
-                await wait_ready(url)
-                await http_round(url, 50)  # warm up
-                before = _cpu_by_process(server.pid)
-                wall, _, _ = await http_round(url, TASKS)
-                after = _cpu_by_process(server.pid)
-            finally:
-                server.terminate()
-                server.wait(timeout=60)
-    finally:
-        ray.shutdown()  # (its detached actors with it: this Ray was started here)
+    address = ray.get_runtime_context().gcs_address
+    # A team of its own each time (its ledger is made with the shards asked).
+    config_text = CONFIG.replace("REPLICAS", "1").replace("bench-http", f"bench-ceiling-{shards}")
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "bench.yaml"
+        config.write_text(config_text)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = serve(
+            config, Path(tmp) / "runs.db", address, port, BATON_LEDGER_SHARDS=str(shards)
+        )
+        try:
+            await wait_ready(url)
+            await http_round(url, 50)  # warm up
+            before = _cpu_by_process(server.pid)
+            wall, _, _ = await http_round(url, TASKS)
+            after = _cpu_by_process(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        # The service's agents and ledger are detached (they outlive it): found by name (its
+        # store's among it), and stopped.
+        store_url = absolute_store_url(f"sqlite+aiosqlite:///{Path(tmp) / 'runs.db'}")
+        found = Engine(system(config_text), PoolOptions("baton-bench", store_url=store_url))
+        found.start()
+        found.stop()
     used = {k: (after[k] - before.get(k, 0.0)) * 1000 / TASKS for k in after}
     return Shape(shards, TASKS / wall, {k: ms for k, ms in used.items() if ms > 0.005})
 
 
 async def main() -> None:
+    start()
     print(f"tasks: {TASKS}, 50 at a time, through HTTP; {os.cpu_count()} cores, one Ray node")
     one, many = [await measure(n) for n in SHARDS]
     for shape in (one, many):

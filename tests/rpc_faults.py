@@ -98,6 +98,7 @@ async def _runs(count: int, folder: Path) -> dict[str, object]:
 def main() -> None:
     faults, count, folder = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     ray.init(
+        address="local",  # a Ray of its own, beside the session's
         namespace="rpc-faults",
         include_dashboard=False,
         logging_level="ERROR",

@@ -30,6 +30,12 @@ from tracing import host_came_back, host_wait_span, lost_agent_span
 
 __all__ = ["RayDispatcher", "SystemRef"]
 
+# A delegation whose call was lost on its way to or from an agent actor that still answers (Ray's
+# `ActorUnavailableError`: a network fault, not a death) is made again up to this many times.
+TRANSIENT_RETRIES = 5
+# How long an actor has to answer before its lost call counts as its death instead.
+ALIVE_WAIT_S = 5.0
+
 
 @dataclass(frozen=True)
 class SystemRef:
@@ -237,6 +243,7 @@ class RayDispatcher:
             return await invoke_here(here, delegation)
         ctx = delegation.context
         retried = False
+        transient = 0  # calls lost on their way to or from an actor that is up, made again
         while True:
             attempt = uuid.uuid4().hex[:16]
             attempted = delegation.model_copy(
@@ -245,6 +252,18 @@ class RayDispatcher:
             name, lost = await self._attempt(target, attempted, on_submit, opening)
             if not isinstance(lost, BaseException):
                 return lost
+            if (
+                isinstance(lost, ActorUnavailableError)
+                and transient < TRANSIENT_RETRIES
+                and await self._answers(name)
+            ):
+                # Its request or its reply was lost (the actor may have run it): made again
+                # as any retry is, from the step log or if nothing at-most-once had started.
+                started = [] if ctx.step_log else await self._effects(ctx.run_id, attempt)
+                if not started:
+                    transient += 1
+                    delegation = delegation.model_copy(update={"replay": True})
+                    continue
             why = "retried once" if retried else "not retried"
             if not retried and self._system.restartable(target):
                 # With a step log the retry resumes the invocation from its record (what must
@@ -411,6 +430,27 @@ class RayDispatcher:
                 pause = min(pause * 2, 1.0)
             except RayActorError:
                 return  # dead for good: the retry will say so
+
+    async def _answers(self, name: str) -> bool:
+        """Whether the actor `name` answers (asked again for at most `ALIVE_WAIT_S`).
+
+        Asked again while its calls are lost on the way, as the delegation's was.
+        """
+        deadline = time.monotonic() + ALIVE_WAIT_S
+        pause = 0.05
+        while True:
+            try:
+                handle = ray.get_actor(name, namespace=self._system.namespace)
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.01)):
+                    await handle.stats.remote()
+                return True
+            except ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    return False
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 1.0)
+            except Exception:  # dead, gone, or silent past the deadline
+                return False
 
     async def _effects(self, run_id: str, attempt: str) -> list[str]:
         if self._ledger is None:

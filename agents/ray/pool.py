@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,13 +338,14 @@ def start_pool(
     hosts = {host: [recipe.create() for recipe in replicas] for host, replicas in starting.items()}
     # The ledger and every host start and warm up at once (hosts hold the ledger's handle,
     # so none waits for another).
-    *placement, _ = ray.get(
+    started = [h for hs in hosts.values() for h in hs]
+    answers = _answers(
         [
-            *(h.ready.remote() for hs in hosts.values() for h in hs),
-            *(shard.events.remote("-") for shard in ledger),
-        ],
-        timeout=READY_TIMEOUT_S,
+            *(functools.partial(h.ready.remote) for h in started),
+            *(functools.partial(shard.events.remote, "-") for shard in ledger),
+        ]
     )
+    placement = answers[: len(started)]
     supervisor = None
     if system.supervised:
         supervisor = HostSupervisor.options(  # type: ignore[attr-defined]
@@ -391,13 +394,34 @@ def _open_ledger(system: SystemRef, options: PoolOptions) -> tuple[Any, ...]:
     wanted = options.ledger_shards or default_shards(cpus)
     first = shard(0, wanted)
     # Another replica (or an earlier life of this service) may have made it with its count.
-    count: int = ray.get(first.shards.remote(), timeout=READY_TIMEOUT_S)
+    count: int = _answers([first.shards.remote])[0]
     if count != wanted and options.ledger_shards:
         logger.warning(
             "the team's ledger has %d shards (not the %d asked): it keeps them while it is up",
             count, wanted,
         )  # fmt: skip
     return (first, *(shard(i, count) for i in range(1, count)))
+
+
+def _answers(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Each call's answer (made at once, awaited within `READY_TIMEOUT_S` in all).
+
+    Each is safe to repeat: one whose request or reply Ray lost (`ActorUnavailableError`: the
+    actor may or may not have run it) is made again.
+    """
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    refs = [call() for call in calls]
+    answers = []
+    for i, call in enumerate(calls):
+        while True:
+            try:
+                answers.append(ray.get(refs[i], timeout=max(deadline - time.monotonic(), 0)))
+                break
+            except ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                refs[i] = call()
+    return answers
 
 
 def _most(host: Host) -> int:

@@ -1,7 +1,8 @@
 """Runs on a Ray of the test's own whose actor calls fail as Ray's own fault tests make them fail
 (`RAY_testing_rpc_failure` on the calls to the hosts and to the ledger: a request lost before
-it reached its actor, or a reply lost after the actor ran the call): every run ends, the
-at-most-once tool ran at most once a run, and a retried idempotent call reused its key."""
+it reached its actor, or a reply lost after the actor ran the call): every run ends (nearly
+all succeed: a lost call is made again), the at-most-once tool ran at most once a run, and a
+retried idempotent call reused its key."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def test_runs_end_and_effects_happen_once_when_actor_calls_lose_requests_and_rep
     assert len(runs) == RUNS
     ended = Counter(r["status"] for r in runs.values())
     assert set(ended) <= {"succeeded", "failed"}, runs
-    assert ended["succeeded"] >= 1, runs
+    # A call lost on its way to or from an actor that still answers is made again: the runs
+    # succeed (one may spend its retries where the faults fall thickest).
+    assert ended["succeeded"] >= RUNS - 1, runs
     for run in runs.values():
         if run["status"] == "succeeded":
             assert run["output"] == "done"
