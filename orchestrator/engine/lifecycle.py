@@ -147,6 +147,11 @@ class Engine:
         return self._ledger
 
     @property
+    def ledger_shards(self) -> int:
+        """How many shards the ledger has (1 until `start` found or made it)."""
+        return self._ledger.shards if self._ledger is not None else 1
+
+    @property
     def trace_export(self) -> str | None:
         """Where runs' spans are exported over OTLP (None: they are not)."""
         if self._export is None:

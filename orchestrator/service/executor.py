@@ -161,10 +161,11 @@ class RunExecutor:
         running = self.versions.get(version)
         if down := await running.engine.left_down(request.agent):
             raise AgentLeftDown(*down)
-        # Its id maps to a shard of the ledger: that of its daily caps, when it has some.
+        # Its id maps to a shard of the ledger: that of its daily caps, when it has some (a run
+        # taken before the agents are up, whose shards are not known yet, is placed by its id).
         caps = self.spending.caps(request.tenant, request.submitted_by)
         meta = RunMeta(
-            run_id=new_run_id(running.engine.ledger.shards, caps),
+            run_id=new_run_id(running.engine.ledger_shards, caps),
             system=running.system.config.name,
             config=running.public_config,
             version=running.version,
