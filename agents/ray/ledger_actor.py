@@ -51,9 +51,6 @@ SETTLE_WAIT_S = 5.0
 # calls out of order, and a streamed reply's pieces must reach followers in the order written.
 # Past it (a batch lost with a restarted ledger) the batch goes on alone.
 ORDER_WAIT_S = 0.5
-# A follower woken by news waits this long for more before it is answered (`feed`): under load,
-# fewer and fuller answers (each call costs both sides about as much as its events).
-FEED_GATHER_S = 0.01
 # Runs a restarted ledger remembers having looked for in the store (`_take_up`).
 MAX_LOOKED_UP = 10_000
 # Batch numbers kept per process, and processes kept, to know a batch sent again (`_first_time`).
@@ -142,7 +139,6 @@ class LedgerActor:
                     await signal.wait()
             except TimeoutError:
                 return [], position, False
-            await asyncio.sleep(FEED_GATHER_S)
 
     async def _take_up(self, run_id: str, starting: bool = False) -> None:
         """Take up a run in flight that this ledger, restarted, has not heard of: from the store.
