@@ -255,7 +255,7 @@ class RayDispatcher:
             if (
                 isinstance(lost, ActorUnavailableError)
                 and transient < TRANSIENT_RETRIES
-                and await self._answers(name)
+                and await self._until_restarted(name, ALIVE_WAIT_S)
             ):
                 # Its request or its reply was lost (the actor may have run it): made again
                 # as any retry is, from the step log or if nothing at-most-once had started.
@@ -406,8 +406,10 @@ class RayDispatcher:
             )
         return None
 
-    async def _until_restarted(self, name: str, limit_s: float) -> None:
-        """Wait (at most `limit_s`) until the actor `name` answers again after Ray restarts it.
+    async def _until_restarted(self, name: str, limit_s: float) -> bool:
+        """Wait (at most `limit_s`) until the actor `name` answers again; whether it did.
+
+        After Ray restarts it, or while calls to it are lost on the way.
 
         Ray fails calls made while an actor is restarting rather than queueing them. An actor
         that is dead for good (its restarts spent) answers at once: the retry says so. Ray
@@ -420,37 +422,17 @@ class RayDispatcher:
             try:
                 handle = ray.get_actor(name, namespace=self._system.namespace)
             except ValueError:
-                return  # no such actor any more: dead for good
+                return False  # no such actor any more: dead for good
             try:
                 async with asyncio.timeout(max(deadline - time.monotonic(), 0.01)):
                     await handle.stats.remote()
-                return
+                return True
             except (ActorUnavailableError, TimeoutError):
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 1.0)
             except RayActorError:
-                return  # dead for good: the retry will say so
-
-    async def _answers(self, name: str) -> bool:
-        """Whether the actor `name` answers (asked again for at most `ALIVE_WAIT_S`).
-
-        Asked again while its calls are lost on the way, as the delegation's was.
-        """
-        deadline = time.monotonic() + ALIVE_WAIT_S
-        pause = 0.05
-        while True:
-            try:
-                handle = ray.get_actor(name, namespace=self._system.namespace)
-                async with asyncio.timeout(max(deadline - time.monotonic(), 0.01)):
-                    await handle.stats.remote()
-                return True
-            except ActorUnavailableError:
-                if time.monotonic() >= deadline:
-                    return False
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 1.0)
-            except Exception:  # dead, gone, or silent past the deadline
-                return False
+                return False  # dead for good: the retry will say so
+        return False
 
     async def _effects(self, run_id: str, attempt: str) -> list[str]:
         if self._ledger is None:
