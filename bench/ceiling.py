@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 import ray
 
-from agents.ray.pool import PoolOptions
-from bench._common import start, system
-from bench.http_throughput import CONFIG, http_round, serve, wait_ready
-from orchestrator.engine import Engine
-from orchestrator.store import absolute_store_url
-from tests.ports import free_port
+from bench._common import start
+from bench.http_throughput import CONFIG, served_round
 
 TASKS = 300
 SHARDS = (1, 4)
@@ -104,29 +99,9 @@ async def measure(shards: int) -> Shape:
     address = ray.get_runtime_context().gcs_address
     # A team of its own each time (its ledger is made with the shards asked).
     config_text = CONFIG.replace("REPLICAS", "1").replace("bench-http", f"bench-ceiling-{shards}")
-    with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "bench.yaml"
-        config.write_text(config_text)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        server = serve(
-            config, Path(tmp) / "runs.db", address, port, BATON_LEDGER_SHARDS=str(shards)
-        )
-        try:
-            await wait_ready(url)
-            await http_round(url, 50)  # warm up
-            before = _cpu_by_process(server.pid)
-            wall, _, _ = await http_round(url, TASKS)
-            after = _cpu_by_process(server.pid)
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-        # The service's agents and ledger are detached (they outlive it): found by name (its
-        # store's among it), and stopped.
-        store_url = absolute_store_url(f"sqlite+aiosqlite:///{Path(tmp) / 'runs.db'}")
-        found = Engine(system(config_text), PoolOptions("baton-bench", store_url=store_url))
-        found.start()
-        found.stop()
+    wall, _, _, before, after = await served_round(
+        config_text, address, _cpu_by_process, TASKS, BATON_LEDGER_SHARDS=str(shards)
+    )
     used = {k: (after[k] - before.get(k, 0.0)) * 1000 / TASKS for k in after}
     return Shape(shards, TASKS / wall, {k: ms for k, ms in used.items() if ms > 0.005})
 

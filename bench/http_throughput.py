@@ -30,6 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -40,6 +41,7 @@ from agents.ray.pool import PoolOptions
 from bench._common import PlainModel, cpu_ceiling, cpu_ms_per_task, cpu_seconds, start, system
 from orchestrator.cli.client import parse_sse
 from orchestrator.engine import Engine, Submission
+from orchestrator.store import absolute_store_url
 from tests.ports import free_port
 
 TASKS = 200
@@ -195,26 +197,45 @@ class Measured:
         )
 
 
-async def through_http(config_text: str, address: str) -> tuple[Measured, list[float], list[float]]:
+_Reading = TypeVar("_Reading")
+
+
+async def served_round(
+    config_text: str,
+    address: str,
+    read: Callable[[int], _Reading],
+    tasks: int = TASKS,
+    **settings: str,
+) -> tuple[float, list[float], list[float], _Reading, _Reading]:
+    """`tasks` tasks through a `baton serve` of `config_text` (with `settings` in its
+    environment), after a warm-up: the seconds they took, submit latencies, event lags, and
+    `read(service pid)` before and after them. The service's actors are stopped after."""
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "bench.yaml"
         config.write_text(config_text)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        server = serve(config, Path(tmp) / "runs.db", address, port)
+        server = serve(config, Path(tmp) / "runs.db", address, port, **settings)
         try:
             await wait_ready(url)
             await http_round(url, 50)  # warm up
-            before = cpu_seconds(server.pid)
-            wall, submits, lags = await http_round(url, TASKS)
-            after = cpu_seconds(server.pid)
+            before = read(server.pid)
+            wall, submits, lags = await http_round(url, tasks)
+            after = read(server.pid)
         finally:
             server.terminate()
             server.wait(timeout=60)
-    # The service's agents are detached (they outlive it): found by name, and stopped.
-    found = Engine(system(config_text), PoolOptions(namespace="baton-bench"))
-    found.start()
-    found.stop()
+        # The service's agents and ledger are detached (they outlive it): found by name (its
+        # store's among it), and stopped.
+        store_url = absolute_store_url(f"sqlite+aiosqlite:///{Path(tmp) / 'runs.db'}")
+        found = Engine(system(config_text), PoolOptions("baton-bench", store_url=store_url))
+        found.start()
+        found.stop()
+    return wall, submits, lags, before, after
+
+
+async def through_http(config_text: str, address: str) -> tuple[Measured, list[float], list[float]]:
+    wall, submits, lags, before, after = await served_round(config_text, address, cpu_seconds)
     return Measured.of(wall, before, after), submits, lags
 
 
