@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import time
@@ -53,7 +54,7 @@ def start() -> None:
         address="local",
         namespace="baton-bench",
         include_dashboard=False,
-        logging_level="ERROR",
+        logging_level=logging.ERROR,
         log_to_driver=False,
     )
 

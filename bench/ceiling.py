@@ -1,14 +1,16 @@
-"""The ceiling one team's singletons set, with a ledger of 1 and of 4 shards, through HTTP.
+"""The ceiling one team's ledger sets, with 1 and with 4 shards, through HTTP.
 
-The workload of `http_throughput.py` (two-level delegations, model calls of 50 ms, 50 tasks in
-flight through a real `baton serve` on 127.0.0.1, each followed over SSE), run once with
-`BATON_LEDGER_SHARDS=1` and once with 4, on one Ray on this machine. For each,
-the CPU milliseconds per task of every process: the service and the agent hosts grow with
-replicas and nodes, a ledger shard does not (one Python actor uses at most one core), so the
-largest shard's CPU per task sets the team's ceiling (1,000 ms / that, tasks per second) however
-large the cluster. Printed: each figure, the ratio of the 4-shard ceiling to the 1-shard one
-(target: at least 3.5), of the largest shard's CPU per task (target: at most 0.25 of one
-shard's), and of the whole system's CPU per task (target: no more than 1.0).
+The workload of `http_throughput.py` (two-level delegations, model calls of 50 ms, each task
+followed over SSE) through a real `baton serve` on 127.0.0.1, run with `BATON_LEDGER_SHARDS=1`
+and with 4, on one Ray on this machine, each at three loads (10, 25 and 50 tasks in flight).
+For each, the CPU milliseconds per task of every process: the service and the agent hosts grow
+with replicas and nodes, a ledger shard does not (one Python actor uses at most one core), so the
+busiest shard's CPU per task sets the team's ceiling (1,000 ms / that, tasks per second) however
+large the cluster. A shard's CPU per task falls as the load grows (each process sends it a batch
+at most every 50 ms, however many runs the batch carries), so each load is printed. Printed: the
+figures, and 4 shards against 1 at the highest load: the busiest shard's CPU per task (target at
+most 0.25), the ceiling (target at least 3.5x), the whole system's CPU per task (target at most
+1.0).
 
 Run: .venv/bin/python bench/ceiling.py
 """
@@ -27,9 +29,8 @@ import psutil
 import ray
 
 from bench._common import start
-from bench.http_throughput import CONFIG, served_round
+from bench.http_throughput import CONFIG, served_rounds
 
-TASKS = 300
 SHARDS = (1, 4)
 
 
@@ -95,26 +96,42 @@ class Shape:
         ]
 
 
-async def measure(shards: int) -> Shape:
+LOADS = [(150, 10), (200, 25), (300, 50)]  # (tasks, in flight)
+
+
+async def measure(shards: int) -> list[Shape]:
+    """The shape at each load."""
     address = ray.get_runtime_context().gcs_address
     # A team of its own each time (its ledger is made with the shards asked).
     config_text = CONFIG.replace("REPLICAS", "1").replace("bench-http", f"bench-ceiling-{shards}")
-    wall, _, _, before, after = await served_round(
-        config_text, address, _cpu_by_process, TASKS, BATON_LEDGER_SHARDS=str(shards)
+    rounds = await served_rounds(
+        config_text, address, _cpu_by_process, LOADS, BATON_LEDGER_SHARDS=str(shards)
     )
-    used = {k: (after[k] - before.get(k, 0.0)) * 1000 / TASKS for k in after}
-    return Shape(shards, TASKS / wall, {k: ms for k, ms in used.items() if ms > 0.005})
+    shapes = []
+    for one in rounds:
+        used = {k: (one.after[k] - one.before.get(k, 0.0)) * 1000 / one.tasks for k in one.after}
+        kept = {k: ms for k, ms in used.items() if ms > 0.005}
+        shapes.append(Shape(shards, one.tasks / one.wall, kept))
+    return shapes
 
 
 async def main() -> None:
     start()
-    print(f"tasks: {TASKS}, 50 at a time, through HTTP; {os.cpu_count()} cores, one Ray node")
-    one, many = [await measure(n) for n in SHARDS]
+    loads = ", ".join(f"{tasks} tasks {n} in flight" for tasks, n in LOADS)
+    print(f"through HTTP, {loads}; {os.cpu_count()} cores, one Ray node")
+    ones, manys = [await measure(n) for n in SHARDS]
+    for (_, in_flight), one, many in zip(LOADS, ones, manys, strict=True):
+        print(
+            f"{in_flight} in flight: busiest shard {one.largest_shard:.2f} ms per task at "
+            f"{one.rate:.0f} tasks/s (1 shard), {many.largest_shard:.2f} at {many.rate:.0f} "
+            f"(4 shards): {many.largest_shard / one.largest_shard:.2f}"
+        )
+    one, many = ones[-1], manys[-1]
     for shape in (one, many):
         print("\n".join(shape.lines()))
-    print("-- 4 shards against 1")
+    print("-- 4 shards against 1, at the highest load")
     print(
-        f"largest ledger shard's CPU per task: {many.largest_shard / one.largest_shard:.2f} "
+        f"busiest ledger shard's CPU per task: {many.largest_shard / one.largest_shard:.2f} "
         "(target at most 0.25)"
     )
     print(

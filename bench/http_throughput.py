@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -93,13 +93,15 @@ async def one_task(
         assert (await record.json())["output"] == "done", await record.text()
 
 
-async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[float]]:
+async def http_round(
+    url: str, tasks: int, in_flight: int = CONCURRENCY
+) -> tuple[float, list[float], list[float]]:
     submits: list[float] = []
     lags: list[float] = []
     queue = list(range(tasks))
     # aiohttp, not httpx: the client shares this machine's cores with Baton, and aiohttp
     # costs about a quarter of its CPU per task (bench/README.md).
-    connector = aiohttp.TCPConnector(limit=2 * CONCURRENCY)
+    connector = aiohttp.TCPConnector(limit=2 * in_flight)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
 
@@ -109,7 +111,7 @@ async def http_round(url: str, tasks: int) -> tuple[float, list[float], list[flo
                 await one_task(client, url, submits, lags)
 
         began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
         return time.perf_counter() - began, submits, lags
 
 
@@ -200,6 +202,18 @@ class Measured:
 _Reading = TypeVar("_Reading")
 
 
+@dataclass
+class Round(Generic[_Reading]):
+    """One round of tasks through a service: how long it took, what it read before and after."""
+
+    tasks: int
+    wall: float
+    submits: list[float]
+    lags: list[float]
+    before: _Reading
+    after: _Reading
+
+
 async def served_round(
     config_text: str,
     address: str,
@@ -210,6 +224,20 @@ async def served_round(
     """`tasks` tasks through a `baton serve` of `config_text` (with `settings` in its
     environment), after a warm-up: the seconds they took, submit latencies, event lags, and
     `read(service pid)` before and after them. The service's actors are stopped after."""
+    (only,) = await served_rounds(config_text, address, read, [(tasks, CONCURRENCY)], **settings)
+    return only.wall, only.submits, only.lags, only.before, only.after
+
+
+async def served_rounds(
+    config_text: str,
+    address: str,
+    read: Callable[[int], _Reading],
+    loads: list[tuple[int, int]],
+    **settings: str,
+) -> list[Round[_Reading]]:
+    """Rounds of (tasks, in flight) through one `baton serve`, after a warm-up (see
+    `served_round`)."""
+    rounds: list[Round[_Reading]] = []
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "bench.yaml"
         config.write_text(config_text)
@@ -219,9 +247,10 @@ async def served_round(
         try:
             await wait_ready(url)
             await http_round(url, 50)  # warm up
-            before = read(server.pid)
-            wall, submits, lags = await http_round(url, tasks)
-            after = read(server.pid)
+            for tasks, in_flight in loads:
+                before = read(server.pid)
+                wall, submits, lags = await http_round(url, tasks, in_flight)
+                rounds.append(Round(tasks, wall, submits, lags, before, read(server.pid)))
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -231,7 +260,7 @@ async def served_round(
         found = Engine(system(config_text), PoolOptions("baton-bench", store_url=store_url))
         found.start()
         found.stop()
-    return wall, submits, lags, before, after
+    return rounds
 
 
 async def through_http(config_text: str, address: str) -> tuple[Measured, list[float], list[float]]:

@@ -334,7 +334,7 @@ class EventList:
     def keep_spans(self, run_id: str, spans: list[dict[str, object]]) -> None:
         pass
 
-    def flush(self) -> None:
+    def flush(self, run_id: str) -> None:
         pass
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, Protocol
 
 from agents.core.events import Event, WaitOpened
 from agents.core.steps import StepLog
-from agents.core.waits import Outcome, Resolution
+from agents.core.waits import Outcome, Resolution, Waiting
 from agents.memory import MemoryItem
 from tracing import SpanRecord
 
@@ -19,6 +19,7 @@ __all__ = [
     "Gates",
     "Ledger",
     "Memory",
+    "RunReads",
     "RunRecord",
     "RunState",
     "SpanSource",
@@ -40,8 +41,11 @@ class Ledger(Protocol):
     async def tokens_left(self, run_id: str) -> int | None:
         """Tokens the run may still spend (None: no budget)."""
 
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent."""
+    def charge(self, run_id: str, tokens: int, key: str) -> None:
+        """Count tokens the run spent, once per `key`.
+
+        The key names the reply: a call made again after a lost answer is not counted twice.
+        """
 
     async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
         """Whether the run may make another model call under its spending caps.
@@ -112,6 +116,38 @@ class Waits(Protocol):
         """
 
 
+class RunReads(Protocol):
+    """What the orchestrator reads of a run in flight from the ledger.
+
+    Its service, its dispatcher and its live views read them.
+    """
+
+    async def waiting(self, run_id: str) -> list[WaitOpened]:
+        """The run's open waits for a person, oldest first."""
+
+    async def watch_waits(
+        self, run_id: str, seen: int, wait_s: float
+    ) -> tuple[int, Waiting, RunState]:
+        """Wait up to `wait_s` for the run's waits to change from version `seen`.
+
+        Returns the version, what the run waits for from a person, and the run's state.
+        """
+
+    async def effects(self, run_id: str, attempt: str) -> list[str]:
+        """The at-most-once tools started under a delegation attempt (at any depth below it)."""
+
+    async def events(
+        self, run_id: str, after: int = 0, wait_s: float = 0.0
+    ) -> tuple[list[tuple[int, Event]], RunState]:
+        """The run's events with ids above `after`, and the state of its event log.
+
+        Waits up to `wait_s` for a first new event (not once the run is closed).
+        """
+
+    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
+        """The spans sent so far for a run in flight, and its events (a live view's)."""
+
+
 class SpanSource(Protocol):
     """This process's finished spans, by trace (see `tracing.SpanCollector`)."""
 
@@ -131,8 +167,8 @@ class EventSink(Protocol):
     def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         """Queue finished spans of a run; they go out with the next batch."""
 
-    def flush(self) -> None:
-        """Send what is queued now (called when an invocation ends)."""
+    def flush(self, run_id: str) -> None:
+        """Send what is queued for the run now (called when one of its invocations ends)."""
 
 
 class RunRecord(Ledger, Waits, StepLog, Protocol):

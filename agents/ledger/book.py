@@ -1,24 +1,24 @@
-"""Run-wide shared state: the token budget, progress events and spans of each run.
+"""The book of each run in flight: its events in causal order, its spans, its budget.
 
-A run's delegation tree spans many actors (parallel branches included), so the budget lives in
+A run's delegation tree spans many actors (parallel branches included), so its record lives in
 one place, and every process sends its events and spans here: the live views, the store and
-the exporter read a run's spans from here. `RunLedger` is plain Python;
-`agents.ray.ledger_actor` hosts it in an async Ray actor that adds waiting (for new events, for
-a run's last items).
+the exporter read a run's spans from here. `RunLedger` keeps the runs' books and puts what they
+record where it goes: numbered events on the feed (`feed.EventFeed`) and to the store's writer,
+waits for a person to the run's desk (`desk.WaitDesk`), model replies' spending to the meter
+(`spend.SpendMeter`). Plain Python; `agents.ray.ledger_actor` hosts it in an async Ray actor,
+with the step log (`steps.StepBook`) and the writer, and adds waiting (for news, for a run's
+last items).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agents.core.events import (
     AgentStarted,
-    ApprovalDecided,
     Event,
     ModelFinished,
     RunFinished,
@@ -27,17 +27,17 @@ from agents.core.events import (
     WaitResolved,
 )
 from agents.core.ports import RunState
-from agents.core.waits import Outcome, Resolution, Waiting
+from agents.core.waits import Outcome, Resolution
 from agents.ledger.causal import CausalOrder
+from agents.ledger.desk import WaitDesk
+from agents.ledger.feed import MAX_FEED, EventFeed
 from agents.ledger.spend import SpendEntry, SpendMeter
 from tracing import SpanRecord, agent_span_counts
 from tracing import attributes as attr
 
-__all__ = ["MAX_FEED", "RunLedger"]
+__all__ = ["RunLedger"]
 
 MAX_EVENTS_PER_RUN = 10_000
-# Events of all runs kept in order for the services' one stream each (`RunLedger.feed`).
-MAX_FEED = 50_000
 # Finished runs whose events stay readable (a client may still be catching up), oldest dropped.
 MAX_CLOSED_RUNS = 256
 
@@ -46,6 +46,7 @@ MAX_CLOSED_RUNS = 256
 class _RunBook:
     budget: int | None
     spent: int = 0
+    charged: set[str] = field(default_factory=set)  # keys of the charges counted (`charge`)
     events: list[Event] = field(default_factory=list)
     dropped: int = 0
     started: int = 0  # agent invocations begun (counted even when events are dropped)
@@ -55,11 +56,7 @@ class _RunBook:
     # Items (events and span shipments) that came, by the process that queued them.
     received: dict[str, int] = field(default_factory=dict)
     handovers: set[str] = field(default_factory=set)  # keys of the handovers opened
-    effects: dict[str, list[str]] = field(default_factory=dict)  # attempt -> tools started
-    # What waits (or waited) for a person, by id, and how each was resolved.
-    waits: dict[str, WaitOpened] = field(default_factory=dict)
-    resolutions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    waits_changed: int = 0
+    desk: WaitDesk = field(default_factory=WaitDesk)  # what waits (or waited) for a person
     epoch: int = 0  # how many times the run was resumed (older work may not cause effects)
     base: int = 0  # events of earlier lives of the run, in the store only (ids continue)
     order: CausalOrder = field(default_factory=CausalOrder)  # events waiting for their cause
@@ -71,6 +68,9 @@ class _RunBook:
     # is not recorded twice.
     stored: set[tuple[str, int, str, str]] | None = None
     persisted: set[str] = field(default_factory=set)  # ids of its spans sent to the store
+    # While its last events are being stored with its end (`RunLedger.finish`): how many of
+    # its events readers see.
+    shown: int | None = None
 
 
 class RunLedger:
@@ -97,18 +97,16 @@ class RunLedger:
         self.spend = SpendMeter()
         self._runs: dict[str, _RunBook] = {}
         self._closed: OrderedDict[str, _RunBook] = OrderedDict()
-        self._feed: deque[tuple[str, int, Event]] = deque(maxlen=max_feed)
-        self._fed = 0  # events ever put on the feed: the position of the newest
+        self._feed = EventFeed(max_feed)
         self._holding: set[str] = set()  # open runs with events waiting for their cause
+        # Runs whose last events wait to be stored before they go out (`finish`): feed items.
+        self._unannounced: dict[str, list[tuple[int, Event]]] = {}
 
     def feed(self, cursor: int) -> tuple[list[tuple[str, int, Event]], int, bool]:
-        """Every run's events after position `cursor` of the feed, as (run, id, event).
+        """Every run's events after position `cursor` of the feed (see `EventFeed.read`).
 
-        Events that are not stored (`model_delta`) are on the feed only, with id 0.
-
-        Returns them, the new position, and whether some were missed: the caller fell behind
-        by more than the feed keeps, or the ledger is new (restarted). A negative `cursor`
-        means "from now on".
+        Events that are not stored (`model_delta`) are on the feed only, with id 0. Events held
+        past the wait for their cause go out first.
         """
         for run_id in list(self._holding):  # only runs with events waiting for their cause
             book = self._runs.get(run_id)
@@ -116,16 +114,7 @@ class RunLedger:
                 self._release_late(run_id, book)
             if book is None or not book.order.holding:
                 self._holding.discard(run_id)
-        if cursor < 0:
-            return [], self._fed, False
-        if cursor > self._fed:  # a position of a ledger before this one
-            return [], self._fed, True
-        behind = self._fed - cursor
-        kept = min(behind, len(self._feed))
-        # From the right end: skipping to a place from the left walks the whole (full) deque.
-        items = list(itertools.islice(reversed(self._feed), kept))
-        items.reverse()
-        return items, self._fed, behind > kept
+        return self._feed.read(cursor)
 
     def _book(self, run_id: str) -> _RunBook | None:
         return self._runs.get(run_id) or self._closed.get(run_id)
@@ -158,8 +147,7 @@ class RunLedger:
         fresh = _RunBook(budget=budget, epoch=epoch)
         if book is not None:
             fresh.events, fresh.dropped, fresh.base = book.events, book.dropped, book.base
-            fresh.waits, fresh.resolutions = book.waits, book.resolutions
-            fresh.received = book.received
+            fresh.desk, fresh.received = book.desk, book.received
         else:
             fresh.base = base
         self._runs[run_id] = fresh
@@ -192,12 +180,9 @@ class RunLedger:
                 self.spend.recount(run_id, event.input_tokens + event.output_tokens, event.cost_usd)
             elif isinstance(event, AgentStarted):
                 book.started += 1
-            elif isinstance(event, WaitOpened):
-                book.waits[event.call_id] = event
-            elif isinstance(event, WaitResolved):
-                book.resolutions[event.call_id] = _resolution(event).record()
+            elif isinstance(event, (WaitOpened, WaitResolved)):
+                book.desk.recover(event)
         book.order.drain()
-        book.waits_changed = len(book.waits) + len(book.resolutions)
         book.spans.extend(spans)
         book.persisted.update(s["span_id"] for s in spans)
         own, lost = agent_span_counts(spans)
@@ -223,28 +208,49 @@ class RunLedger:
 
     def state(self, run_id: str) -> RunState:
         """Whether the ledger is counting the run, has closed it, or does not know it."""
-        if run_id in self._runs:
-            return "open"
+        if run_id in self._runs or run_id in self._unannounced:
+            return "open"  # (a run whose last events are not out yet is open to its readers)
         return "closed" if run_id in self._closed else "unknown"
 
     def finish(
-        self, run_id: str, final: Event, first: Event | None = None, returning: bool = True
+        self,
+        run_id: str,
+        final: Event,
+        first: Event | None = None,
+        returning: bool = True,
+        until_stored: bool = False,
     ) -> list[tuple[int, Event]]:
         """Record the run's last event and close it; return all its events with their ids.
 
         `first`: the run's first event, recorded first if it has not come (it rides with the
         entry agent's events, which never come when the entry agent was never reached).
         `returning`: False returns none (they stay readable).
+        `until_stored`: the events added here (and those let out here, held for their cause)
+        go to readers and the feed at `announce`, once they are stored (with the run's end, in
+        one transaction): whoever sees `run_finished` finds the run recorded.
         """
         if run_id not in self._closed:
+            book = self._open_book(run_id)
+            if until_stored:
+                book.shown = len(book.events)
+                self._unannounced[run_id] = []
             if first is not None:
                 self.open_with(run_id, first)
-            book = self._open_book(run_id)
             for held in book.order.drain():  # their causes will not come now
                 self._append(run_id, book, held)
             self.emit(run_id, final)
         self.close(run_id)
-        return self.numbered(run_id) if returning else []
+        closed = self._book(run_id)
+        return _numbered(closed, 0, None) if returning and closed is not None else []
+
+    def announce(self, run_id: str) -> None:
+        """Let out the run's last events kept by `finish` (`until_stored`): they are stored."""
+        items = self._unannounced.pop(run_id, None)
+        book = self._book(run_id)
+        if book is not None:
+            book.shown = None
+        for seq, event in items or ():
+            self._feed.put(run_id, seq, event)
 
     def open_with(self, run_id: str, first: Event) -> None:
         """Record the run's first event, unless it came already.
@@ -266,99 +272,53 @@ class RunLedger:
         """Whether the run may make another model call under its caps, and its new warnings."""
         return self.spend.check(run_id)
 
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent."""
+    def charge(self, run_id: str, tokens: int, key: str = "") -> None:
+        """Count tokens the run spent, once per `key` (a charge made again is not counted)."""
         book = self._runs.get(run_id)
-        if book is not None:
-            book.spent += tokens
+        if book is None:
+            return
+        if key:
+            if key in book.charged:
+                return
+            book.charged.add(key)
+        book.spent += tokens
 
-    def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
-        """Note that `tool` (run at most once) is about to run under these delegation attempts."""
-        book = self._open_book(run_id)
-        for attempt in attempts:
-            book.effects.setdefault(attempt, []).append(tool)
+    def desk(self, run_id: str) -> WaitDesk:
+        """The run's waits for a person (an empty desk for a run not held here).
 
-    def effects(self, run_id: str, attempt: str) -> list[str]:
-        """The tools that must run at most once started under this delegation attempt.
-
-        At any depth below it.
+        A closed run's desk still answers for the waits it had (a second word on one is
+        "decided already"); only an open run's waits are waiting (`waiting`).
         """
         book = self._book(run_id)
-        return list(book.effects.get(attempt, ())) if book is not None else []
+        return book.desk if book is not None else WaitDesk()
+
+    def waiting(self, run_id: str) -> list[WaitOpened]:
+        """The run's open waits, oldest first (none once it is closed)."""
+        book = self._runs.get(run_id)
+        return book.desk.waiting() if book is not None else []
 
     def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
-        """Register a wait for a person and announce it, unless `again`; return its id.
+        """Register a wait for a person and announce it, unless `again`; its id in the run.
 
-        The id is the event's `call_id`, made unique in the run (built-in models reuse call ids
-        across agents). The same wait opened again (a resumed invocation asking at the same
-        place) is the one this ledger holds: it is not announced twice. `again`: the wait was
-        announced in an earlier life of the run (its event is in the store already).
+        See `WaitDesk.open`. `again`: the wait was announced in an earlier life of the run (its
+        event is in the store already).
         """
-        book = self._open_book(run_id)
-        unique, n = event.call_id, 1
-        while (held := book.waits.get(unique)) is not None:
-            if held.record_key and (held.invocation, held.record_key) == (
-                event.invocation,
-                event.record_key,
-            ):
-                return unique  # kept across a resume: asked once
-            n += 1
-            unique = f"{event.call_id}-{n}"
-        opened = event.model_copy(update={"call_id": unique})
-        book.waits[unique] = opened
-        book.waits_changed += 1
-        if not again:
+        wait_id, opened = self._open_book(run_id).desk.open(event)
+        if opened is not None and not again:
             self.emit(run_id, cast("Event", opened))
-        return unique
+        return wait_id
 
     def resolve(
         self, run_id: str, wait_id: str, resolution: Resolution
     ) -> tuple[Outcome, dict[str, Any] | None]:
         """Resolve a wait (by a person, or by its expiry): the first word counts."""
-        # A closed run still knows its resolutions: a second word is "decided already" even
-        # when the run ended in between.
         book = self._book(run_id)
-        opened = book.waits.get(wait_id) if book is not None else None
-        if book is None or opened is None or opened.kind != resolution.kind:
-            return "unknown", None
-        if wait_id in book.resolutions:
-            return "already_decided", book.resolutions[wait_id]
-        if run_id not in self._runs:
-            return "unknown", None  # closed: nothing waits any more
-        kept = resolution.record()
-        book.resolutions[wait_id] = kept
-        book.waits_changed += 1
-        self.emit(run_id, cast("Event", opened.resolved(wait_id, resolution)))
-        return "decided", kept
-
-    def wait(self, run_id: str, wait_id: str) -> WaitOpened | None:
-        """The wait (open or resolved) with this id."""
-        book = self._book(run_id)
-        return book.waits.get(wait_id) if book is not None else None
-
-    def resolution(self, run_id: str, wait_id: str) -> dict[str, Any] | None:
-        """How a wait was resolved (`Resolution.record`); None while it waits."""
-        book = self._book(run_id)
-        return book.resolutions.get(wait_id) if book is not None else None
-
-    def waiting(self, run_id: str) -> list[WaitOpened]:
-        """The run's open waits, oldest first."""
-        book = self._runs.get(run_id)
         if book is None:
-            return []
-        return [w for wait_id, w in book.waits.items() if wait_id not in book.resolutions]
-
-    def waits_for(self, run_id: str) -> Waiting:
-        """What the run waits for from a person: an answer (first), a decision, or nothing."""
-        kinds = {w.kind for w in self.waiting(run_id)}
-        if "question" in kinds:
-            return "input"
-        return "approval" if kinds else None
-
-    def waits_version(self, run_id: str) -> int:
-        """A number that changes whenever the run's waits do."""
-        book = self._book(run_id)
-        return book.waits_changed if book is not None else 0
+            return "unknown", None
+        outcome, kept, said = book.desk.resolve(wait_id, resolution, run_id in self._runs)
+        if said is not None:
+            self.emit(run_id, cast("Event", said))
+        return outcome, kept
 
     def keep_spans(self, run_id: str, spans: list[SpanRecord], origin: str = "") -> None:
         """Keep finished spans of the run, one shipment queued by the process `origin`.
@@ -434,7 +394,9 @@ class RunLedger:
     def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
         """Copies of the spans sent so far and of the events (what a live view reads)."""
         book = self._book(run_id)
-        return (list(book.spans), list(book.events)) if book is not None else ([], [])
+        if book is None:
+            return [], []
+        return list(book.spans), book.events[: book.shown]
 
     def emit(self, run_id: str, event: Event, origin: str = "") -> None:
         """Record a progress event of the run (bounded per run; dropped once it is closed).
@@ -449,8 +411,7 @@ class RunLedger:
         if origin:
             book.received[origin] = book.received.get(origin, 0) + 1
         if not event.stored:  # streamed text: straight to the followers, unnumbered (id 0)
-            self._fed += 1
-            self._feed.append((run_id, 0, event))
+            self._feed.put(run_id, 0, event)
             return
         if book.stored is not None and _identity(event) in book.stored:
             return  # recorded before this ledger was restarted, and sent again since
@@ -478,8 +439,11 @@ class RunLedger:
             return
         book.events.append(event)
         seq = book.base + len(book.events)
-        self._fed += 1
-        self._feed.append((run_id, seq, event))
+        unannounced = self._unannounced.get(run_id)
+        if unannounced is None:
+            self._feed.put(run_id, seq, event)
+        else:
+            unannounced.append((seq, event))
         if self._on_event is not None:
             self._on_event(run_id, seq, event)
         self._count_spending(run_id, book, event)
@@ -535,8 +499,13 @@ class RunLedger:
         book = self._book(run_id)
         if book is None:
             return []
-        start = max(after - book.base, 0)
-        return list(enumerate(book.events[start:], start=book.base + start + 1))
+        return _numbered(book, after, book.shown)
+
+
+def _numbered(book: _RunBook, after: int, shown: int | None) -> list[tuple[int, Event]]:
+    """The book's events after id `after` (of its first `shown`), each with its id."""
+    start = max(after - book.base, 0)
+    return list(enumerate(book.events[start:shown], start=book.base + start + 1))
 
 
 def _adopt_orphans(spans: list[SpanRecord], events: list[Event]) -> None:
@@ -566,13 +535,3 @@ def _identity(event: Event) -> tuple[str, int, str, str]:
     (The ledger's own events, a wait's resolution, have no place: their call names them.)
     """
     return (event.invocation or "", event.seq, event.type, str(getattr(event, "call_id", "")))
-
-
-def _resolution(event: WaitResolved) -> Resolution:
-    """How a wait was resolved, from the event that said so."""
-    if isinstance(event, ApprovalDecided):
-        edited = json.loads(event.arguments) if event.arguments is not None else None
-        return Resolution.decision(
-            event.approved, event.message, who=event.who, arguments=edited, by=event.by
-        )
-    return Resolution.reply(getattr(event, "answer", ""), who=event.who, by=event.by)

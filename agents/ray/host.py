@@ -285,7 +285,7 @@ class AgentHost:
         # with the reply, for the caller's process to send (one ledger call fewer).
         handover = outbox.hand_over(run_id) if call.hand_back else None
         if not call.hand_back:
-            outbox.flush()
+            outbox.flush(run_id)
         return seal(HostReply.of(result, handover, outbox.sent(run_id)))
 
     @ray.method(concurrency_group=_CONTROL)

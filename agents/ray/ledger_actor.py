@@ -20,8 +20,10 @@ from agents.core.limits import SpendCap
 from agents.core.ports import RunState
 from agents.core.steps import Step, kept_by_fork
 from agents.core.waits import Outcome, Resolution, Waiting
-from agents.ledger.book import MAX_FEED, RunLedger
+from agents.ledger.book import RunLedger
+from agents.ledger.feed import MAX_FEED
 from agents.ledger.spend import Spent, utc_day
+from agents.ledger.steps import StepBook
 from agents.memory import MemoryItem, MemoryRefused
 from agents.ray.handover import open_batch
 from agents.ray.wire import (
@@ -66,7 +68,7 @@ class LedgerActor:
 
     Args:
         store_url: the run store; when given, runs' steps and events are written there as
-            they come (`agents.ray.store_writer`), so that a run can resume after any crash.
+            they come (`agents.ledger.writer`), so that a run can resume after any crash.
         feed_events: events of every run kept for the services following it (`feed`).
         shards: how many shards the team's ledger has (this is one of them; the first one
             says how many to those who find it: `shards`).
@@ -79,8 +81,8 @@ class LedgerActor:
         self._writer = None
         self._memory: MemoryItems | None = None
         if store_url:
+            from agents.ledger.writer import StoreWriter
             from agents.memory.sql import MemoryItems  # SQLAlchemy only where it is used
-            from agents.ray.store_writer import StoreWriter
 
             self._writer = StoreWriter(store_url)
             self._memory = MemoryItems(self._writer.engine)
@@ -91,9 +93,7 @@ class LedgerActor:
             max_feed=feed_events,
         )
         self._seeding: dict[tuple[str, str], asyncio.Task[None]] = {}
-        # Each open run's recorded steps, by invocation and key: loaded when it resumes, and
-        # kept as they come (a delegation retried after its actor died reads them).
-        self._steps: dict[str, dict[str, dict[str, Step]]] = {}
+        self._steps = StepBook()  # the open runs' step logs, and their effects started
         self._signals: dict[str, asyncio.Event] = {}
         self._fed = asyncio.Event()  # set (and replaced) whenever any run changes
         # Each agent process's next batch number, and a signal set (and replaced) per batch.
@@ -166,7 +166,7 @@ class LedgerActor:
         stored = await self._writer.events(run_id, 0)
         spans = await self._writer.spans(run_id)
         epoch = max((s.epoch for kept in steps.values() for s in kept.values()), default=0)
-        self._steps[run_id] = steps
+        self._steps.load(run_id, steps)
         self._ledger.recover(run_id, epoch, stored, spans)
         starts = [e for _, e in stored if isinstance(e, RunStarted)]
         if starts:  # its tenant's and key's day, from the store (its replies among them)
@@ -174,7 +174,7 @@ class LedgerActor:
         self._changed(run_id)
         logger.info(
             "run %s taken up after a restart: %d events, %d steps, %d spans",
-            run_id, len(stored), sum(len(k) for k in steps.values()), len(spans),
+            run_id, len(stored), self._steps.counted(run_id), len(spans),
         )  # fmt: skip
 
     async def _wait_for_change(self, run_id: str, until: float) -> bool:
@@ -218,7 +218,7 @@ class LedgerActor:
                 invocation, fork_at = live_from
                 kept = steps.get(invocation, {})
                 steps[invocation] = {k: s for k, s in kept.items() if kept_by_fork(k, fork_at)}
-            self._steps[run_id] = steps
+            self._steps.load(run_id, steps)
             self._ledger.resume(run_id, budget, epoch, top)
         else:
             self._ledger.open(run_id, budget)
@@ -255,23 +255,30 @@ class LedgerActor:
         """Close a run (a sealed `RunEnd`, which says how); the answer is a sealed `Closed`.
 
         Settled first, when the call asks for it. With a run store, the run's end (its row's
-        values, `RunEnd.record`, and its spans) is written before the last event is added:
-        whoever sees `run_finished` finds the run recorded. Then the events, written as they
-        come; those the store still lacks (none, unless writing failed) come back.
+        values, `RunEnd.record`, and its spans) and its last events are written in one
+        transaction, and those events go out (to the feed and to readers) once it is done:
+        whoever sees `run_finished` finds the run recorded. The events the store still lacks
+        (none, unless writing failed) come back.
         """
         end = unseal(sealed, RunEnd)
         run_id = end.run_id
         await self._take_up(run_id)
         spans = await self._settle(end.settle) if end.settle is not None else []
-        recorded = False
-        if end.record is not None and self._writer is not None:
-            self._writer.end(run_id, end.record, self._unwritten(run_id, spans))
-            recorded = await self._writer.sync()
-        events = self._ledger.finish(run_id, end.final, end.first, end.returning)
-        self._steps.pop(run_id, None)
-        self._changed(run_id)
-        if self._writer is not None and await self._writer.sync():
+        writer = self._writer
+        if writer is not None and end.record is not None:
+            writer.end(run_id, end.record, self._unwritten(run_id, spans))
+        try:
+            events = self._ledger.finish(
+                run_id, end.final, end.first, end.returning, until_stored=writer is not None
+            )
+            self._steps.drop(run_id)
+            stored = writer is not None and await writer.sync()
+        finally:
+            self._ledger.announce(run_id)
+            self._changed(run_id)
+        if stored:
             events = []
+        recorded = stored and end.record is not None
         back = spans if end.spans_back or not recorded else []
         return seal(Closed(back, events, recorded))
 
@@ -288,9 +295,8 @@ class LedgerActor:
             return self._ledger.unpersisted(run_id, spans)
         for seq, event in events:
             self._writer.event(run_id, seq, event)
-        for steps in self._steps.get(run_id, {}).values():
-            for step in steps.values():
-                self._writer.step(run_id, step)
+        for step in self._steps.of(run_id):
+            self._writer.step(run_id, step)
         self._ledger.unpersisted(run_id, spans)
         return spans
 
@@ -309,16 +315,14 @@ class LedgerActor:
     async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
         """An invocation's steps recorded so far (in this life of the run or before), by key."""
         await self._take_up(run_id)
-        return dict(self._steps.get(run_id, {}).get(invocation, {}))
+        return self._steps.recorded(run_id, invocation)
 
     def _keep(self, run_id: str, step: Step) -> bool:
         """Queue a step for the store, unless it belongs to an older life of its run."""
         if self._writer is None or step.epoch < self._ledger.epoch(run_id):
             return False
         self._writer.step(run_id, step)
-        self._steps.setdefault(run_id, {}).setdefault(step.invocation, {}).setdefault(
-            step.key, step
-        )
+        self._steps.keep(run_id, step)
         return True
 
     async def commit(self, sealed: bytes) -> bool:
@@ -337,7 +341,7 @@ class LedgerActor:
     def close(self, run_id: str) -> None:
         """Stop counting the run; its events stay readable for a while."""
         self._ledger.close(run_id)
-        self._steps.pop(run_id, None)
+        self._steps.drop(run_id)
         self._changed(run_id)
 
     async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
@@ -406,17 +410,17 @@ class LedgerActor:
             raise MemoryRefused("long-term memory is kept in the run store, and there is none")
         return self._memory
 
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent."""
-        self._ledger.charge(run_id, tokens)
+    def charge(self, run_id: str, tokens: int, key: str = "") -> None:
+        """Count tokens the run spent, once per `key` (Ray may make the call again)."""
+        self._ledger.charge(run_id, tokens, key)
 
     def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that `tool` (run at most once) is about to run under these delegation attempts."""
-        self._ledger.record_effect(run_id, attempts, tool)
+        self._steps.record_effect(run_id, attempts, tool)
 
     def effects(self, run_id: str, attempt: str) -> list[str]:
         """The at-most-once tools started under a delegation attempt."""
-        return self._ledger.effects(run_id, attempt)
+        return self._steps.effects(run_id, attempt)
 
     async def open_wait(self, sealed: bytes) -> str:
         """Register a wait for a person, after its process's earlier events (a sealed `WaitCall`).
@@ -441,7 +445,7 @@ class LedgerActor:
         await self._take_up(run_id)
         outcome = self._ledger.resolve(run_id, wait_id, resolution)
         self._changed(run_id)
-        opened = self._ledger.wait(run_id, wait_id)
+        opened = self._ledger.desk(run_id).get(wait_id)
         if outcome[0] == "decided" and opened is not None and opened.record_key:
             step = Step(
                 invocation=opened.invocation or "",
@@ -466,7 +470,7 @@ class LedgerActor:
         await self._take_up(run_id)
         until = time.monotonic() + wait_s
         while True:
-            resolution = self._ledger.resolution(run_id, wait_id)
+            resolution = self._ledger.desk(run_id).resolution(wait_id)
             if resolution is not None or not await self._wait_for_change(run_id, until):
                 return resolution
 
@@ -480,17 +484,24 @@ class LedgerActor:
         await self._take_up(run_id)
         until = time.monotonic() + wait_s
         while True:
-            version = self._ledger.waits_version(run_id)
-            state = self._ledger.state(run_id)
-            if version != seen or state != "open" or not await self._wait_for_change(run_id, until):
-                return version, self._ledger.waits_for(run_id), state
+            desk, state = self._ledger.desk(run_id), self._ledger.state(run_id)
+            if (
+                desk.version != seen
+                or state != "open"
+                or not await self._wait_for_change(run_id, until)
+            ):
+                return desk.version, desk.waits_for() if state == "open" else None, state
 
     async def emit_many(self, sealed: bytes) -> None:
         """Record a batch of events, numbered span shipments and steps (a sealed `Batch`).
 
-        Sent again by Ray if the ledger died with it (to the ledger Ray restarted).
+        Answered once the batch is stored (with a run store): until then its sender's call is
+        open, and Ray makes it again to the ledger it restarts if this one dies. So a batch is
+        never lost between its answer and the store.
         """
         await self._apply(unseal(sealed, Batch))
+        if self._writer is not None:
+            await self._writer.sync()
 
     async def _apply(self, batch: Batch) -> None:
         """Record a batch from one agent process.

@@ -3,20 +3,41 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from agents.core.events import Event, WaitOpened
 from agents.core.limits import SpendCap
-from agents.core.ports import EventSink, RunState
-from agents.core.steps import Step
-from agents.core.waits import Outcome, Resolution, Waiting
+from agents.core.ports import EventSink, Ledger, Memory, RunReads, Waits
+from agents.core.steps import Step, StepLog
 from agents.ledger.shards import placement, shard_of
-from agents.memory import MemoryItem
 from agents.ray.outbox import EVENT_FLUSH_S, Outboxes
 from agents.ray.wire import Closed, Commit, RunEnd, RunSettle, SpendCheck, WaitCall, seal, unseal
 from tracing import SpanRecord
 
 __all__ = ["EVENT_FLUSH_S", "LedgerClient"]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _on_its_shard(
+    port: Callable[Concatenate[Any, str, _P], Awaitable[_R]],
+) -> Callable[Concatenate[LedgerClient, str, _P], Coroutine[Any, Any, _R]]:
+    """The ledger call of a port method, made on the shard of its first argument.
+
+    The argument is a run id, or a tenant. The call is typed and documented by the port, so the
+    client does not write it out again.
+    """
+    name = port.__name__
+
+    async def call(self: LedgerClient, key: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return cast("_R", await getattr(self._at(key), name).remote(key, *args, **kwargs))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = port.__doc__
+    return call
 
 
 class LedgerClient:
@@ -54,6 +75,22 @@ class LedgerClient:
         """The shard of a run id (or of a spending scope, or a tenant)."""
         return self._handles[shard_of(key, len(self._handles))]
 
+    # Calls made as they are on the shard of their first argument: each is the port method it
+    # serves, which says what it does (`agents.core.ports`).
+    tokens_left = _on_its_shard(Ledger.tokens_left)
+    record_effect = _on_its_shard(Ledger.record_effect)  # (awaited: it must come first)
+    await_resolution = _on_its_shard(Waits.await_resolution)
+    resolve = _on_its_shard(Waits.resolve)
+    recorded = _on_its_shard(StepLog.recorded)
+    remember = _on_its_shard(Memory.remember)  # (a tenant's items: on the tenant's shard)
+    recall = _on_its_shard(Memory.recall)
+    forget = _on_its_shard(Memory.forget)
+    waiting = _on_its_shard(RunReads.waiting)
+    watch_waits = _on_its_shard(RunReads.watch_waits)
+    effects = _on_its_shard(RunReads.effects)
+    events = _on_its_shard(RunReads.events)
+    snapshot = _on_its_shard(RunReads.snapshot)
+
     def record(self, run_id: str, step: Step) -> None:
         """Queue a step for the run's step log; it goes out with the next batch."""
         self.outbox.record(run_id, step)
@@ -61,11 +98,6 @@ class LedgerClient:
     def close(self) -> None:
         """Send what is queued, and nothing after it (this process is leaving Ray)."""
         self.outbox.close()
-
-    async def tokens_left(self, run_id: str) -> int | None:
-        """Tokens the run may still spend (None: no budget)."""
-        left: int | None = await self._at(run_id).tokens_left.remote(run_id)
-        return left
 
     async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
         """Whether the run may make another model call under its caps, and its new warnings.
@@ -85,14 +117,9 @@ class LedgerClient:
         said: str | None = await self._at(placement(caps) or "").spend_over.remote(caps)
         return said
 
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent (sent without waiting)."""
-        self._at(run_id).charge.remote(run_id, tokens)  # fire and forget; ordered per caller
-
-    async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
-        """Record that an at-most-once tool is about to run (awaited: it must come first)."""
-        # Awaited: the record must exist before the call is made.
-        await self._at(run_id).record_effect.remote(run_id, attempts, tool)
+    def charge(self, run_id: str, tokens: int, key: str) -> None:
+        """Count tokens the run spent, once per `key` (sent without waiting)."""
+        self._at(run_id).charge.remote(run_id, tokens, key)  # fire and forget; ordered per caller
 
     async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
         """Register a wait for a person (announced unless `again`); its id in the run."""
@@ -101,74 +128,11 @@ class LedgerClient:
         wait_id: str = await self._at(run_id).open_wait.remote(seal(call))
         return wait_id
 
-    async def await_resolution(
-        self, run_id: str, wait_id: str, wait_s: float
-    ) -> dict[str, Any] | None:
-        """How a wait was resolved, waiting up to `wait_s` for it (None: it still waits)."""
-        resolution: dict[str, Any] | None = await self._at(run_id).await_resolution.remote(
-            run_id, wait_id, wait_s
-        )
-        return resolution
-
-    async def resolve(
-        self, run_id: str, wait_id: str, resolution: Resolution
-    ) -> tuple[Outcome, dict[str, Any] | None]:
-        """Resolve a wait; the first word counts."""
-        outcome: tuple[Outcome, dict[str, Any] | None] = await self._at(run_id).resolve.remote(
-            run_id, wait_id, resolution
-        )
-        return outcome
-
-    async def waiting(self, run_id: str) -> list[WaitOpened]:
-        """The run's open waits for a person, oldest first."""
-        found: list[WaitOpened] = await self._at(run_id).waiting.remote(run_id)
-        return found
-
-    async def watch_waits(
-        self, run_id: str, seen: int, wait_s: float
-    ) -> tuple[int, Waiting, RunState]:
-        """Wait for the run's waits to change from version `seen` (see the actor)."""
-        found: tuple[int, Waiting, RunState] = await self._at(run_id).watch_waits.remote(
-            run_id, seen, wait_s
-        )
-        return found
-
-    async def effects(self, run_id: str, attempt: str) -> list[str]:
-        """The at-most-once tools started under a delegation attempt."""
-        found: list[str] = await self._at(run_id).effects.remote(run_id, attempt)
-        return found
-
     async def commit(self, run_id: str, step: Step) -> bool:
         """Store a step and all that is queued before it; False if the run has moved on."""
         call = Commit(run_id, step, self.outbox.take_batch(run_id))
         stored: bool = await self._at(run_id).commit.remote(seal(call))
         return stored
-
-    async def recorded(self, run_id: str, invocation: str) -> dict[str, Step]:
-        """An invocation's steps recorded in earlier lives of the run, by key."""
-        found: dict[str, Step] = await self._at(run_id).recorded.remote(run_id, invocation)
-        return found
-
-    async def remember(
-        self, tenant: str, namespace: str, key: str, value: Any, written_by: str | None
-    ) -> MemoryItem:
-        """Write a long-term memory item (in the store, through the ledger)."""
-        item: MemoryItem = await self._at(tenant).remember.remote(
-            tenant, namespace, key, value, written_by
-        )
-        return item
-
-    async def recall(self, tenant: str, namespace: str, query: str, limit: int) -> list[MemoryItem]:
-        """The long-term memory items of a namespace (and under it) that best match `query`."""
-        found: list[MemoryItem] = await self._at(tenant).recall.remote(
-            tenant, namespace, query, limit
-        )
-        return found
-
-    async def forget(self, tenant: str, namespace: str, key: str) -> bool:
-        """Remove a long-term memory item; whether there was one."""
-        gone: bool = await self._at(tenant).forget.remote(tenant, namespace, key)
-        return gone
 
     # The orchestrator's side -----------------------------------------------------------
 
@@ -218,18 +182,6 @@ class LedgerClient:
         """Stop counting a run that does not end here: its last items in and stored."""
         await self._at(settle.run_id).release.remote(seal(settle))
 
-    async def events(
-        self, run_id: str, after: int = 0, wait_s: float = 0.0
-    ) -> tuple[list[tuple[int, Event]], RunState]:
-        """The run's events with ids above `after`, and the state of its event log.
-
-        Waits up to `wait_s` for a first new event.
-        """
-        found: tuple[list[tuple[int, Event]], RunState] = await self._at(run_id).events.remote(
-            run_id, after, wait_s
-        )
-        return found
-
     async def feed(
         self, shard: int, cursor: int, wait_s: float
     ) -> tuple[list[tuple[str, int, Event]], int, bool]:
@@ -237,11 +189,6 @@ class LedgerClient:
         found: tuple[list[tuple[str, int, Event]], int, bool] = await self._handles[
             shard
         ].feed.remote(cursor, wait_s)
-        return found
-
-    async def snapshot(self, run_id: str) -> tuple[list[SpanRecord], list[Event]]:
-        """The spans sent so far for a run in flight, and its events (a live view's)."""
-        found: tuple[list[SpanRecord], list[Event]] = await self._at(run_id).snapshot.remote(run_id)
         return found
 
     async def ping(self, timeout_s: float) -> None:

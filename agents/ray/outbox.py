@@ -291,10 +291,13 @@ class Outboxes:
         """Everything queued for the run's shard, as its next batch (for a call that follows)."""
         return self.of(run_id).take_batch()
 
-    def flush(self) -> None:
-        """Send what is queued once this turn of the event loop is over (`Outbox.flush`)."""
-        for box in self._boxes:
-            box.flush()
+    def flush(self, run_id: str) -> None:
+        """Send what is queued for the run's shard once this turn is over (`Outbox.flush`).
+
+        The other shards' queues wait for their timers: with a flush of every shard at each
+        invocation's end, each shard took as many batches as one shard did, whatever their number.
+        """
+        self.of(run_id).flush()
 
     def close(self) -> None:
         """Send what is queued, and nothing after it (this process is leaving Ray)."""

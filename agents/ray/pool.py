@@ -26,7 +26,7 @@ from agents.core.gate_spec import GateSpec
 from agents.core.limits import TraceOptions
 from agents.core.placement import Host, plan_hosts
 from agents.core.spec import AgentSpec, Autoscale, RayOptions, SupervisionOptions
-from agents.ledger.book import MAX_FEED
+from agents.ledger.feed import MAX_FEED
 from agents.ledger.shards import default_shards
 from agents.ray.dispatch import RayDispatcher, SystemRef
 from agents.ray.gate_actor import GATES_ACTOR, GateActor, RayGates

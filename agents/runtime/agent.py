@@ -310,4 +310,4 @@ class AgentRuntime:
         reporter = self.reporter
         reporter.send_finished_spans(inv)
         if flush and self.events is not None:
-            self.events.flush()
+            self.events.flush(inv.ctx.run_id)

@@ -24,6 +24,7 @@ from agents.core.steps import Step
 from agents.core.waits import Outcome, Resolution
 from agents.gates.book import GateKeeper
 from agents.ledger.book import RunLedger
+from agents.ledger.steps import StepBook
 from agents.models.client import LiteLLMClient
 from agents.runtime.agent import AgentRuntime
 from agents.runtime.assembly import Assembly
@@ -47,7 +48,7 @@ class _LedgerSink:
     def keep_spans(self, run_id: str, spans: list[SpanRecord]) -> None:
         self._ledger.keep_spans(run_id, spans)
 
-    def flush(self) -> None:
+    def flush(self, run_id: str) -> None:
         pass
 
 
@@ -60,6 +61,7 @@ class LocalRecord:
 
     def __init__(self, also: EventSink | None = None) -> None:
         self.ledger = RunLedger()
+        self.steps = StepBook()  # effects only: no step log in this process
         self._changed = asyncio.Event()
         inner = _LedgerSink(self.ledger, self._signal)
         self.sink: EventSink = inner if also is None else _Both(inner, also)
@@ -76,9 +78,9 @@ class LocalRecord:
         """Tokens the run may still spend (None: no budget)."""
         return self.ledger.tokens_left(run_id)
 
-    def charge(self, run_id: str, tokens: int) -> None:
-        """Count tokens the run spent."""
-        self.ledger.charge(run_id, tokens)
+    def charge(self, run_id: str, tokens: int, key: str) -> None:
+        """Count tokens the run spent, once per `key`."""
+        self.ledger.charge(run_id, tokens, key)
 
     async def spend_check(self, run_id: str) -> tuple[str | None, list[tuple[str, str]]]:
         """Whether the run may make another model call under its caps."""
@@ -86,7 +88,7 @@ class LocalRecord:
 
     async def record_effect(self, run_id: str, attempts: tuple[str, ...], tool: str) -> None:
         """Note that an at-most-once tool is about to run."""
-        self.ledger.record_effect(run_id, attempts, tool)
+        self.steps.record_effect(run_id, attempts, tool)
 
     async def open_wait(self, run_id: str, event: WaitOpened, again: bool = False) -> str:
         """Register a wait for a person and announce it; its id."""
@@ -99,13 +101,13 @@ class LocalRecord:
     ) -> dict[str, Any] | None:
         """How a wait was resolved, waiting up to `wait_s`."""
         deadline = time.monotonic() + wait_s
-        while (resolution := self.ledger.resolution(run_id, wait_id)) is None:
+        while (resolution := self.ledger.desk(run_id).resolution(wait_id)) is None:
             changed = self._changed
             try:
                 async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
                     await changed.wait()
             except TimeoutError:
-                return self.ledger.resolution(run_id, wait_id)
+                return self.ledger.desk(run_id).resolution(wait_id)
         return resolution
 
     async def resolve(
@@ -142,9 +144,9 @@ class _Both:
         for sink in self._sinks:
             sink.keep_spans(run_id, spans)
 
-    def flush(self) -> None:
+    def flush(self, run_id: str) -> None:
         for sink in self._sinks:
-            sink.flush()
+            sink.flush(run_id)
 
 
 class LocalDispatcher:

@@ -145,7 +145,7 @@ class ModelCaller:
                 **span_ids(span),
             )
             if inv.ctx.capped:  # counted against the caps now, not at the next batch's time
-                self.reporter.flush()
+                self.reporter.flush(inv)
         self.reporter.send_finished_spans(inv)
         return reply
 
@@ -159,7 +159,8 @@ class ModelCaller:
             unpriced_calls=int(reply.cost_usd is None),
         )
         if inv.ctx.limits.token_budget is not None and self.ledger is not None:
-            self.ledger.charge(inv.ctx.run_id, reply.input_tokens + reply.output_tokens)
+            tokens = reply.input_tokens + reply.output_tokens
+            self.ledger.charge(inv.ctx.run_id, tokens, f"{inv.id}/{inv.usage.model_calls}")
 
     async def _ask(
         self, inv: Invocation, request: ModelRequest, model: ModelClient, span: Any

@@ -156,7 +156,7 @@ class RemoteExchange:
                 span.set_attribute(attr.BATON_A2A_STATE, seen.state)
         inv.usage = inv.usage + seen.usage
         if ctx.limits.token_budget is not None and self.ledger is not None:
-            self.ledger.charge(ctx.run_id, seen.usage.total_tokens)
+            self.ledger.charge(ctx.run_id, seen.usage.total_tokens, f"{inv.id}/remote")
         if seen.unasked:
             return end(
                 inv,

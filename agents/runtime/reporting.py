@@ -132,10 +132,10 @@ class Reporter:
         assert self.step_log is not None
         return await self.step_log.commit(inv.ctx.run_id, self.step(inv, key, kind, data))
 
-    def flush(self) -> None:
-        """Send what is queued for the record at the end of this turn of the event loop."""
+    def flush(self, inv: Invocation) -> None:
+        """Send what is queued for the run's record at the end of this turn of the event loop."""
         if self.events is not None:
-            self.events.flush()
+            self.events.flush(inv.ctx.run_id)
 
     def send_finished_spans(self, inv: Invocation) -> None:
         """Send the spans finished so far along with the events (called after a step ends).

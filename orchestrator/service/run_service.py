@@ -259,6 +259,7 @@ class RunService:
                 cutoff = None
                 if limits.retention_days is not None:
                     cutoff = time.time() - limits.retention_days * 86400
+                began = time.monotonic()
                 removed = await self.store.prune(
                     older_than=cutoff,
                     keep=limits.retention_max_runs,
@@ -266,7 +267,11 @@ class RunService:
                     pause_s=_SWEEP_PAUSE_S,
                 )
                 if removed:
-                    logger.info("retention: removed %d finished runs", removed)
+                    logger.info(
+                        "retention: removed %d finished runs in %.2f s",
+                        removed,
+                        time.monotonic() - began,
+                    )
             except Exception:
                 logger.exception("the retention sweep failed; it tries again later")
             await asyncio.sleep(limits.retention_sweep_s)

@@ -145,7 +145,7 @@ class EventRow(Base):
 class StepRow(Base):
     """One recorded step of an agent invocation (see `agents.core.steps`).
 
-    Written by the system's ledger actor (`agents.ray.store_writer`) as the run goes on.
+    Written by the system's ledger actor (`agents.ledger.writer`) as the run goes on.
     """
 
     __tablename__ = "run_steps"
@@ -207,7 +207,7 @@ class ThreadRow(Base):
 class SpendRow(Base):
     """What model replies spent in a UTC day, summed by tenant, key, agent and model.
 
-    Written by the ledger with each reply (`agents.ray.store_writer`); read by the caps (today's
+    Written by the ledger with each reply (`agents.ledger.writer`); read by the caps (today's
     sums of a tenant or a key) and `GET /v1/usage`.
     """
 

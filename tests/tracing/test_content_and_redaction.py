@@ -126,7 +126,7 @@ async def test_secrets_never_reach_spans_results_or_events(collector: SpanCollec
         def keep_spans(self, run_id: str, spans: list[dict[str, Any]]) -> None:
             pass
 
-        def flush(self) -> None:
+        def flush(self, run_id: str) -> None:
             pass
 
     runtime = AgentRuntime(

@@ -541,7 +541,14 @@ async function runPage(asked) {
         };
         const form = el(
           "form",
-          { class: "answer", onsubmit: (e) => { e.preventDefault(); send(box.value); } },
+          {
+            class: "answer",
+            onsubmit: (e) => {
+              e.preventDefault();
+              if (box.value.trim()) send(box.value); // (an empty box sends nothing)
+              else box.focus();
+            },
+          },
           box,
           el("button", { type: "submit", class: "send-answer" }, "Answer"),
         );

@@ -23,8 +23,9 @@ from agents.core.events import (
 from agents.core.limits import SpendCap
 from agents.core.messages import RunStatus
 from agents.core.waits import Resolution
-from agents.ledger.book import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, MAX_FEED, RunLedger
+from agents.ledger.book import MAX_CLOSED_RUNS, MAX_EVENTS_PER_RUN, RunLedger
 from agents.ledger.causal import CausalOrder
+from agents.ledger.feed import MAX_FEED
 from agents.ray import wire
 from agents.ray.handover import seal
 from agents.ray.ledger_client import EVENT_FLUSH_S, LedgerClient
@@ -69,6 +70,17 @@ def test_the_budget_is_shared_by_every_charge_of_a_run() -> None:
     ledger.charge("r", 30)
     assert ledger.tokens_left("r") == -20
     ledger.close("r")
+
+
+def test_a_charge_made_again_is_counted_once() -> None:
+    # Ray makes a fire-and-forget call again when its answer was lost: the key says it is the
+    # same reply's tokens.
+    ledger = RunLedger()
+    ledger.open("r", 100)
+    ledger.charge("r", 40, "inv/1")
+    ledger.charge("r", 40, "inv/1")
+    ledger.charge("r", 25, "inv/2")
+    assert ledger.tokens_left("r") == 35
 
 
 def test_a_run_without_a_budget_is_unlimited() -> None:
@@ -124,11 +136,11 @@ def test_a_wait_is_resolved_only_by_a_word_of_its_kind() -> None:
     ledger.open("r", None)
     asked = InputRequested(agent="clerk", call_id="q-1", question="which?", expires_at=0)
     question = ledger.open_wait("r", asked)
-    assert ledger.waits_for("r") == "input"
+    assert ledger.desk("r").waits_for() == "input"
     assert ledger.resolve("r", question, Resolution.decision(True)) == ("unknown", None)
     outcome, answer = ledger.resolve("r", question, Resolution.reply("that one", who="ann"))
     assert outcome == "decided" and answer == {"answer": "that one", "by": "person", "who": "ann"}
-    assert ledger.waiting("r") == [] and ledger.waits_for("r") is None
+    assert ledger.waiting("r") == [] and ledger.desk("r").waits_for() is None
     provided = ledger.events("r")[-1]
     assert isinstance(provided, InputProvided) and provided.answer == "that one"
 
@@ -263,6 +275,24 @@ def test_the_feed_carries_every_runs_events_in_order_and_says_when_some_were_mis
     assert RunLedger().feed(now) == ([], 0, True)
 
 
+def test_a_run_s_last_events_reach_readers_once_they_are_stored() -> None:
+    # The ledger writes a run's end and its last events in one transaction, and lets those
+    # events out when it is done: whoever sees `run_finished` finds the run recorded.
+    ledger = RunLedger()
+    ledger.open("r", None)
+    ledger.emit("r", STARTED)
+    final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
+    ended = ledger.finish("r", final, until_stored=True)
+    assert [e for _, e in ended] == [STARTED, final]  # (the caller has them all)
+    assert [e for _, _, e in ledger.feed(0)[0]] == [STARTED]
+    assert ledger.events("r") == [STARTED] and ledger.snapshot("r")[1] == [STARTED]
+    assert ledger.state("r") == "open"  # a reader keeps waiting for the rest
+    ledger.emit("r", FINISHED)  # late: the run is closed
+    ledger.announce("r")
+    assert [(seq, e) for _, seq, e in ledger.feed(0)[0]] == [(1, STARTED), (2, final)]
+    assert ledger.events("r") == [STARTED, final] and ledger.state("r") == "closed"
+
+
 def test_an_event_whose_cause_never_comes_reaches_the_feed_after_the_hold() -> None:
     now = [0.0]
     ledger = RunLedger()
@@ -334,7 +364,7 @@ async def test_a_chain_s_handed_back_items_reach_the_ledger_once_in_order_sealed
     a.outbox.take_over(from_b)
     a.outbox.heard("r", b.outbox.sent("r"))
     a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-    a.outbox.flush()
+    a.outbox.flush("r")
     # Each process's items count as its own, whoever sent them: the run settles at once (a
     # wrong count keeps it waiting for items that never come, 5 s).
     sent = a.outbox.sent("r")
@@ -366,7 +396,7 @@ async def test_a_caller_s_items_ride_down_with_a_delegation_and_are_recorded_onc
     a, b, entry = await _processes(ledger_actor)
     entry.outbox.emit("r", STARTED.model_copy(update={"agent": "entry"}))
     entry.outbox.keep_spans("r", [SPAN])
-    entry.outbox.flush()
+    entry.outbox.flush("r")
 
     a.outbox.emit("r", AgentStarted(agent="a"))
     a.outbox.keep_spans("r", [SPAN])
@@ -377,10 +407,10 @@ async def test_a_caller_s_items_ride_down_with_a_delegation_and_are_recorded_onc
     b.outbox.take_over(down)
     b.outbox.emit("r", AgentStarted(agent="b"))
     b.outbox.keep_spans("r", [SPAN])
-    b.outbox.flush()  # b's process sends a's items with its own, then dies
+    b.outbox.flush("r")  # b's process sends a's items with its own, then dies
     a.outbox.take_over(down)  # the call failed: a sends them itself
     a.outbox.emit("r", FINISHED.model_copy(update={"agent": "a"}))
-    a.outbox.flush()
+    a.outbox.flush("r")
 
     sent = {**entry.outbox.sent("r"), **a.outbox.sent("r"), **b.outbox.sent("r")}
     final = RunFinished(agent="a", status=RunStatus.SUCCEEDED)
@@ -450,7 +480,7 @@ def test_a_run_taken_up_from_its_record_goes_on_after_it_and_keeps_its_waits() -
     ledger.recover("r", 0, stored, [_span("s1")])
     # What came before is known: the decision, the budget spent, the spans.
     assert ledger.state("r") == "open" and ledger.waiting("r") == []
-    assert ledger.resolution("r", "c") == {"approved": True, "message": "fine", "by": "person",
+    assert ledger.desk("r").resolution("c") == {"approved": True, "message": "fine", "by": "person",
                                            "who": "ops"}  # fmt: skip
     assert ledger.tokens_left("r") == 70 and [s["name"] for s in ledger.spans("r")] == ["s1"]
     # A batch sent again (it was in flight when the ledger died) is not recorded twice; what

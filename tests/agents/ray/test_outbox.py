@@ -173,10 +173,16 @@ async def test_each_run_s_items_go_to_its_shard_as_that_shard_s_own_numbered_bat
     # A call about the run on shard 1 takes its shard's queue only, numbered 1 there.
     batch = outboxes.take_batch(on[1])
     assert {r for r, _ in batch.events} == {on[1]} and batch.number == 1
-    outboxes.flush()
+    # An invocation of the run on shard 0 ends: that shard's queue is sent at once.
+    outboxes.emit(on[1], FINISHED)
+    outboxes.flush(on[0])
     await shards[0].until_sent(1)
     [sent] = shards[0].batches
     assert {r for r, _ in sent.events} == {on[0]} and sent.number == 1
-    assert shards[1].batches == []  # (its queue went with the call)
+    # Shard 1's queue waits for its timer: a flush per shard at every end cost each shard as
+    # many calls as one shard took.
+    assert shards[1].batches == []
+    await shards[1].until_sent(1)
+    assert [e for _, e in shards[1].batches[0].events] == [FINISHED]
     # Each shard counts a run's items by the process's name there.
     assert outboxes.sent(on[0]) == {sent.sender: 2} and batch.sender != sent.sender

@@ -14,7 +14,7 @@ import ray
 from agents.core.events import ModelDelta, RunFinished, RunStarted
 from agents.core.messages import RunStatus
 from agents.ledger import shard_of
-from agents.ledger.book import MAX_FEED
+from agents.ledger.feed import MAX_FEED
 from agents.ray.ledger_client import LedgerClient
 from agents.ray.wire import Batch, seal
 from orchestrator.engine import Engine

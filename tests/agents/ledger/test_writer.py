@@ -10,7 +10,7 @@ import pytest
 from agents.core.events import AgentStarted
 from agents.core.messages import RunStatus
 from agents.core.steps import Step
-from agents.ray.store_writer import StoreWriter
+from agents.ledger.writer import StoreWriter
 from orchestrator.engine import RunResult, Submission
 from orchestrator.store import RunMeta, end_values
 from orchestrator.store.store import RunStore
@@ -51,7 +51,7 @@ async def test_a_write_that_fails_is_said_so_and_the_writer_goes_on(
     url = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"  # no tables: every write fails
     writer = StoreWriter(url)
     try:
-        with caplog.at_level(logging.ERROR, logger="agents.ray.store_writer"):
+        with caplog.at_level(logging.ERROR, logger="agents.ledger.writer"):
             writer.event("r", 1, AgentStarted(agent="a"))
             assert not await writer.sync()
         assert "could not be written" in caplog.text
@@ -170,7 +170,7 @@ async def test_a_row_the_store_refuses_fails_its_run_with_why_and_its_neighbours
         writer.step("neighbour", Step(invocation="inv", key="m1", kind="model", data={}))
         ended("nul", "execute_tool check", "record r2 is broken: a\x00b")
         ended("long", "x" * 300, "a name too long for its column")
-        with caplog.at_level(logging.ERROR, logger="agents.ray.store_writer"):
+        with caplog.at_level(logging.ERROR, logger="agents.ledger.writer"):
             assert await writer.sync()
         nul, long = await store.get("nul"), await store.get("long")
         assert nul is not None and nul.status == RunStatus.FAILED

@@ -3,10 +3,11 @@
 Steps and events as they come; a run's end (the values of its row, and its spans) as it closes;
 model replies' spending, added to its day's sums (`spend`).
 
-It runs in the ledger actor (one writer per system, so SQLite sees one writing process for
-them). Writes are batched (group commit): whatever arrived while the previous batch was being
-written goes in the next one. `sync` waits until everything queued before it is stored: the
-barrier before an effect that must not be repeated, and before a run's end is announced.
+It runs in the ledger actor (one writer per shard of a team's ledger, so SQLite sees one
+writing process per shard). Writes are batched (group commit): whatever arrived while the
+previous batch was being written goes in the next one. `sync` waits until everything queued
+before it is stored: the barrier before an effect that must not be repeated, and before a
+run's end is announced.
 
 A run removed while rows of it are on their way (its thread deleted, a turn rolled back just
 after its end was announced) takes them with it: the store's keys refuse them (SQLite enforces
@@ -180,6 +181,16 @@ class StoreWriter:
         event.listen(listen, "before_cursor_execute", stored_statement, retval=True)
         if self._engine.dialect.name == "sqlite":
             event.listen(self._engine.sync_engine, "connect", _sqlite_pragmas)
+        # Built once: a statement's cache key is computed once per object (SQLAlchemy memoizes
+        # it), and a batch is written in a few executemany calls of these.
+        dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
+        self._inserts = tuple(
+            (name, dialect.insert(target).on_conflict_do_nothing())
+            for name, target in (("steps", _STEPS), ("events", _EVENTS), ("spans", _SPANS))
+        )
+        spend = dialect.insert(_SPEND)
+        added = {c: getattr(_SPEND.c, c) + getattr(spend.excluded, c) for c in _SPEND_SUMS}
+        self._add_spend = spend.on_conflict_do_update(index_elements=list(_SPEND_KEY), set_=added)
         self._steps: list[dict[str, Any]] = []
         self._events: list[dict[str, Any]] = []
         self._spans: list[dict[str, Any]] = []
@@ -305,21 +316,14 @@ class StoreWriter:
 
     async def _write(self, batch: _Batch) -> None:
         async with self._engine.begin() as connection:
-            targets = ((batch.steps, _STEPS), (batch.events, _EVENTS), (batch.spans, _SPANS))
-            for rows, target in targets:
+            for name, insert in self._inserts:
+                rows = getattr(batch, name)
                 for start in range(0, len(rows), _CHUNK):
-                    await connection.execute(
-                        self._insert(target).on_conflict_do_nothing(),
-                        rows[start : start + _CHUNK],
-                    )
+                    await connection.execute(insert, rows[start : start + _CHUNK])
             if batch.ends:
                 await connection.execute(_UPDATE_RUN, batch.ends)
-            for row in batch.spend:  # a day's sums grow (rows of one batch were summed already)
-                insert = self._insert(_SPEND).values(**row)
-                added = {c: getattr(_SPEND.c, c) + getattr(insert.excluded, c) for c in _SPEND_SUMS}
-                await connection.execute(
-                    insert.on_conflict_do_update(index_elements=list(_SPEND_KEY), set_=added)
-                )
+            if batch.spend:  # a day's sums grow (rows of one batch were summed already)
+                await connection.execute(self._add_spend, batch.spend)
 
     async def _write_each(self, batch: _Batch) -> None:
         """Write a batch run by run, dropping the rows of runs the store no longer has."""
@@ -359,10 +363,6 @@ class StoreWriter:
         }
         async with self._engine.begin() as connection:
             await connection.execute(update(_RUNS).where(_RUNS.c.id == run_id).values(**failed))
-
-    def _insert(self, target: Any) -> Any:
-        dialect: Any = postgresql if self._engine.dialect.name == "postgresql" else sqlite
-        return dialect.insert(target)
 
     async def close(self) -> None:
         """Stop writing and close the store's connections (what is queued is dropped)."""
