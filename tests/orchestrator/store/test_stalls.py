@@ -20,7 +20,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.postgres import PostgresServer, own_server
+from tests.postgres import PostgresServer, fresh_database, own_server
 from tests.service import ServiceProcess, all_events, follow, submit
 from tests.tcp_proxy import ProxyProcess
 
@@ -87,11 +87,11 @@ async def recorded(client: httpx.AsyncClient, run_id: str, within_s: float = 60)
         raise AssertionError(f"run {run_id} not recorded in {within_s} s: {said}") from None
 
 
-async def events_stored_twice(postgres: PostgresServer) -> int:
+async def events_stored_twice(postgres: PostgresServer, database: str = "runs") -> int:
     """Events stored more than once (under two ids): the same invocation's same numbered event,
     read from PostgreSQL directly (not through the proxy). Keys make a row twice impossible; a
     write retried as new rows would not be."""
-    connection = await asyncpg.connect(f"postgresql://baton@127.0.0.1:{postgres.port}/runs")
+    connection = await asyncpg.connect(f"postgresql://baton@127.0.0.1:{postgres.port}/{database}")
     try:
         twice = await connection.fetchval(
             "SELECT count(*) FROM (SELECT run_id, data->>'invocation', data->>'seq', "
@@ -260,7 +260,11 @@ async def test_what_a_stall_mid_run_kept_from_the_store_is_written_by_the_runs_e
     postgres: PostgresServer,
 ) -> None:
     (service_dir / "napper.yaml").write_text(NAPPER)
-    url = postgres.url.replace(f":{postgres.port}/", f":{flowing.port}/")
+    # A database of its own: the module's service (another team) would take over this run once
+    # the stall let its lease lapse, and finish it with its own agents.
+    direct = await asyncio.to_thread(fresh_database, postgres.url, "napper")
+    database = direct.rsplit("/", 1)[1]
+    url = direct.replace(f":{postgres.port}/", f":{flowing.port}/")
     service = ServiceProcess(
         service_dir / "napper.yaml", url, ray_address, service_dir / "napper.log",
         BATON_INSTANCE_ID="napper", BATON_LEASE_S="3", BATON_STORE_WAIT_S=str(WAIT_S),
@@ -290,7 +294,7 @@ async def test_what_a_stall_mid_run_kept_from_the_store_is_written_by_the_runs_e
     finally:
         service.stop()
     # In the store, read directly: every event and span of the run, each once.
-    connection = await asyncpg.connect(f"postgresql://baton@127.0.0.1:{postgres.port}/runs")
+    connection = await asyncpg.connect(f"postgresql://baton@127.0.0.1:{postgres.port}/{database}")
     try:
         ids = await connection.fetch(
             "SELECT seq FROM run_events WHERE run_id = $1 ORDER BY seq", run["id"]
@@ -300,4 +304,4 @@ async def test_what_a_stall_mid_run_kept_from_the_store_is_written_by_the_runs_e
         await connection.close()
     assert [r["seq"] for r in ids] == [i for i, _, _ in events] == list(range(1, len(events) + 1))
     assert spans == trace["span_count"] >= 7
-    assert await events_stored_twice(postgres) == 0
+    assert await events_stored_twice(postgres, database) == 0
