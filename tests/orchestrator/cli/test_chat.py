@@ -106,6 +106,9 @@ def test_a_chat_of_turns_in_one_thread_a_cancelled_turn_and_the_commands(api: st
     assert [t["status"] for t in turns] == ["succeeded", "succeeded"]
     assert [t["output"] for t in turns] == ["first answer", "second answer"]
     # (The cancelled turn is found by its thread: other tests' dozer runs share the service.)
+    [turn] = httpx.get(f"{api}/v1/threads/{dozing}").json()["turns"]
+    # A cancel is accepted (202) before the run has stopped: its event stream ends with it.
+    assert "run_finished" in httpx.get(f"{api}/v1/runs/{turn['run_id']}/events", timeout=60).text
     [cancelled] = httpx.get(f"{api}/v1/threads/{dozing}").json()["turns"]
     assert cancelled["status"] == "cancelled", cancelled
     assert httpx.get(f"{api}/v1/runs/{cancelled['run_id']}").json()["task"] == "doze off"
