@@ -10,7 +10,8 @@ large the cluster. A shard's CPU per task falls as the load grows (each process 
 at most every 50 ms, however many runs the batch carries), so each load is printed. Printed: the
 figures, and 4 shards against 1 at the highest load: the busiest shard's CPU per task (target at
 most 0.25), the ceiling (target at least 3.5x), the whole system's CPU per task (target at most
-1.0).
+1.0). Last, a shard's CPU per run it carries: one shard also runs at 4 in flight, about the runs a
+second each of 4 shards carries at 50, so the two compare at the same load per shard.
 
 Run: .venv/bin/python bench/ceiling.py
 """
@@ -30,8 +31,6 @@ import ray
 
 from bench._common import start
 from bench.http_throughput import CONFIG, served_rounds
-
-SHARDS = (1, 4)
 
 
 def _cpu_by_process(service_pid: int) -> dict[tuple[str, int], float]:
@@ -75,6 +74,16 @@ class Shape:
         return max(self.role("ledger shard"), default=0.0)
 
     @property
+    def per_run_carried(self) -> float:
+        """A shard's mean CPU per run it carries (the runs spread evenly over the shards)."""
+        return sum(self.role("ledger shard"))
+
+    @property
+    def carried(self) -> float:
+        """Runs a second each shard carries."""
+        return self.rate / self.shards
+
+    @property
     def system_ms(self) -> float:
         """Every process's CPU per task but the benchmark's own client."""
         return sum(ms for (r, _), ms in self.per_process.items() if not r.startswith("client"))
@@ -97,15 +106,17 @@ class Shape:
 
 
 LOADS = [(150, 10), (200, 25), (300, 50)]  # (tasks, in flight)
+# One shard also at about the runs a second each of 4 shards carries at the highest load.
+CARRIED = (150, 4)
 
 
-async def measure(shards: int) -> list[Shape]:
+async def measure(shards: int, loads: list[tuple[int, int]]) -> list[Shape]:
     """The shape at each load."""
     address = ray.get_runtime_context().gcs_address
     # A team of its own each time (its ledger is made with the shards asked).
     config_text = CONFIG.replace("REPLICAS", "1").replace("bench-http", f"bench-ceiling-{shards}")
     rounds = await served_rounds(
-        config_text, address, _cpu_by_process, LOADS, BATON_LEDGER_SHARDS=str(shards)
+        config_text, address, _cpu_by_process, loads, BATON_LEDGER_SHARDS=str(shards)
     )
     shapes = []
     for one in rounds:
@@ -119,7 +130,7 @@ async def main() -> None:
     start()
     loads = ", ".join(f"{tasks} tasks {n} in flight" for tasks, n in LOADS)
     print(f"through HTTP, {loads}; {os.cpu_count()} cores, one Ray node")
-    ones, manys = [await measure(n) for n in SHARDS]
+    [low, *ones], manys = await measure(1, [CARRIED, *LOADS]), await measure(4, LOADS)
     for (_, in_flight), one, many in zip(LOADS, ones, manys, strict=True):
         print(
             f"{in_flight} in flight: busiest shard {one.largest_shard:.2f} ms per task at "
@@ -140,6 +151,9 @@ async def main() -> None:
         "target at least 3.5x)"
     )
     print(f"whole system's CPU per task: {many.system_ms / one.system_ms:.2f} (target at most 1.0)")
+    print("-- a shard's CPU per run it carries, by the runs a second it carries")
+    for label, shape in (("1 shard", low), ("each of 4 shards", many), ("1 shard", one)):
+        print(f"{label} at {shape.carried:.1f} runs/s: {shape.per_run_carried:.2f} ms per run")
 
 
 if __name__ == "__main__":
