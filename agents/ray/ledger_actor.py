@@ -263,6 +263,8 @@ class LedgerActor:
         end = unseal(sealed, RunEnd)
         run_id = end.run_id
         await self._take_up(run_id)
+        if self._superseded(run_id, end.settle):
+            return seal(Closed([], [], recorded=False, superseded=True))
         spans = await self._settle(end.settle) if end.settle is not None else []
         writer = self._writer
         if writer is not None and end.record is not None:
@@ -281,6 +283,22 @@ class LedgerActor:
         recorded = stored and end.record is not None
         back = spans if end.spans_back or not recorded else []
         return seal(Closed(back, events, recorded))
+
+    def _superseded(self, run_id: str, settle: RunSettle | None) -> bool:
+        """Whether `settle` is of an older life of the run than the one it lives now.
+
+        Its service paused past its lease, say, and another instance resumed the run: the run
+        (its book here, its record) is the newer life's, and the older one may not end it.
+        """
+        if settle is None or settle.epoch is None:
+            return False
+        now = self._ledger.epoch(run_id)
+        if settle.epoch >= now:
+            return False
+        logger.warning(
+            "run %s: an end of its life %d refused (it lives %d)", run_id, settle.epoch, now
+        )
+        return True
 
     def _unwritten(self, run_id: str, spans: list[SpanRecord]) -> list[SpanRecord]:
         """The run's spans its end writes: those not sent to the store as they came.
@@ -307,6 +325,9 @@ class LedgerActor:
         in (bounded) and are stored; no end is recorded or announced.
         """
         settle = unseal(sealed, RunSettle)
+        await self._take_up(settle.run_id)
+        if self._superseded(settle.run_id, settle):
+            return
         await self._settle(settle)
         self.close(settle.run_id)
         if self._writer is not None:

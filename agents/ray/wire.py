@@ -201,7 +201,9 @@ class RunSettle:
     invocation that started has its span. `first`: the run's first event, if it was handed to
     the entry agent to send (recorded unless it came). `spans`: the orchestrator's own (the
     run's root span, and those it made for lost or abandoned invocations). `traced`: whether
-    the run records spans at all (if not, only the events are waited for).
+    the run records spans at all (if not, only the events are waited for). `epoch`: the life of
+    the run this caller ran (`RunContext.epoch`); the ledger refuses to end or release a life
+    older than the run's own (another instance took the run over meanwhile). None: any.
     """
 
     run_id: str
@@ -209,6 +211,7 @@ class RunSettle:
     first: Event | None = None
     spans: list[SpanRecord] = field(default_factory=list)
     traced: bool = True
+    epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -239,11 +242,14 @@ class Closed:
 
     The run's spans (when asked for, or when they could not be recorded), its events the store
     still lacks, and whether the run's end (`RunEnd.record`, and the spans) is in the store.
+    `superseded`: the caller's life of the run is not the run's any more (see `RunSettle`):
+    nothing was recorded or closed, and nothing of its end should be.
     """
 
     spans: list[SpanRecord]
     events: list[tuple[int, Event]]
     recorded: bool
+    superseded: bool = False
 
 
 Sealable = (

@@ -354,6 +354,7 @@ class Engine:
                 riding,
                 self._collector.drain(span.get_span_context().trace_id),
                 traced=recorded,
+                epoch=lineage.epoch,
             )
         finally:
             self._active.discard(run_id)

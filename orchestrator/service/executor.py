@@ -418,7 +418,13 @@ class RunExecutor:
             )
             return await engine.finish(run_id, final)
         closed = await engine.finish(run_id, final, record=end_values(result))
-        if not closed.recorded:  # the store did not take it: kept, made again once it is back
+        if closed.superseded:
+            logger.warning(
+                "run %s: taken over by another instance; this copy of it ended %s, unrecorded",
+                run_id,
+                result.status.value,
+            )
+        elif not closed.recorded:  # the store did not take it: kept, made again once it is back
             await record(
                 f"run {run_id}",
                 partial(self.store.finish, result, closed.spans),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -97,6 +98,39 @@ async def test_a_replica_told_not_to_log_requests_logs_the_rest(
     assert '"GET /healthz HTTP/1.1" 200' in a.log.read_text()
     quiet = b.log.read_text()
     assert "/healthz" not in quiet and "Application startup complete" in quiet
+
+
+async def test_a_replica_paused_past_its_lease_leaves_its_run_to_the_one_that_took_it_over(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    """A freezes (SIGSTOP: a long pause of its process, its machine or its network) while its
+    run's tool works; B takes the run over and resumes it. When A wakes, its copy of the run
+    ends, but the run is B's now: A's end is not recorded, the run ends once, as B ends it."""
+    a, b = replicas
+    run = (await submit(a.url, {"task": "wait", "agent": "sleeper"})).json()
+    async for _, kind, _ in follow(b.url, run["id"]):
+        if kind == "tool_started":
+            break
+    a.signal(signal.SIGSTOP)
+    try:
+        async for _, kind, data in follow(b.url, run["id"]):
+            if kind == "run_started" and data.get("epoch") == 1:  # B took it over
+                break
+    finally:
+        a.signal(signal.SIGCONT)
+    events = await asyncio.wait_for(all_events(b.url, run["id"]), 60)
+    assert [k for _, k, _ in events].count("run_finished") == 1, events
+    ids = [seq for seq, _, _ in events]
+    assert ids == sorted(set(ids)), ids
+    starts = [data for _, kind, data in events if kind == "run_started"]
+    assert [data.get("epoch", 0) for data in starts] == [0, 1], starts
+    async with httpx.AsyncClient(base_url=b.url) as client:
+        stored = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert stored["status"] == "succeeded" and stored["output"] == "rested", stored
+    # The end recorded is B's life's (begun when B resumed it), not that of A's copy.
+    assert stored["started_at"] >= starts[1]["ts"] - 1, (stored, starts)
+    # A said why its copy's end is not the run's (an operator reading A's log).
+    assert f"run {run['id']}: taken over by another instance" in a.log.read_text()
 
 
 async def test_when_a_replica_dies_the_other_resumes_its_runs(
