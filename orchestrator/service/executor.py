@@ -105,6 +105,7 @@ class RunExecutor:
         self.accepted: OrderedDict[str, StoredRun] = OrderedDict()
         self._running: set[str] = set()
         self._cancel_asked: set[str] = set()  # cancelled as their start was being recorded
+        self._taken: set[str] = set()  # taken over by another instance: stopped, not ended, here
         self._slots = asyncio.Semaphore(max_concurrent_runs)
         self._settled = asyncio.Event()  # the agents started, or failed to
         self.startup_error: str | None = None
@@ -239,6 +240,21 @@ class RunExecutor:
         task = self.tasks.get(run_id)
         if task is None:
             return False
+        self._stop_here(run_id, task, who)
+        return True
+
+    def let_go(self, run_id: str) -> None:
+        """Stop this copy of a run another instance took over; nothing of its end is recorded.
+
+        (This instance did not renew its lease in time: paused, or cut off from the store.
+        The run lives on where it was taken over.)
+        """
+        task = self.tasks.get(run_id)
+        if task is not None:
+            self._taken.add(run_id)
+            self._stop_here(run_id, task, None)
+
+    def _stop_here(self, run_id: str, task: asyncio.Task[None], who: str | None) -> None:
         if run_id in self._running:
             # Every agent on it stops; before the engine has it, `_run` ends it (`_cancel_asked`).
             running = self.versions.of_run(run_id)
@@ -246,7 +262,6 @@ class RunExecutor:
                 self._cancel_asked.add(run_id)
         else:
             task.cancel()  # still queued
-        return True
 
     async def drain(self, grace_s: float, wrap_up_s: float) -> None:
         """Let runs in flight finish within `grace_s`, then interrupt the rest.
@@ -293,13 +308,15 @@ class RunExecutor:
                 self._running.add(run_id)
                 await self._run(run_id, request, lineage, running.engine)
         except asyncio.CancelledError:
-            if run_id not in self._running and not (self.stopping and self.hands_over):
+            lives_on = run_id in self._taken or (self.stopping and self.hands_over)
+            if run_id not in self._running and not lives_on:
                 await self._end_unstarted(run_id)  # cancelled while queued
         except Exception:  # recording failed: the store is unreachable, say; keep serving
             logger.exception("run %s could not be recorded", run_id)
         finally:
             self._running.discard(run_id)
             self._cancel_asked.discard(run_id)
+            self._taken.discard(run_id)
             self.tasks.pop(run_id, None)
             self.versions.release(run_id)
             if began is not None:
@@ -316,7 +333,8 @@ class RunExecutor:
         # may wait (a cancellation then would find neither).
         turns = await turns_before(self.store, run_id, request, engine.system)
         if run_id in self._cancel_asked:  # while its start (or its thread) was being read
-            await self._end_unstarted(run_id)
+            if run_id not in self._taken:
+                await self._end_unstarted(run_id)
             return
         self.events.reader.watch(run_id)  # (resumed, or accepted before the stream's place)
         result: RunResult | None = None
@@ -333,12 +351,16 @@ class RunExecutor:
                 self.spending.caps(request.tenant, request.submitted_by),
             )
             result = await engine.run(request, execution, finish=False)
-            if self.stopping and result.status == RunStatus.CANCELLED:
-                if self.hands_over:  # the next instance resumes it from its step log
+            taken = run_id in self._taken
+            if (self.stopping or taken) and result.status == RunStatus.CANCELLED:
+                # It goes on where it was taken over, or the next instance resumes it from
+                # its step log. (The ledger refuses to release a newer life of it.)
+                if taken or self.hands_over:
                     handed_over = True
                     await _stop(tracker)
                     await engine.release(run_id)
-                    logger.info("run %s: left for the next instance to resume", run_id)
+                    where = "where it was taken over" if taken else "with the next instance"
+                    logger.warning("run %s: this copy stopped; the run goes on %s", run_id, where)
                     return
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": STOPPED}

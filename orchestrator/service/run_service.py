@@ -210,6 +210,7 @@ class RunService:
             orphans=self._orphans,
             ready=self._ready,
             cancel=self.executor.cancel,
+            let_go=self.executor.let_go,
             take_over=self.durable.take_over_lost if self._resumes else None,
             interrupt_lost=self.limits.adopts_lost_runs and not self._resumes,
         )

@@ -68,19 +68,23 @@ async def keep_leases(
     orphans: Orphans,
     ready: asyncio.Event,
     cancel: Callable[[str, str | None], object],
+    let_go: Callable[[str], object],
     take_over: Callable[[], Awaitable[None]] | None = None,
     interrupt_lost: bool = True,
 ) -> None:
     """Renew this instance's leases, and act on what other instances left or asked (forever).
 
     Runs of instances that stopped renewing are resumed here (`take_over`), interrupted
-    (`interrupt_lost`), or left for another instance; cancellations requested through other
-    instances are honoured (`cancel`); kept writes are made once the store is back.
+    (`interrupt_lost`), or left for another instance; runs of this one that another took over
+    meanwhile are stopped here (`let_go`); cancellations requested through other instances are
+    honoured (`cancel`); kept writes are made once the store is back.
     """
     while True:
         try:
             await pending_writes.retry()
-            await store.leases.renew(owner, held())
+            for run_id in await store.leases.renew(owner, held()):
+                logger.warning("run %s: taken over by another instance; stopping this copy", run_id)
+                let_go(run_id)
             if take_over is not None:
                 await take_over()
             reason = "the service instance running it stopped responding"

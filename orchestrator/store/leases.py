@@ -42,16 +42,23 @@ class Leases:
         self._sessions = sessions
         self._writes = writes
 
-    async def renew(self, owner: str, run_ids: list[str]) -> None:
-        """Renew `owner`'s lease on its runs in flight."""
+    async def renew(self, owner: str, run_ids: list[str]) -> list[str]:
+        """Renew `owner`'s lease on its runs in flight; return those another instance owns now.
+
+        (One took them over while `owner` did not renew in time: a pause past the lease.)
+        """
         if not run_ids:
-            return
+            return []
         async with self._sessions.begin() as session:
             await session.execute(
                 update(RunRow)
                 .where(RunRow.id.in_(run_ids), RunRow.owner == owner)
                 .values(heartbeat_at=time.time())
             )
+            taken = await session.scalars(
+                select(RunRow.id).where(RunRow.id.in_(run_ids), RunRow.owner != owner)
+            )
+            return list(taken)
 
     async def interrupt_owned(self, owner: str, reason: str) -> list[str]:
         """Mark `owner`'s unfinished runs `interrupted` (it restarted); return their ids."""

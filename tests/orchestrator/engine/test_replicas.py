@@ -133,6 +133,38 @@ async def test_a_replica_paused_past_its_lease_leaves_its_run_to_the_one_that_to
     assert f"run {run['id']}: taken over by another instance" in a.log.read_text()
 
 
+async def test_a_replica_that_wakes_to_find_its_run_taken_over_stops_its_copy(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    """The same pause during a tool of a minute: when A wakes, its copy still works. A finds
+    at its next renewal that the run is B's, stops its copy (its agents too) and records
+    nothing of it, rather than doze on for the rest of the minute."""
+    a, b = replicas
+    run = (await submit(a.url, {"task": "doze", "agent": "dozer"})).json()
+    async for _, kind, _ in follow(b.url, run["id"]):
+        if kind == "tool_started":
+            break
+    a.signal(signal.SIGSTOP)
+    try:
+        async for _, kind, data in follow(b.url, run["id"]):
+            if kind == "run_started" and data.get("epoch") == 1:
+                break
+    finally:
+        a.signal(signal.SIGCONT)
+    # Said once A's copy has stopped: its entry agent's call came back cancelled.
+    stopped = f"run {run['id']}: this copy stopped; the run goes on where it was taken over"
+    try:
+        async with asyncio.timeout(30):  # (the tool alone would take 60 s)
+            while stopped not in a.log.read_text():  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        pytest.fail(f"A's copy of the run did not stop:\n{a.log.read_text()[-3000:]}")
+    # B's life does not doze again (the tool had started, and may not run twice): it answers.
+    events = await asyncio.wait_for(all_events(b.url, run["id"]), 60)
+    assert [k for _, k, _ in events].count("run_finished") == 1, events
+    assert events[-1][2]["status"] == "succeeded" and events[-1][2]["output"] == "rested"
+
+
 async def test_when_a_replica_dies_the_other_resumes_its_runs(
     replicas: tuple[ServiceProcess, ServiceProcess],
 ) -> None:
