@@ -6,6 +6,7 @@ import asyncio
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -100,14 +101,12 @@ async def test_a_replica_told_not_to_log_requests_logs_the_rest(
     assert "/healthz" not in quiet and "Application startup complete" in quiet
 
 
-async def test_a_replica_paused_past_its_lease_leaves_its_run_to_the_one_that_took_it_over(
-    replicas: tuple[ServiceProcess, ServiceProcess],
-) -> None:
-    """A freezes (SIGSTOP: a long pause of its process, its machine or its network) while its
-    run's tool works; B takes the run over and resumes it. When A wakes, its copy of the run
-    ends, but the run is B's now: A's end is not recorded, the run ends once, as B ends it."""
-    a, b = replicas
-    run = (await submit(a.url, {"task": "wait", "agent": "sleeper"})).json()
+async def _taken_over_while_paused(
+    a: ServiceProcess, b: ServiceProcess, body: dict[str, str]
+) -> dict[str, Any]:
+    """A run submitted to A, whose A is paused (SIGSTOP) once its tool works, until B has
+    taken the run over and resumed it; A wakes (SIGCONT) then."""
+    run: dict[str, Any] = (await submit(a.url, body)).json()
     async for _, kind, _ in follow(b.url, run["id"]):
         if kind == "tool_started":
             break
@@ -118,6 +117,17 @@ async def test_a_replica_paused_past_its_lease_leaves_its_run_to_the_one_that_to
                 break
     finally:
         a.signal(signal.SIGCONT)
+    return run
+
+
+async def test_a_replica_paused_past_its_lease_leaves_its_run_to_the_one_that_took_it_over(
+    replicas: tuple[ServiceProcess, ServiceProcess],
+) -> None:
+    """A freezes (SIGSTOP: a long pause of its process, its machine or its network) while its
+    run's tool works; B takes the run over and resumes it. When A wakes, its copy of the run
+    ends, but the run is B's now: A's end is not recorded, the run ends once, as B ends it."""
+    a, b = replicas
+    run = await _taken_over_while_paused(a, b, {"task": "wait", "agent": "sleeper"})
     events = await asyncio.wait_for(all_events(b.url, run["id"]), 60)
     assert [k for _, k, _ in events].count("run_finished") == 1, events
     ids = [seq for seq, _, _ in events]
@@ -140,17 +150,7 @@ async def test_a_replica_that_wakes_to_find_its_run_taken_over_stops_its_copy(
     at its next renewal that the run is B's, stops its copy (its agents too) and records
     nothing of it, rather than doze on for the rest of the minute."""
     a, b = replicas
-    run = (await submit(a.url, {"task": "doze", "agent": "dozer"})).json()
-    async for _, kind, _ in follow(b.url, run["id"]):
-        if kind == "tool_started":
-            break
-    a.signal(signal.SIGSTOP)
-    try:
-        async for _, kind, data in follow(b.url, run["id"]):
-            if kind == "run_started" and data.get("epoch") == 1:
-                break
-    finally:
-        a.signal(signal.SIGCONT)
+    run = await _taken_over_while_paused(a, b, {"task": "doze", "agent": "dozer"})
     # Said once A's copy has stopped: its entry agent's call came back cancelled.
     stopped = f"run {run['id']}: this copy stopped; the run goes on where it was taken over"
     try:
