@@ -359,8 +359,13 @@ class RunExecutor:
                     handed_over = True
                     await _stop(tracker)
                     await engine.release(run_id)
-                    where = "where it was taken over" if taken else "with the next instance"
-                    logger.warning("run %s: this copy stopped; the run goes on %s", run_id, where)
+                    if taken:
+                        logger.warning(
+                            "run %s: this copy stopped; the run goes on where it was taken over",
+                            run_id,
+                        )
+                    else:
+                        logger.info("run %s: left for the next instance to resume", run_id)
                     return
                 result = result.model_copy(
                     update={"status": RunStatus.INTERRUPTED, "error": STOPPED}
